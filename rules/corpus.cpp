@@ -1,0 +1,168 @@
+#include "rules/corpus.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "rules/sexpr.h"
+
+namespace teq {
+
+std::vector<std::string> Rule::variables() const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const Expr& p : lhs)
+    for (const std::string& v : p.variables())
+      if (seen.insert(v).second) out.push_back(v);
+  return out;
+}
+
+const Rule* RuleCorpus::find(std::string_view id) const {
+  for (const Rule& r : rules)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+namespace {
+[[noreturn]] void fail(const std::string& id, const std::string& field, const std::string& what) {
+  throw CorpusError("rule '" + id + "': " + field + ": " + what);
+}
+}  // namespace
+
+void validate_rule(const Rule& rule) {
+  if (rule.id.empty()) throw CorpusError("rule with an empty id");
+  if (rule.lhs.empty()) fail(rule.id, "lhs", "no patterns");
+  if (rule.lhs.size() != rule.rhs.size())
+    fail(rule.id, "rhs", std::to_string(rule.rhs.size()) + " patterns for " + std::to_string(rule.lhs.size()) +
+                             " lhs patterns");
+  std::set<std::string> bound;
+  for (const Expr& p : rule.lhs)
+    for (const std::string& v : p.variables()) bound.insert(v);
+  for (int side = 0; side < 2; ++side) {
+    const auto& pats = side == 0 ? rule.lhs : rule.rhs;
+    for (size_t i = 0; i < pats.size(); ++i) {
+      std::string field = std::string(side == 0 ? "lhs[" : "rhs[") + std::to_string(i) + "]";
+      const Expr& p = pats[i];
+      if (p.roots().size() != 1) fail(rule.id, field, "must be exactly one pattern");
+      for (const ExprNode& n : p.nodes()) {
+        if (n.op == OpKind::Input || n.op == OpKind::Weight)
+          fail(rule.id, field, "patterns use ?variables, not " + std::string(op_name(n.op)) + " leaves");
+        if (side == 1 && n.op == OpKind::Var && !bound.contains(n.name))
+          fail(rule.id, field, "variable ?" + n.name + " is not bound by the lhs");
+      }
+      if (side == 0 && p[p.root()].op == OpKind::Var) fail(rule.id, field, "a bare variable matches everything");
+    }
+  }
+}
+
+Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs) {
+  Rule rule;
+  rule.id = std::move(id);
+  auto parse_side = [&](const std::vector<std::string>& texts, const char* side, std::vector<Expr>& out) {
+    for (size_t i = 0; i < texts.size(); ++i) {
+      try {
+        out.push_back(parse_pattern(texts[i]));
+      } catch (const std::exception& e) {
+        fail(rule.id, std::string(side) + "[" + std::to_string(i) + "]", e.what());
+      }
+    }
+  };
+  parse_side(lhs, "lhs", rule.lhs);
+  parse_side(rhs, "rhs", rule.rhs);
+  validate_rule(rule);
+  return rule;
+}
+
+nlohmann::json rule_to_json(const Rule& rule) {
+  nlohmann::json j;
+  j["id"] = rule.id;
+  for (const Expr& p : rule.lhs) j["lhs"].push_back(to_sexpr(p, p.root()));
+  for (const Expr& p : rule.rhs) j["rhs"].push_back(to_sexpr(p, p.root()));
+  if (!rule.source.empty()) j["source"] = rule.source;
+  if (rule.verification)
+    j["verification"] = {{"status", rule.verification->status},
+                         {"method", rule.verification->method},
+                         {"ms", rule.verification->ms}};
+  return j;
+}
+
+RuleCorpus parse_corpus(std::string_view text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw CorpusError(origin + ": not valid JSON: " + e.what());
+  }
+  auto top_fail = [&](const std::string& what) { throw CorpusError(origin + ": " + what); };
+  if (!j.is_object()) top_fail("top level must be a JSON object");
+  if (j.value("format", "") != "tensor-eqsat-rules") top_fail("field 'format' must be \"tensor-eqsat-rules\"");
+  if (!j.contains("version") || j["version"] != 1) top_fail("field 'version' must be 1");
+  if (!j.contains("rules") || !j["rules"].is_array()) top_fail("field 'rules' must be an array");
+  RuleCorpus corpus;
+  if (j.contains("generator")) corpus.generator = j["generator"];
+  std::set<std::string> ids;
+  for (size_t k = 0; k < j["rules"].size(); ++k) {
+    const nlohmann::json& r = j["rules"][k];
+    std::string label = "rule #" + std::to_string(k);
+    try {
+      if (!r.is_object()) throw CorpusError(label + ": must be an object");
+      if (!r.contains("id") || !r["id"].is_string() || r["id"].get<std::string>().empty())
+        throw CorpusError(label + ": field 'id' must be a non-empty string");
+      std::string id = r["id"];
+      auto strings = [&](const char* field) {
+        if (!r.contains(field) || !r[field].is_array()) fail(id, field, "must be an array of pattern strings");
+        std::vector<std::string> out;
+        for (const auto& s : r[field]) {
+          if (!s.is_string()) fail(id, field, "must be an array of pattern strings");
+          out.push_back(s);
+        }
+        return out;
+      };
+      Rule rule = make_rule(id, strings("lhs"), strings("rhs"));
+      if (r.contains("source")) {
+        if (!r["source"].is_string()) fail(id, "source", "must be a string");
+        rule.source = r["source"];
+      }
+      if (r.contains("verification")) {
+        const auto& v = r["verification"];
+        if (!v.is_object() || !v.contains("status") || !v["status"].is_string())
+          fail(id, "verification", "must be an object with a string 'status'");
+        std::string status = v["status"];
+        if (status != "verified" && status != "wrong" && status != "unknown")
+          fail(id, "verification.status", "must be verified, wrong or unknown, got '" + status + "'");
+        rule.verification = Verification{status, v.value("method", ""), v.value("ms", 0.0)};
+      }
+      if (!ids.insert(id).second) fail(id, "id", "duplicate id");
+      corpus.rules.push_back(std::move(rule));
+    } catch (const CorpusError& e) {
+      throw CorpusError(origin + ": " + e.what());
+    }
+  }
+  return corpus;
+}
+
+RuleCorpus load_corpus(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw CorpusError(path.string() + ": cannot open file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_corpus(buf.str(), path.string());
+}
+
+std::string dump_corpus(const RuleCorpus& corpus) {
+  // One rule per line keeps the file diffable.
+  std::string out = "{\n  \"format\": \"tensor-eqsat-rules\",\n  \"version\": 1,\n  \"generator\": " +
+                    corpus.generator.dump() + ",\n  \"rules\": [\n";
+  for (size_t i = 0; i < corpus.rules.size(); ++i)
+    out += "    " + rule_to_json(corpus.rules[i]).dump() + (i + 1 < corpus.rules.size() ? ",\n" : "\n");
+  return out + "  ]\n}\n";
+}
+
+void save_corpus(const RuleCorpus& corpus, const std::filesystem::path& path) {
+  std::ofstream out(path);
+  if (!out) throw CorpusError(path.string() + ": cannot write file");
+  out << dump_corpus(corpus);
+  if (!out) throw CorpusError(path.string() + ": write failed");
+}
+
+}  // namespace teq

@@ -1,0 +1,69 @@
+// Rules and the rule corpus JSON format (DESIGN.md, docs/corpus-format.md): load, validate, save.
+//
+//   { "format": "tensor-eqsat-rules", "version": 1, "generator": {...},
+//     "rules": [ { "id": "matmul-assoc", "lhs": ["(matmul 0 ?a (matmul 0 ?b ?c))"],
+//                  "rhs": ["(matmul 0 (matmul 0 ?a ?b) ?c)"], "verification": {...} } ] }
+//
+// A multi-pattern rule has several lhs and as many rhs patterns: the i-th matched e-class is merged
+// with the i-th instantiated rhs. Every error names the file, the rule id and the field.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rules/expr.h"
+
+namespace teq {
+
+struct Verification {
+  std::string status;  // "verified", "wrong", "unknown"
+  std::string method;  // e.g. "z3-elementwise", "axioms"
+  double ms = 0;
+};
+
+struct Rule {
+  std::string id;
+  std::vector<Expr> lhs;  // each holds one pattern (one root)
+  std::vector<Expr> rhs;  // same count as lhs
+  std::optional<Verification> verification;
+  std::string source;     // provenance, e.g. "tensat converted.txt:12"; empty when unknown
+
+  bool is_multi() const { return lhs.size() > 1; }
+  /// Variables of all lhs patterns, in first-occurrence order.
+  std::vector<std::string> variables() const;
+};
+
+struct RuleCorpus {
+  nlohmann::json generator = nlohmann::json::object();  // how the corpus was made (free-form)
+  std::vector<Rule> rules;
+
+  const Rule* find(std::string_view id) const;
+};
+
+class CorpusError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Checks one rule: equal, non-zero numbers of lhs and rhs patterns; each a single pattern over
+/// ?variables only (no inputs or weights); no lhs that is a bare variable; every rhs variable bound
+/// by the lhs. Throws CorpusError("rule '<id>': <field>: <problem>").
+void validate_rule(const Rule& rule);
+
+/// Builds a rule from pattern texts (parse + validate). Throws CorpusError naming id and field.
+Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs);
+
+/// Parses corpus JSON; `origin` (a file name) prefixes error messages. Ids must be unique.
+RuleCorpus parse_corpus(std::string_view json_text, const std::string& origin = "<corpus>");
+RuleCorpus load_corpus(const std::filesystem::path& path);
+std::string dump_corpus(const RuleCorpus& corpus);
+void save_corpus(const RuleCorpus& corpus, const std::filesystem::path& path);
+
+nlohmann::json rule_to_json(const Rule& rule);
+
+}  // namespace teq

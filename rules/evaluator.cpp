@@ -1,0 +1,40 @@
+#include "rules/evaluator.h"
+
+#include "rules/sexpr.h"
+
+namespace teq {
+
+std::vector<Shape> infer_shapes(const Expr& expr, const VarShapes& vars) {
+  std::vector<Shape> shapes(expr.size());
+  for (size_t i = 0; i < expr.size(); ++i) {
+    const ExprNode& n = expr.nodes()[i];
+    if (n.op == OpKind::Var) {
+      auto it = vars.find(n.name);
+      if (it == vars.end()) throw ShapeError("no shape for variable ?" + n.name);
+      shapes[i] = it->second;
+    } else if (n.op == OpKind::Input || n.op == OpKind::Weight) {
+      shapes[i] = n.attrs;
+    } else {
+      std::vector<Shape> in;
+      for (ExprId c : n.children) in.push_back(shapes[c.value]);
+      try {
+        shapes[i] = infer_shape(n.op, n.attrs, in);
+      } catch (const ShapeError& e) {
+        std::string term = to_sexpr(expr, ExprId(i));
+        if (term.size() > 120) term = term.substr(0, 117) + "...";
+        throw ShapeError(std::string(e.what()) + " in " + term);
+      }
+    }
+  }
+  return shapes;
+}
+
+std::optional<std::vector<Shape>> try_infer_shapes(const Expr& expr, const VarShapes& vars) {
+  try {
+    return infer_shapes(expr, vars);
+  } catch (const ShapeError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace teq

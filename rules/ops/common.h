@@ -1,0 +1,39 @@
+// Helpers shared by the operator families: argument access, fused activations, 2-d windows.
+#pragma once
+
+#include <span>
+
+#include "rules/arith.h"
+#include "rules/op.h"
+#include "rules/tensor.h"
+
+namespace teq::ops {
+
+template <class S>
+using Args = std::span<const Tensor<S>* const>;
+using Shapes = std::span<const Shape>;
+
+/// Applies a fused activation (TASO/Tensat numbering) to one scalar.
+template <class S>
+S activate(const Arith<S>& ar, Activation act, const S& x) {
+  switch (act) {
+    case Activation::None: return x;
+    case Activation::Relu: return relu(ar, x);
+    case Activation::Sigmoid: return ar.unary(UnaryFn::Sigmoid, x);
+    case Activation::Tanh: return ar.unary(UnaryFn::Tanh, x);
+  }
+  return x;
+}
+
+/// Validates an activation attribute.
+Activation activation_attr(int64_t code, std::string_view op, Shapes in);
+
+/// One spatial axis of a sliding window: output extent and the padding before the first element.
+/// pad == -1 means SAME (TF/TASO convention: out = ceil(in/stride), extra padding at the end).
+struct Window {
+  int64_t out;
+  int64_t pad_before;
+};
+Window window_1d(int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::string_view op, Shapes shapes);
+
+}  // namespace teq::ops

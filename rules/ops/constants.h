@@ -1,0 +1,42 @@
+// Constant tensors that TASO's rules need. Each takes a reference tensor `like` that fixes its size, so
+// that the constant's shape is explicit in a pattern; its values never depend on like's values.
+//   (ones like)              shape of like, all ones                       (TASO constant_one)
+//   (eye like)               n x n identity, n = last dim of like          (TASO constant_imm)
+//   (iconv kh kw like)       [C,C,kh,kw], C = like.dim(1): identity conv    (TASO constant_iconv)
+//   (pool_kernel kh kw like) [C,1,kh,kw], C = like.dim(1): depthwise kernel of 1/(kh*kw), so that
+//                            conv2d with it is avgpool with include_pad=1   (TASO constant_pool)
+#pragma once
+
+#include "rules/ops/common.h"
+
+namespace teq::ops {
+
+Shape shape_ones(Shapes in);
+Shape shape_eye(Shapes in);
+Shape shape_kernel_constant(std::string_view op, AttrSpan attrs, Shapes in);
+
+template <class S>
+Tensor<S> eval_ones(const Arith<S>& ar, const Shape& out_shape) {
+  return Tensor<S>(out_shape, ar.constant(1));
+}
+
+template <class S>
+Tensor<S> eval_eye(const Arith<S>& ar, const Shape& out_shape) {
+  Tensor<S> out(out_shape, ar.constant(0));
+  for (int64_t i = 0; i < out_shape[0]; ++i) out.data[i * out_shape[0] + i] = ar.constant(1);
+  return out;
+}
+
+template <class S>
+Tensor<S> eval_iconv(const Arith<S>& ar, const Shape& out_shape) {
+  Tensor<S> out(out_shape, ar.constant(0));
+  for (int64_t c = 0; c < out_shape[0]; ++c) out.at4(c, c, out_shape[2] / 2, out_shape[3] / 2) = ar.constant(1);
+  return out;
+}
+
+template <class S>
+Tensor<S> eval_pool_kernel(const Arith<S>& ar, const Shape& out_shape) {
+  return Tensor<S>(out_shape, ar.constant(1, out_shape[2] * out_shape[3]));
+}
+
+}  // namespace teq::ops

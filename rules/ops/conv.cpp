@@ -1,0 +1,34 @@
+#include "rules/ops/conv.h"
+
+#include <string>
+
+namespace teq::ops {
+
+Shape shape_conv2d(AttrSpan attrs, Shapes in) {
+  const Shape &x = in[0], &w = in[1];
+  shape_check(x.size() == 4 && w.size() == 4, "conv2d", "input and weight must be 4-d (NCHW, OIHW)", in);
+  activation_attr(attrs[4], "conv2d", in);
+  shape_check(w[1] >= 1 && x[1] % w[1] == 0, "conv2d",
+              "input channels " + std::to_string(x[1]) + " not divisible by weight in-channels " +
+                  std::to_string(w[1]),
+              in);
+  int64_t groups = x[1] / w[1];
+  shape_check(w[0] % groups == 0, "conv2d",
+              "output channels " + std::to_string(w[0]) + " not divisible by groups " + std::to_string(groups), in);
+  Window wy = window_1d(x[2], w[2], attrs[0], attrs[2], "conv2d", in);
+  Window wx = window_1d(x[3], w[3], attrs[1], attrs[3], "conv2d", in);
+  shape_check(wy.out >= 1 && wx.out >= 1, "conv2d", "empty output", in);
+  return {x[0], w[0], wy.out, wx.out};
+}
+
+Shape shape_enlarge(AttrSpan attrs, Shapes in) {
+  const Shape& w = in[0];
+  shape_check(w.size() == 4, "enlarge", "kernel must be 4-d (OIHW)", in);
+  shape_check(attrs[0] >= w[2] && attrs[1] >= w[3], "enlarge",
+              "target " + std::to_string(attrs[0]) + "x" + std::to_string(attrs[1]) + " smaller than kernel", in);
+  shape_check((attrs[0] - w[2]) % 2 == 0 && (attrs[1] - w[3]) % 2 == 0, "enlarge",
+              "kernel and target sizes must differ by an even amount (centred padding)", in);
+  return {w[0], w[1], attrs[0], attrs[1]};
+}
+
+}  // namespace teq::ops

@@ -1,0 +1,64 @@
+// Convolution family, NCHW / OIHW:
+//   (conv2d sh sw ph pw act x w): x [N,C,H,W], w [O,C/g,KH,KW]; the group count g = C / w.dim(1) comes
+//     from the shapes (as in TASO), so grouped and depthwise convolutions need no attribute;
+//     ph/pw = -1 means SAME padding, >= 0 explicit symmetric padding; act is a fused activation.
+//   (enlarge kh kw w): zero-pads a kernel [O,I,h,w] to [O,I,kh,kw], centred.
+#pragma once
+
+#include <optional>
+
+#include "rules/ops/common.h"
+
+namespace teq::ops {
+
+Shape shape_conv2d(AttrSpan attrs, Shapes in);
+Shape shape_enlarge(AttrSpan attrs, Shapes in);
+
+template <class S>
+Tensor<S> eval_conv2d(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  const Tensor<S>& x = *in[0];
+  const Tensor<S>& w = *in[1];
+  const int64_t sh = attrs[0], sw = attrs[1];
+  const Activation act = static_cast<Activation>(attrs[4]);
+  const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  const int64_t O = w.dim(0), Cg = w.dim(1), KH = w.dim(2), KW = w.dim(3);
+  const int64_t groups = C / Cg, Og = O / groups;
+  const Window wy = window_1d(H, KH, sh, attrs[2], "conv2d", {});
+  const Window wx = window_1d(W, KW, sw, attrs[3], "conv2d", {});
+  Tensor<S> out(out_shape, ar.constant(0));
+  for (int64_t n = 0; n < out_shape[0]; ++n)
+    for (int64_t o = 0; o < O; ++o) {
+      const int64_t c0 = (o / Og) * Cg;  // first input channel of this output channel's group
+      for (int64_t oy = 0; oy < wy.out; ++oy)
+        for (int64_t ox = 0; ox < wx.out; ++ox) {
+          std::optional<S> acc;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t ky = 0; ky < KH; ++ky) {
+              int64_t iy = oy * sh - wy.pad_before + ky;
+              if (iy < 0 || iy >= H) continue;
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                int64_t ix = ox * sw - wx.pad_before + kx;
+                if (ix < 0 || ix >= W) continue;
+                S term = x.at4(n, c0 + c, iy, ix) * w.at4(o, c, ky, kx);
+                acc = acc ? *acc + term : term;
+              }
+            }
+          out.at4(n, o, oy, ox) = activate(ar, act, acc ? *acc : ar.constant(0));
+        }
+    }
+  return out;
+}
+
+template <class S>
+Tensor<S> eval_enlarge(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  const Tensor<S>& w = *in[0];
+  const int64_t dy = (attrs[0] - w.dim(2)) / 2, dx = (attrs[1] - w.dim(3)) / 2;
+  Tensor<S> out(out_shape, ar.constant(0));
+  for (int64_t o = 0; o < w.dim(0); ++o)
+    for (int64_t i = 0; i < w.dim(1); ++i)
+      for (int64_t y = 0; y < w.dim(2); ++y)
+        for (int64_t x = 0; x < w.dim(3); ++x) out.at4(o, i, y + dy, x + dx) = w.at4(o, i, y, x);
+  return out;
+}
+
+}  // namespace teq::ops

@@ -1,0 +1,66 @@
+// Element-wise operators: ewadd/ewsub/ewmul/ewdiv (equal shapes), smul (tensor times 0-d scalar),
+// relu/tanh/sigmoid/gelu, broadcast (numpy rules, to an explicit shape) and noop.
+#pragma once
+
+#include "rules/ops/common.h"
+
+namespace teq::ops {
+
+enum class BinaryOp { Add, Sub, Mul, Div };
+
+Shape shape_binary(std::string_view op, Shapes in);      // equal shapes
+Shape shape_smul(Shapes in);                             // (x, s): s must be 0-d
+Shape shape_broadcast(AttrSpan target, Shapes in);       // in[0] broadcastable to target
+
+template <class S>
+Tensor<S> eval_binary(BinaryOp kind, Args<S> in) {
+  const Tensor<S>& a = *in[0];
+  const Tensor<S>& b = *in[1];
+  std::vector<S> out;
+  out.reserve(a.data.size());
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    switch (kind) {
+      case BinaryOp::Add: out.push_back(a.data[i] + b.data[i]); break;
+      case BinaryOp::Sub: out.push_back(a.data[i] - b.data[i]); break;
+      case BinaryOp::Mul: out.push_back(a.data[i] * b.data[i]); break;
+      case BinaryOp::Div: out.push_back(a.data[i] / b.data[i]); break;
+    }
+  }
+  return Tensor<S>(a.shape, std::move(out));
+}
+
+template <class S>
+Tensor<S> eval_smul(Args<S> in) {
+  const S& s = in[1]->data[0];
+  std::vector<S> out;
+  out.reserve(in[0]->data.size());
+  for (const S& x : in[0]->data) out.push_back(x * s);
+  return Tensor<S>(in[0]->shape, std::move(out));
+}
+
+/// relu/tanh/sigmoid/gelu, expressed as "apply this activation or function to every element".
+template <class S, class F>
+Tensor<S> eval_pointwise(Args<S> in, F&& f) {
+  std::vector<S> out;
+  out.reserve(in[0]->data.size());
+  for (const S& x : in[0]->data) out.push_back(f(x));
+  return Tensor<S>(in[0]->shape, std::move(out));
+}
+
+template <class S>
+Tensor<S> eval_broadcast(Args<S> in, const Shape& out_shape) {
+  const Tensor<S>& x = *in[0];
+  size_t lead = out_shape.size() - x.rank();
+  std::vector<int64_t> in_strides = strides_of(x.shape), idx;
+  std::vector<S> out;
+  out.reserve(num_elements(out_shape));
+  for (int64_t flat = 0; flat < num_elements(out_shape); ++flat) {
+    unravel(flat, out_shape, idx);
+    int64_t src = 0;
+    for (size_t d = 0; d < x.rank(); ++d) src += (x.shape[d] == 1 ? 0 : idx[d + lead]) * in_strides[d];
+    out.push_back(x.data[src]);
+  }
+  return Tensor<S>(out_shape, std::move(out));
+}
+
+}  // namespace teq::ops

@@ -1,0 +1,85 @@
+// Layout operators (any rank, negative axes allowed):
+//   (concat axis a b ...)           all dims equal except `axis`
+//   (split axis part ref_axis x ref) cuts x along `axis` at c = ref.dim(ref_axis): part 0 is [0, c),
+//                                   part 1 is [c, end). The cut comes from a tensor's shape, never from a
+//                                   graph's history, so a rule's meaning is explicit (DESIGN.md).
+//   (slice axis begin end x)         [begin, end) along `axis`
+//   (transpose p0 .. pn x)           out.dim(i) = x.dim(p_i)
+//   (reshape d0 .. dn x)             row-major, same element count
+#pragma once
+
+#include "rules/ops/common.h"
+
+namespace teq::ops {
+
+Shape shape_concat(AttrSpan attrs, Shapes in);
+Shape shape_split(AttrSpan attrs, Shapes in);
+Shape shape_slice(AttrSpan attrs, Shapes in);
+Shape shape_transpose(AttrSpan attrs, Shapes in);
+Shape shape_reshape(AttrSpan attrs, Shapes in);
+
+/// [begin, end) of the part that a split selects (attributes already validated by shape_split).
+struct SplitRange {
+  int64_t axis, begin, end;
+};
+SplitRange split_range(AttrSpan attrs, const Shape& x, const Shape& ref);
+
+/// Copies [begin, end) along `axis` of x.
+template <class S>
+Tensor<S> slice_axis(const Tensor<S>& x, int64_t axis, int64_t begin, int64_t end, const Shape& out_shape) {
+  AxisSplit s = split_at_axis(x.shape, axis);
+  std::vector<S> out;
+  out.reserve(num_elements(out_shape));
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t a = begin; a < end; ++a)
+      for (int64_t i = 0; i < s.inner; ++i) out.push_back(x.data[(o * s.extent + a) * s.inner + i]);
+  return Tensor<S>(out_shape, std::move(out));
+}
+
+template <class S>
+Tensor<S> eval_concat(AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  int64_t axis = attrs[0] < 0 ? attrs[0] + static_cast<int64_t>(out_shape.size()) : attrs[0];
+  AxisSplit s = split_at_axis(out_shape, axis);
+  std::vector<S> out;
+  out.reserve(num_elements(out_shape));
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (const Tensor<S>* t : in) {
+      int64_t block = t->shape[axis] * s.inner;
+      out.insert(out.end(), t->data.begin() + o * block, t->data.begin() + (o + 1) * block);
+    }
+  return Tensor<S>(out_shape, std::move(out));
+}
+
+template <class S>
+Tensor<S> eval_split(AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  SplitRange r = split_range(attrs, in[0]->shape, in[1]->shape);
+  return slice_axis(*in[0], r.axis, r.begin, r.end, out_shape);
+}
+
+template <class S>
+Tensor<S> eval_slice(AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  int64_t axis = attrs[0] < 0 ? attrs[0] + static_cast<int64_t>(in[0]->rank()) : attrs[0];
+  return slice_axis(*in[0], axis, attrs[1], attrs[2], out_shape);
+}
+
+template <class S>
+Tensor<S> eval_transpose(AttrSpan perm, Args<S> in, const Shape& out_shape) {
+  const Tensor<S>& x = *in[0];
+  std::vector<int64_t> in_strides = strides_of(x.shape), idx;
+  std::vector<S> out;
+  out.reserve(x.data.size());
+  for (int64_t flat = 0; flat < x.size(); ++flat) {
+    unravel(flat, out_shape, idx);
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d) src += idx[d] * in_strides[perm[d]];
+    out.push_back(x.data[src]);
+  }
+  return Tensor<S>(out_shape, std::move(out));
+}
+
+template <class S>
+Tensor<S> eval_reshape(Args<S> in, const Shape& out_shape) {
+  return Tensor<S>(out_shape, in[0]->data);
+}
+
+}  // namespace teq::ops
