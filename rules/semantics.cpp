@@ -56,6 +56,7 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
     case OpKind::Eye: return shape_eye(in);
     case OpKind::IConv:
     case OpKind::PoolKernel: return shape_kernel_constant(info.name, attrs, in);
+    case OpKind::Opaque: return shape_opaque(attrs, in);
     case OpKind::Var:
     case OpKind::Input:
     case OpKind::Weight: break;

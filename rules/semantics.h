@@ -11,6 +11,7 @@
 #include "rules/ops/layout.h"
 #include "rules/ops/matmul.h"
 #include "rules/ops/norm.h"
+#include "rules/ops/opaque.h"
 #include "rules/ops/pool.h"
 
 namespace teq {
@@ -55,6 +56,7 @@ Tensor<S> evaluate_op(const Arith<S>& ar, OpKind op, AttrSpan attrs, ops::Args<S
     case OpKind::Eye: return eval_eye(ar, out_shape);
     case OpKind::IConv: return eval_iconv(ar, out_shape);
     case OpKind::PoolKernel: return eval_pool_kernel(ar, out_shape);
+    case OpKind::Opaque: throw_opaque_not_evaluable(attrs);
     case OpKind::Var:
     case OpKind::Input:
     case OpKind::Weight: break;
