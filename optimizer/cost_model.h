@@ -1,0 +1,47 @@
+// CostModel: the interface every cost model implements (the simple FLOP+bytes model here, the
+// analytical GPU roofline model and the measured cuDNN/cuBLAS model elsewhere). Costs are estimated
+// seconds (or any additive unit) of one operator node; extraction sums them.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "rules/op.h"
+#include "rules/shape.h"
+
+namespace teq {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// Short name for reports, e.g. "flops", "analytical:h200".
+  virtual std::string name() const = 0;
+  /// Cost of one operator node with these attributes, input shapes and output shape. Leaves (var,
+  /// input, weight) are never asked. Work that depends only on weights is made free by the optimizer
+  /// (precomputed at load time), not by the cost model.
+  virtual double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const = 0;
+};
+
+/// A simple, deterministic model for tests: multiply-adds plus elements read and written, plus a fixed
+/// per-node overhead, so that fewer, larger operators win (as on a GPU).
+class FlopCostModel final : public CostModel {
+ public:
+  struct Config {
+    double per_flop = 1e-12;      // seconds per multiply-add
+    double per_element = 4e-12;   // seconds per element moved (4 bytes at ~1 TB/s)
+    double per_node = 5e-6;       // launch overhead
+  };
+  FlopCostModel() = default;
+  explicit FlopCostModel(Config c) : config_(c) {}
+  std::string name() const override { return "flops"; }
+  double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
+
+ private:
+  Config config_;
+};
+
+/// Multiply-adds of one operator (0 for pure data movement); shared by the cost models.
+double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output);
+
+}  // namespace teq

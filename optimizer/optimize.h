@@ -1,0 +1,68 @@
+// optimize_graph: the whole optimizer in one call (e-graph from a graph, saturation with a rule corpus,
+// extraction under a cost model). eqsat-run, the benchmarks and the tests call this; the pieces are in
+// egraph.h, runner.h, extract_*.h.
+// Usage:
+//   FlopCostModel cost;
+//   OptimizeReport r = optimize_graph(parse_expr("(relu (relu (input x 2 3)))"), corpus, cost, {});
+//   // r.optimized is equal in value to the input, r.optimized_cost <= r.original_cost
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "optimizer/cost_model.h"
+#include "rules/corpus.h"
+#include "rules/expr.h"
+
+namespace teq {
+
+enum class ExtractMethod { Greedy, DagGreedy, Ilp };
+
+/// One line of progress per saturation iteration.
+struct IterationStats {
+  size_t iteration = 0;
+  size_t enodes = 0;
+  size_t eclasses = 0;
+  size_t matches = 0;
+  double seconds = 0;  // since saturation started
+};
+
+struct OptimizeConfig {
+  size_t node_limit = 100'000;
+  size_t iter_limit = 30;
+  double time_limit_s = 60;
+  int k_multi = 1;  // multi-pattern rules are applied in the first k_multi iterations
+  ExtractMethod extract = ExtractMethod::Ilp;
+  double ilp_time_limit_s = 60;
+  std::function<void(const IterationStats&)> on_iteration;  // may be empty
+};
+
+struct ExtractionStats {
+  std::string method;   // "greedy", "dag-greedy", "ilp"
+  double objective = 0; // cost of the returned graph
+  double bound = 0;     // best lower bound known (== objective when proved optimal)
+  double gap = 0;       // (objective - bound) / objective
+};
+
+struct OptimizeReport {
+  Expr optimized;                            // same inputs/weights and roots (outputs) in the same order
+  double original_cost = 0;
+  double optimized_cost = 0;
+  double saturate_seconds = 0;
+  double extract_seconds = 0;
+  size_t iterations = 0;
+  size_t enodes = 0;
+  size_t eclasses = 0;
+  std::string stop_reason;                   // "saturated", "node-limit", "iter-limit", "time-limit"
+  std::map<std::string, size_t> rules_used;  // rule id -> e-nodes of the extracted graph it produced
+  ExtractionStats extraction;
+};
+
+/// Optimizes `graph` (leaves are inputs and weights; several roots allowed). Throws ShapeError if the
+/// graph is ill-shaped. Never returns a cyclic or ill-shaped graph; if extraction fails it returns the
+/// input unchanged with stop_reason saying why.
+OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
+                              const OptimizeConfig& config);
+
+}  // namespace teq
