@@ -14,6 +14,8 @@ std::vector<Shape> infer_shapes(const Expr& expr, const VarShapes& vars) {
       shapes[i] = it->second;
     } else if (n.op == OpKind::Input || n.op == OpKind::Weight) {
       shapes[i] = n.attrs;
+      for (int64_t d : n.attrs)
+        if (d < 1) throw ShapeError(std::string(op_name(n.op)) + " '" + n.name + "': dimensions must be >= 1");
     } else {
       std::vector<Shape> in;
       for (ExprId c : n.children) in.push_back(shapes[c.value]);
@@ -25,6 +27,9 @@ std::vector<Shape> infer_shapes(const Expr& expr, const VarShapes& vars) {
         throw ShapeError(std::string(e.what()) + " in " + term);
       }
     }
+    if (num_elements(shapes[i]) > kMaxElements)
+      throw ShapeError("tensor of shape " + to_string(shapes[i]) + " exceeds the limit of 2^40 elements in " +
+                       to_sexpr(expr, ExprId(i)).substr(0, 120));
   }
   return shapes;
 }

@@ -1,5 +1,7 @@
 #include "rules/shape.h"
 
+#include <limits>
+
 namespace teq {
 
 std::string to_string(std::span<const int64_t> shape) {
@@ -13,7 +15,8 @@ std::string to_string(std::span<const int64_t> shape) {
 
 int64_t num_elements(std::span<const int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();  // saturate
   return n;
 }
 

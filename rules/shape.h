@@ -13,8 +13,12 @@ using Shape = std::vector<int64_t>;
 
 /// "[2,3,4]"; "[]" for a scalar.
 std::string to_string(std::span<const int64_t> shape);
-/// Number of elements (1 for a scalar).
+/// Number of elements (1 for a scalar); saturates at INT64_MAX instead of overflowing.
 int64_t num_elements(std::span<const int64_t> shape);
+
+/// Largest tensor any graph may hold (2^40 elements): beyond it shape inference reports an error
+/// instead of letting element counts overflow.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 /// Thrown when an operator's inputs or attributes do not fit; the message names the operator and shapes.
 class ShapeError : public std::runtime_error {

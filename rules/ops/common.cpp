@@ -15,6 +15,9 @@ Window window_1d(int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::s
   shape_check(stride >= 1, op, "stride must be >= 1, got " + std::to_string(stride), shapes);
   shape_check(kernel >= 1, op, "kernel size must be >= 1, got " + std::to_string(kernel), shapes);
   shape_check(pad >= -1, op, "padding must be -1 (same) or >= 0, got " + std::to_string(pad), shapes);
+  constexpr int64_t kLimit = int64_t{1} << 30;  // keeps the window arithmetic far from overflow
+  shape_check(kernel <= kLimit && stride <= kLimit && pad <= kLimit && in <= kMaxElements, op,
+              "kernel, stride or padding too large", shapes);
   if (pad == -1) {
     int64_t out = (in + stride - 1) / stride;
     int64_t total = std::max<int64_t>((out - 1) * stride + kernel - in, 0);
