@@ -1,0 +1,161 @@
+#include "optimizer/onnx/detail/proto_util.h"
+
+#include <cstring>
+
+#include "optimizer/onnx/model.h"
+
+namespace teq::onnx_io::detail {
+
+namespace {
+template <class T>
+std::vector<T> from_raw(const onnx::TensorProto& t, size_t n) {
+  const std::string& raw = t.raw_data();
+  if (raw.size() != n * sizeof(T))
+    throw OnnxError("tensor '" + t.name() + "': raw_data holds " + std::to_string(raw.size()) + " bytes, expected " +
+                    std::to_string(n * sizeof(T)));
+  std::vector<T> out(n);
+  std::memcpy(out.data(), raw.data(), raw.size());  // ONNX raw data is little-endian, as is this host
+  return out;
+}
+
+void check_internal(const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw OnnxError("tensor '" + t.name() + "' keeps its data in an external file, which is not supported");
+}
+}  // namespace
+
+Shape tensor_dims(const onnx::TensorProto& t) { return Shape(t.dims().begin(), t.dims().end()); }
+
+std::vector<float> tensor_floats(const onnx::TensorProto& t) {
+  check_internal(t);
+  if (t.data_type() != onnx::TensorProto::FLOAT) throw OnnxError("tensor '" + t.name() + "' is not FLOAT");
+  size_t n = static_cast<size_t>(num_elements(tensor_dims(t)));
+  if (t.has_raw_data()) return from_raw<float>(t, n);
+  if (static_cast<size_t>(t.float_data_size()) != n)
+    throw OnnxError("tensor '" + t.name() + "': holds " + std::to_string(t.float_data_size()) + " values, expected " +
+                    std::to_string(n));
+  return std::vector<float>(t.float_data().begin(), t.float_data().end());
+}
+
+std::vector<int64_t> tensor_ints(const onnx::TensorProto& t) {
+  check_internal(t);
+  size_t n = static_cast<size_t>(num_elements(tensor_dims(t)));
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    if (t.has_raw_data()) return from_raw<int64_t>(t, n);
+    return std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end());
+  }
+  if (t.data_type() == onnx::TensorProto::INT32) {
+    if (t.has_raw_data()) {
+      auto v = from_raw<int32_t>(t, n);
+      return std::vector<int64_t>(v.begin(), v.end());
+    }
+    return std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end());
+  }
+  throw OnnxError("tensor '" + t.name() + "' is not an integer tensor");
+}
+
+std::optional<std::vector<double>> tensor_numbers(const onnx::TensorProto& t) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT: {
+      auto v = tensor_floats(t);
+      return std::vector<double>(v.begin(), v.end());
+    }
+    case onnx::TensorProto::DOUBLE: {
+      size_t n = static_cast<size_t>(num_elements(tensor_dims(t)));
+      if (t.has_raw_data()) return from_raw<double>(t, n);
+      return std::vector<double>(t.double_data().begin(), t.double_data().end());
+    }
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT64: {
+      auto v = tensor_ints(t);
+      return std::vector<double>(v.begin(), v.end());
+    }
+    default: return std::nullopt;
+  }
+}
+
+onnx::TensorProto make_float_tensor(const std::string& name, const Shape& dims, const std::vector<float>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  return t;
+}
+
+onnx::TensorProto make_int_tensor(const std::string& name, const Shape& dims, const std::vector<int64_t>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t.add_dims(d);
+  for (int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
+  const auto* a = find_attr(n, name);
+  return a ? a->i() : fallback;
+}
+
+float attr_float(const onnx::NodeProto& n, const std::string& name, float fallback) {
+  const auto* a = find_attr(n, name);
+  return a ? a->f() : fallback;
+}
+
+std::string attr_string(const onnx::NodeProto& n, const std::string& name, const std::string& fallback) {
+  const auto* a = find_attr(n, name);
+  return a ? a->s() : fallback;
+}
+
+std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const std::string& name) {
+  const auto* a = find_attr(n, name);
+  if (!a) return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+  return a;
+}
+
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, float v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+  return a;
+}
+
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+  return a;
+}
+
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+  return a;
+}
+
+int64_t default_opset(const onnx::ModelProto& m) {
+  for (const auto& op : m.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
+  return 0;
+}
+
+}  // namespace teq::onnx_io::detail

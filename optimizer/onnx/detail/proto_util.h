@@ -1,0 +1,44 @@
+// Private helpers shared by ONNX import and export: TensorProto <-> values, attribute lookup.
+// Not part of the optimizer's interface (include only from optimizer/onnx/*.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "rules/shape.h"
+
+namespace teq::onnx_io::detail {
+
+/// Dims of an initializer.
+Shape tensor_dims(const onnx::TensorProto& t);
+/// Values of a FLOAT tensor (raw_data or float_data). Throws OnnxError for other types or external data.
+std::vector<float> tensor_floats(const onnx::TensorProto& t);
+/// Values of an INT64/INT32 tensor. Throws OnnxError for other types or external data.
+std::vector<int64_t> tensor_ints(const onnx::TensorProto& t);
+/// Numeric values of FLOAT, DOUBLE, INT32 or INT64 tensors as doubles; nullopt for others.
+std::optional<std::vector<double>> tensor_numbers(const onnx::TensorProto& t);
+
+onnx::TensorProto make_float_tensor(const std::string& name, const Shape& dims, const std::vector<float>& values);
+onnx::TensorProto make_int_tensor(const std::string& name, const Shape& dims, const std::vector<int64_t>& values);
+
+/// The attribute called `name`, or nullptr.
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name);
+int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t fallback);
+float attr_float(const onnx::NodeProto& n, const std::string& name, float fallback);
+std::string attr_string(const onnx::NodeProto& n, const std::string& name, const std::string& fallback);
+/// Integer list attribute, or nullopt when absent.
+std::optional<std::vector<int64_t>> attr_ints(const onnx::NodeProto& n, const std::string& name);
+
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, int64_t v);
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, float v);
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v);
+onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, const std::string& v);
+
+/// Version of the default domain ("" or "ai.onnx") in the model's opset imports; 0 when absent.
+int64_t default_opset(const onnx::ModelProto& m);
+
+}  // namespace teq::onnx_io::detail

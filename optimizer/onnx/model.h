@@ -1,0 +1,60 @@
+// OnnxModel: an imported ONNX model as the optimizer sees it. The computation is an Expr whose leaves are
+// (input NAME dims) and (weight NAME dims) and whose roots are the graph outputs in order; everything the
+// Expr cannot hold (opaque operators' protos, non-float initializers, metadata) waits in side tables so
+// that export can write it back unchanged. Import is onnx_import.h, export onnx_export.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rules/expr.h"
+#include "rules/tensor.h"
+
+namespace teq::onnx_io {
+
+/// A declared graph input or output.
+struct TensorInfo {
+  std::string name;
+  int32_t elem_type = 1;  // onnx::TensorProto::DataType (1 = FLOAT)
+  Shape shape;            // concrete dims (symbolic dims bound at import)
+  bool is_weight = false; // inputs only: also an initializer, imported as (weight NAME ...)
+};
+
+/// An operator outside the vocabulary: the Expr holds (opaque id output dims args...) for each of its
+/// outputs that is used; this entry keeps the node itself.
+struct OpaqueNode {
+  std::string op_type, domain, name;  // for messages
+  std::string proto;                  // serialized onnx::NodeProto, original input and output names
+  /// Per ONNX input: index into the Expr node's children, or -1 when the input is passed through by
+  /// name (empty optional inputs, and initializers the Expr cannot hold: non-float or zero-size).
+  std::vector<int> input_child;
+  std::vector<int32_t> output_types;  // elem type of each ONNX output (0 when unknown)
+};
+
+struct OnnxModel {
+  Expr graph;
+  std::map<std::string, Tensor<float>> weights;  // every (weight NAME ...) leaf's value
+  std::vector<OpaqueNode> opaque;                 // indexed by the opaque node's id attribute
+  std::vector<TensorInfo> inputs, outputs;        // declared, in order
+  std::map<std::string, std::string> passthrough; // name -> serialized onnx::TensorProto
+  int64_t opset = 0;                              // version of the default ("ai.onnx") domain
+  std::string shell;   // serialized onnx::ModelProto with an empty graph body: metadata, opset imports,
+                       // functions, declared inputs and outputs
+  std::string source;  // file name, for messages
+  std::vector<std::string> notes;  // import remarks, e.g. why a node stayed opaque
+
+  /// Number of opaque operator nodes.
+  size_t num_opaque() const { return opaque.size(); }
+};
+
+/// Bad input to import/export/check (missing or malformed file, unsupported opset, shapes that cannot
+/// be inferred). The message names the file and, where there is one, the node.
+class OnnxError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace teq::onnx_io

@@ -1,0 +1,456 @@
+#include "optimizer/onnx/onnx_export.h"
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include <onnx/onnx_pb.h>
+
+#include "optimizer/onnx/detail/proto_util.h"
+#include "rules/evaluator.h"
+
+namespace teq::onnx_io {
+
+namespace {
+
+using namespace detail;
+
+bool is_constant_generator(OpKind op) {
+  return op == OpKind::Ones || op == OpKind::Eye || op == OpKind::IConv || op == OpKind::PoolKernel;
+}
+
+/// ONNX (pad_begin, pad_end) of one spatial axis for our padding attribute (-1 = SAME, extra at the end).
+std::pair<int64_t, int64_t> onnx_pads(int64_t in, int64_t k, int64_t s, int64_t p) {
+  if (p >= 0) return {p, p};
+  int64_t out = (in + s - 1) / s, total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+class Exporter {
+ public:
+  Exporter(const OnnxModel& model, const Expr& graph, const ExportOptions& options)
+      : m_(model), g_(graph), options_(options) {}
+
+  std::string run() {
+    if (!proto_.ParseFromString(m_.shell)) throw OnnxError(m_.source + ": the imported model's shell is corrupt");
+    if (g_.roots().size() != m_.outputs.size())
+      throw OnnxError("export: the graph has " + std::to_string(g_.roots().size()) + " roots but the model " +
+                      std::to_string(m_.outputs.size()) + " outputs");
+    shapes_ = infer_shapes(g_, {});
+    analyze();
+    reserve_names();
+    graph_ = proto_.mutable_graph();
+    for (size_t k = 0; k < g_.roots().size(); ++k) {
+      const std::string& out = m_.outputs[k].name;
+      std::string name = emit(g_.roots()[k]);
+      if (name != out) add_node("Identity", {name}, {out});
+    }
+    for (const TensorInfo& in : m_.inputs)
+      if (in.is_weight) need_initializer(in.name);
+    return proto_.SerializeAsString();
+  }
+
+ private:
+  // ---- analysis and names ----------------------------------------------------------------------------
+
+  void analyze() {
+    const size_t n = g_.size();
+    users_.assign(n, 0);
+    is_const_.assign(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      const ExprNode& node = g_.nodes()[i];
+      if (node.op == OpKind::Var) throw OnnxError("export: the graph holds a pattern variable ?" + node.name);
+      if (node.op == OpKind::Opaque && static_cast<size_t>(node.attrs[0]) >= m_.opaque.size())
+        throw OnnxError("export: opaque node #" + std::to_string(node.attrs[0]) + " is not in the model");
+      for (ExprId c : node.children) ++users_[c.value];
+      if (node.op == OpKind::Weight || is_constant_generator(node.op)) {
+        is_const_[i] = true;
+      } else if (node.op != OpKind::Input && node.op != OpKind::Opaque) {
+        bool all = true;
+        for (ExprId c : node.children) all = all && is_const_[c.value];
+        is_const_[i] = all;
+      }
+      if (node.op == OpKind::Opaque) {
+        opaque_group_[{node.attrs[0], node.children}].push_back(ExprId(i));
+      }
+    }
+    for (ExprId r : g_.roots()) ++users_[r.value];
+  }
+
+  void reserve_names() {
+    for (const TensorInfo& t : m_.inputs) taken_.insert(t.name);
+    for (const TensorInfo& t : m_.outputs) taken_.insert(t.name);
+    for (const auto& [name, _] : m_.weights) taken_.insert(name);
+    for (const auto& [name, _] : m_.passthrough) taken_.insert(name);
+    for (const OpaqueNode& op : m_.opaque) {
+      onnx::NodeProto n;
+      if (!n.ParseFromString(op.proto)) throw OnnxError("export: opaque node proto is corrupt");
+      for (const auto& s : n.input()) taken_.insert(s);
+      for (const auto& s : n.output()) taken_.insert(s);
+      if (!n.name().empty()) node_names_.insert(n.name());
+    }
+    // The node computing output k is named after it (the first time a node appears among the roots).
+    for (size_t k = 0; k < g_.roots().size(); ++k) {
+      ExprId r = g_.roots()[k];
+      const ExprNode& node = g_[r];
+      if (is_leaf(node.op) || materialized(r) || preferred_.count(r.value)) continue;
+      preferred_[r.value] = m_.outputs[k].name;
+      claimed_.insert(m_.outputs[k].name);
+    }
+  }
+
+  std::string fresh(const std::string& hint = "teq") {
+    std::string name;
+    do name = hint + "_" + std::to_string(counter_++);
+    while (taken_.count(name));
+    taken_.insert(name);
+    return name;
+  }
+  std::string out_name(ExprId id) {
+    auto it = preferred_.find(id.value);
+    return it != preferred_.end() ? it->second : fresh();
+  }
+  bool materialized(ExprId id) const {
+    const ExprNode& node = g_[id];
+    return is_const_[id.value] && node.op != OpKind::Weight && (options_.fold_constants || is_constant_generator(node.op));
+  }
+
+  // ---- nodes and initializers ------------------------------------------------------------------------
+
+  onnx::NodeProto& add_node(const std::string& op, const std::vector<std::string>& inputs,
+                            const std::vector<std::string>& outputs) {
+    onnx::NodeProto& n = *graph_->add_node();
+    n.set_op_type(op);
+    std::string name;
+    do name = op + "_" + std::to_string(node_counter_++);
+    while (node_names_.count(name));
+    node_names_.insert(name);
+    n.set_name(name);
+    for (const auto& s : inputs) n.add_input(s);
+    for (const auto& s : outputs) n.add_output(s);
+    return n;
+  }
+  /// One node with a fresh output name; returns that name.
+  std::string add_simple(const std::string& op, const std::vector<std::string>& inputs, onnx::NodeProto** node = nullptr) {
+    std::string out = fresh();
+    onnx::NodeProto& n = add_node(op, inputs, {out});
+    if (node) *node = &n;
+    return out;
+  }
+
+  void need_initializer(const std::string& name) {
+    if (!initializers_.insert(name).second) return;
+    if (auto it = m_.weights.find(name); it != m_.weights.end()) {
+      *graph_->add_initializer() = make_float_tensor(name, it->second.shape, it->second.data);
+    } else if (auto pt = m_.passthrough.find(name); pt != m_.passthrough.end()) {
+      if (!graph_->add_initializer()->ParseFromString(pt->second))
+        throw OnnxError("export: passed-through initializer '" + name + "' is corrupt");
+    } else {
+      throw OnnxError("export: the graph uses weight '" + name + "', which the model does not hold");
+    }
+  }
+  std::string int_constant(const std::vector<int64_t>& values) {
+    auto it = int_constants_.find(values);
+    if (it != int_constants_.end()) return it->second;
+    std::string name = fresh("teq_shape");
+    *graph_->add_initializer() = make_int_tensor(name, {static_cast<int64_t>(values.size())}, values);
+    return int_constants_[values] = name;
+  }
+  std::string float_scalar(float v) {
+    auto it = float_scalars_.find(v);
+    if (it != float_scalars_.end()) return it->second;
+    std::string name = fresh("teq_scalar");
+    *graph_->add_initializer() = make_float_tensor(name, {}, {v});
+    return float_scalars_[v] = name;
+  }
+
+  const Tensor<float>& const_value(ExprId id) {
+    if (auto it = const_values_.find(id.value); it != const_values_.end()) return it->second;
+    const ExprNode& node = g_[id];
+    if (node.op == OpKind::Weight) {
+      auto it = m_.weights.find(node.name);
+      if (it == m_.weights.end()) throw OnnxError("export: the graph uses weight '" + node.name + "', which the model does not hold");
+      return it->second;
+    }
+    std::vector<const Tensor<float>*> args;
+    if (!is_constant_generator(node.op))  // generators read only their reference's shape
+      for (ExprId c : node.children) args.push_back(&const_value(c));
+    Tensor<float> v = evaluate_op<float>(Arith<float>{}, node.op, node.attrs, args, shapes_[id.value]);
+    return const_values_.emplace(id.value, std::move(v)).first->second;
+  }
+
+  /// Name of the tensor holding node `id`'s value, emitting what computes it on first use.
+  std::string emit(ExprId id) {
+    if (auto it = names_.find(id.value); it != names_.end()) return it->second;
+    const ExprNode& node = g_[id];
+    std::string name;
+    if (node.op == OpKind::Input) {
+      name = node.name;
+    } else if (node.op == OpKind::Weight) {
+      name = node.name;
+      need_initializer(name);
+    } else if (materialized(id)) {
+      name = fresh("teq_const");
+      const Tensor<float>& v = const_value(id);
+      *graph_->add_initializer() = make_float_tensor(name, v.shape, v.data);
+    } else if (node.op == OpKind::Opaque) {
+      name = emit_opaque(id);
+    } else {
+      name = emit_operator(id);
+    }
+    names_[id.value] = name;
+    return name;
+  }
+
+  std::string emit_opaque(ExprId id) {
+    const ExprNode& node = g_[id];
+    const int64_t op_id = node.attrs[0];
+    const OpaqueNode& op = m_.opaque[op_id];
+    onnx::NodeProto proto;
+    proto.ParseFromString(op.proto);
+    for (int k = 0; k < proto.input_size(); ++k) {
+      int child = k < static_cast<int>(op.input_child.size()) ? op.input_child[k] : -1;
+      if (child >= 0) {
+        if (static_cast<size_t>(child) >= node.children.size())
+          throw OnnxError("export: opaque node #" + std::to_string(op_id) + " lost an operand");
+        proto.set_input(k, emit(node.children[child]));
+      } else if (!proto.input(k).empty() && m_.passthrough.count(proto.input(k))) {
+        need_initializer(proto.input(k));
+      }
+    }
+    // Every Expr node of this operator with these operands shares the one ONNX node.
+    const auto& group = opaque_group_.at({op_id, node.children});
+    bool copy = !emitted_opaque_.insert(op_id).second;  // the same operator again with other operands
+    for (int k = 0; k < proto.output_size(); ++k) {
+      if (proto.output(k).empty()) continue;
+      std::optional<std::string> name;
+      for (ExprId e : group)
+        if (g_[e].attrs[1] == k && preferred_.count(e.value)) name = preferred_[e.value];
+      if (!name) name = copy || claimed_.count(proto.output(k)) ? fresh() : proto.output(k);
+      proto.set_output(k, *name);
+      for (ExprId e : group)
+        if (g_[e].attrs[1] == k) names_[e.value] = *name;
+    }
+    if (proto.name().empty() || copy) proto.set_name(fresh("teq_opaque"));
+    *graph_->add_node() = proto;
+    return names_.at(id.value);
+  }
+
+  /// Appends activation `act` after `x` (fused activations of conv2d and matmul).
+  std::string activation(int64_t act, const std::string& x, ExprId id) {
+    static const char* kOps[] = {"", "Sigmoid", "Relu", "Tanh"};
+    add_node(kOps[act], {x}, {out_name(id)});
+    return names_[id.value] = graph_->node(graph_->node_size() - 1).output(0);
+  }
+  /// A node whose output is `id`'s value, followed by its fused activation when there is one.
+  std::string finish(const std::string& op, const std::vector<std::string>& inputs, ExprId id, int64_t act,
+                     onnx::NodeProto** node) {
+    if (act == 0) {
+      onnx::NodeProto& n = add_node(op, inputs, {out_name(id)});
+      if (node) *node = &n;
+      return n.output(0);
+    }
+    std::string y = add_simple(op, inputs, node);
+    return activation(act, y, id);
+  }
+
+  std::string slice(const std::string& x, int64_t axis, int64_t begin, int64_t end, ExprId id) {
+    onnx::NodeProto* n = nullptr;
+    if (m_.opset >= 10) return finish("Slice", {x, int_constant({begin}), int_constant({end}), int_constant({axis})}, id, 0, &n);
+    std::string y = finish("Slice", {x}, id, 0, &n);
+    add_attr(*n, "starts", std::vector<int64_t>{begin});
+    add_attr(*n, "ends", std::vector<int64_t>{end});
+    add_attr(*n, "axes", std::vector<int64_t>{axis});
+    return y;
+  }
+
+  /// Operand `c` of a binary element-wise node whose other operand is `other`: a broadcast is left to
+  /// ONNX's own numpy broadcasting when the other operand already has the full shape.
+  std::string binary_operand(ExprId c, ExprId other) {
+    if (g_[c].op == OpKind::Broadcast && g_[other].op != OpKind::Broadcast) return emit(g_[c].children[0]);
+    return emit(c);
+  }
+
+  /// Conv2d with act 0 used only by this add, plus a bias [O] reshaped to [O,1,1] and broadcast: ONNX
+  /// Conv's own bias input.
+  std::optional<std::string> conv_with_bias(ExprId id) {
+    const ExprNode& add = g_[id];
+    for (int k = 0; k < 2; ++k) {
+      ExprId conv = add.children[k], other = add.children[1 - k];
+      const ExprNode& c = g_[conv];
+      if (c.op != OpKind::Conv2d || c.attrs[4] != 0 || users_[conv.value] != 1 || names_.count(conv.value) ||
+          materialized(conv) || g_[other].op != OpKind::Broadcast)
+        continue;
+      ExprId reshape = g_[other].children[0];
+      const ExprNode& r = g_[reshape];
+      const int64_t O = shapes_[conv.value][1];
+      if (r.op != OpKind::Reshape || r.attrs != std::vector<int64_t>{O, 1, 1} ||
+          shapes_[r.children[0].value] != Shape{O})
+        continue;
+      return emit_conv(conv, id, emit(r.children[0]));
+    }
+    return std::nullopt;
+  }
+
+  std::string emit_conv(ExprId conv, ExprId result, const std::string& bias) {
+    const ExprNode& node = g_[conv];
+    const Shape &x = shapes_[node.children[0].value], &w = shapes_[node.children[1].value];
+    std::vector<std::string> inputs{emit(node.children[0]), emit(node.children[1])};
+    if (!bias.empty()) inputs.push_back(bias);
+    auto [hb, he] = onnx_pads(x[2], w[2], node.attrs[0], node.attrs[2]);
+    auto [wb, we] = onnx_pads(x[3], w[3], node.attrs[1], node.attrs[3]);
+    onnx::NodeProto* n = nullptr;
+    std::string y = finish("Conv", inputs, result, node.attrs[4], &n);
+    add_attr(*n, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
+    add_attr(*n, "strides", std::vector<int64_t>{node.attrs[0], node.attrs[1]});
+    add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
+    add_attr(*n, "group", x[1] / w[1]);
+    return y;
+  }
+
+  std::string emit_operator(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    switch (node.op) {
+      case OpKind::EwAdd:
+        if (auto y = conv_with_bias(id)) return *y;
+        [[fallthrough]];
+      case OpKind::EwSub:
+      case OpKind::EwMul:
+      case OpKind::EwDiv: {
+        static const std::map<OpKind, std::string> kOps{
+            {OpKind::EwAdd, "Add"}, {OpKind::EwSub, "Sub"}, {OpKind::EwMul, "Mul"}, {OpKind::EwDiv, "Div"}};
+        std::string x = binary_operand(kids[0], kids[1]);
+        return finish(kOps.at(node.op), {x, binary_operand(kids[1], kids[0])}, id, 0, &n);
+      }
+      case OpKind::Smul: return finish("Mul", {arg(0), arg(1)}, id, 0, &n);
+      case OpKind::Relu: return finish("Relu", {arg(0)}, id, 0, &n);
+      case OpKind::Tanh: return finish("Tanh", {arg(0)}, id, 0, &n);
+      case OpKind::Sigmoid: return finish("Sigmoid", {arg(0)}, id, 0, &n);
+      case OpKind::Gelu: {
+        // 0.5 * x * (1 + erf(x / sqrt 2)): Gelu itself arrives only in opset 20.
+        if (m_.opset < 9) throw OnnxError("export: gelu needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
+        std::string x = arg(0);
+        std::string e = add_simple("Erf", {add_simple("Mul", {x, float_scalar(0.70710678118654752f)})});
+        std::string h = add_simple("Mul", {x, add_simple("Add", {e, float_scalar(1.0f)})});
+        return finish("Mul", {h, float_scalar(0.5f)}, id, 0, &n);
+      }
+      case OpKind::Broadcast:
+        if (m_.opset < 8) throw OnnxError("export: broadcast needs Expand, which opset " + std::to_string(m_.opset) + " lacks");
+        return finish("Expand", {arg(0), int_constant(a)}, id, 0, &n);
+      case OpKind::Noop: return finish("Identity", {arg(0)}, id, 0, &n);
+      case OpKind::Matmul: return finish("MatMul", {arg(0), arg(1)}, id, a[0], &n);
+      case OpKind::Conv2d: return emit_conv(id, id, "");
+      case OpKind::Enlarge: {
+        const Shape& w = shapes_[kids[0].value];
+        int64_t dy = (a[0] - w[2]) / 2, dx = (a[1] - w[3]) / 2;
+        std::vector<int64_t> pads{0, 0, dy, dx, 0, 0, a[0] - w[2] - dy, a[1] - w[3] - dx};
+        if (m_.opset >= 11) return finish("Pad", {arg(0), int_constant(pads)}, id, 0, &n);
+        std::string y = finish("Pad", {arg(0)}, id, 0, &n);
+        add_attr(*n, "pads", pads);
+        return y;
+      }
+      case OpKind::MaxPool:
+      case OpKind::AvgPool: {
+        const Shape& x = shapes_[kids[0].value];
+        auto [hb, he] = onnx_pads(x[2], a[0], a[2], a[4]);
+        auto [wb, we] = onnx_pads(x[3], a[1], a[3], a[5]);
+        std::string y = finish(node.op == OpKind::MaxPool ? "MaxPool" : "AveragePool", {arg(0)}, id, 0, &n);
+        add_attr(*n, "kernel_shape", std::vector<int64_t>{a[0], a[1]});
+        add_attr(*n, "strides", std::vector<int64_t>{a[2], a[3]});
+        add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
+        if (node.op == OpKind::AvgPool) add_attr(*n, "count_include_pad", a[6]);
+        return y;
+      }
+      case OpKind::GlobalAvgPool: return finish("GlobalAveragePool", {arg(0)}, id, 0, &n);
+      case OpKind::Concat: {
+        std::vector<std::string> inputs;
+        for (size_t k = 0; k < kids.size(); ++k) inputs.push_back(arg(k));
+        std::string y = finish("Concat", inputs, id, 0, &n);
+        add_attr(*n, "axis", a[0]);
+        return y;
+      }
+      case OpKind::Split: {
+        ops::SplitRange r = ops::split_range(a, shapes_[kids[0].value], shapes_[kids[1].value]);
+        return slice(arg(0), r.axis, r.begin, r.end, id);
+      }
+      case OpKind::Slice: {
+        int64_t axis = a[0] < 0 ? a[0] + static_cast<int64_t>(shapes_[kids[0].value].size()) : a[0];
+        return slice(arg(0), axis, a[1], a[2], id);
+      }
+      case OpKind::Transpose: {
+        std::string y = finish("Transpose", {arg(0)}, id, 0, &n);
+        add_attr(*n, "perm", a);
+        return y;
+      }
+      case OpKind::Reshape: return finish("Reshape", {arg(0), int_constant(a)}, id, 0, &n);
+      case OpKind::BatchNorm: {
+        std::string y = finish("BatchNormalization", {arg(0), arg(1), arg(2), arg(3), arg(4)}, id, 0, &n);
+        add_attr(*n, "epsilon", 0.0f);  // the importer folded epsilon into the variance
+        return y;
+      }
+      case OpKind::Softmax: {
+        const int64_t rank = static_cast<int64_t>(shapes_[kids[0].value].size());
+        const int64_t axis = a[0] < 0 ? a[0] + rank : a[0];
+        if (m_.opset >= 13 || axis == rank - 1) {
+          std::string y = finish("Softmax", {arg(0)}, id, 0, &n);
+          add_attr(*n, "axis", m_.opset >= 13 ? axis : rank - 1);
+          return y;
+        }
+        // Before opset 13 Softmax works on the last axis only (flattened): swap the axis there and back.
+        std::vector<int64_t> perm(rank);
+        for (int64_t d = 0; d < rank; ++d) perm[d] = d;
+        std::swap(perm[axis], perm[rank - 1]);
+        onnx::NodeProto* t = nullptr;
+        std::string moved = add_simple("Transpose", {arg(0)}, &t);
+        add_attr(*t, "perm", perm);
+        std::string soft = add_simple("Softmax", {moved}, &t);
+        add_attr(*t, "axis", rank - 1);
+        std::string y = finish("Transpose", {soft}, id, 0, &n);
+        add_attr(*n, "perm", perm);
+        return y;
+      }
+      default: break;
+    }
+    throw OnnxError("export: operator " + std::string(op_name(node.op)) + " has no ONNX form");
+  }
+
+  const OnnxModel& m_;
+  const Expr& g_;
+  const ExportOptions& options_;
+  onnx::ModelProto proto_;
+  onnx::GraphProto* graph_ = nullptr;
+  std::vector<Shape> shapes_;
+  std::vector<size_t> users_;
+  std::vector<bool> is_const_;
+  std::map<std::pair<int64_t, std::vector<ExprId>>, std::vector<ExprId>> opaque_group_;
+  std::set<int64_t> emitted_opaque_;
+  std::unordered_map<uint32_t, std::string> names_, preferred_;
+  std::unordered_map<uint32_t, Tensor<float>> const_values_;
+  std::set<std::string> taken_, claimed_, node_names_, initializers_;
+  std::map<std::vector<int64_t>, std::string> int_constants_;
+  std::map<float, std::string> float_scalars_;
+  size_t counter_ = 0, node_counter_ = 0;
+};
+
+}  // namespace
+
+std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const ExportOptions& options) {
+  return Exporter(model, graph, options).run();
+}
+
+void export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
+                 const ExportOptions& options) {
+  std::string bytes = export_onnx_bytes(model, graph, options);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw OnnxError(path.string() + ": cannot open for writing");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw OnnxError(path.string() + ": write failed");
+}
+
+}  // namespace teq::onnx_io

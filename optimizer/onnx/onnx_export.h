@@ -1,0 +1,31 @@
+// ONNX export: writes an optimized graph (an Expr with the same leaves and roots as the imported model's)
+// as a valid ONNX model with the original graph inputs, outputs, opset imports and metadata. Vocabulary
+// operators become standard ONNX operators of the model's opset; opaque operators are written back as they
+// were imported; work that depends only on weights is precomputed into initializers.
+// Usage:
+//   OnnxModel m = import_onnx("in.onnx");
+//   export_onnx(m, optimize_graph(m.graph, corpus, cost, {}).optimized, "out.onnx");
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "optimizer/onnx/model.h"
+
+namespace teq::onnx_io {
+
+struct ExportOptions {
+  /// Precompute operators whose inputs are all weights (concat of weights, enlarge, ...) into new
+  /// initializers. Constant generators (ones, eye, iconv, pool_kernel) are always precomputed.
+  bool fold_constants = true;
+};
+
+/// The serialized onnx::ModelProto of `graph`. Throws OnnxError when `graph` does not fit `model` (a leaf
+/// or opaque id it does not know, another number of roots) or when an operator has no ONNX form in the
+/// model's opset; ShapeError when `graph` is ill-shaped.
+std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const ExportOptions& options = {});
+/// As export_onnx_bytes, written to `path`.
+void export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
+                 const ExportOptions& options = {});
+
+}  // namespace teq::onnx_io

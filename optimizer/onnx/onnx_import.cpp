@@ -1,0 +1,682 @@
+#include "optimizer/onnx/onnx_import.h"
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "optimizer/onnx/detail/proto_util.h"
+#include "rules/semantics.h"
+
+namespace teq::onnx_io {
+
+namespace {
+
+using namespace detail;
+
+/// Thrown inside a node mapper when the node does not fit the vocabulary; the node becomes opaque.
+struct NotInVocabulary {
+  std::string reason;
+};
+
+struct ValueType {
+  int32_t elem_type = 0;
+  std::optional<Shape> shape;  // nullopt when some dimension is unknown
+};
+
+ValueType value_type(const onnx::TypeProto& t) {
+  ValueType v;
+  if (!t.has_tensor_type()) return v;
+  v.elem_type = t.tensor_type().elem_type();
+  if (!t.tensor_type().has_shape()) return v;
+  Shape s;
+  for (const auto& d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return v;
+    s.push_back(d.dim_value());
+  }
+  v.shape = s;
+  return v;
+}
+
+std::string describe(const onnx::NodeProto& n) {
+  return "node '" + (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + "' (" +
+         n.op_type() + ")";
+}
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+class Importer {
+ public:
+  Importer(onnx::ModelProto& proto, std::string origin, const ImportOptions& options)
+      : proto_(proto), options_(options) {
+    m_.source = std::move(origin);
+  }
+
+  OnnxModel run() {
+    check_header();
+    make_shell();
+    bind_symbolic_dims();
+    infer_shapes();
+    onnx::GraphProto& g = *proto_.mutable_graph();
+    collect_used(g);
+    for (const auto& init : g.initializer()) add_initializer(init);
+    for (const auto& in : g.input()) add_graph_input(in);
+    for (const auto& node : g.node()) import_node(node);
+    for (const auto& out : g.output()) add_graph_output(out);
+    compact();
+    return std::move(m_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw OnnxError(m_.source + ": " + what); }
+
+  void check_header() {
+    if (!proto_.has_graph() || proto_.ir_version() <= 0 || proto_.opset_import_size() == 0)
+      fail("not an ONNX model (no graph, IR version or opset import)");
+    m_.opset = default_opset(proto_);
+    if (m_.opset == 0) fail("the model imports no version of the default ONNX domain");
+    if (m_.opset < kMinOpset || m_.opset > kMaxOpset)
+      fail("unsupported opset " + std::to_string(m_.opset) + " (supported: " + std::to_string(kMinOpset) + " to " +
+           std::to_string(kMaxOpset) + ")");
+    for (const auto& node : proto_.graph().node())
+      for (const auto& a : node.attribute())
+        if (a.has_g() || a.graphs_size() > 0)
+          fail(describe(node) + " has a subgraph; control flow (If, Loop, Scan) is not supported");
+  }
+
+  void make_shell() {
+    onnx::ModelProto shell = proto_;
+    shell.mutable_graph()->clear_node();
+    shell.mutable_graph()->clear_initializer();
+    shell.mutable_graph()->clear_value_info();
+    m_.shell = shell.SerializeAsString();
+  }
+
+  void bind_symbolic_dims() {
+    onnx::GraphProto& g = *proto_.mutable_graph();
+    std::unordered_set<std::string> inits;
+    for (const auto& t : g.initializer()) inits.insert(t.name());
+    for (auto& in : *g.mutable_input()) {
+      if (inits.count(in.name())) continue;
+      if (!in.type().has_tensor_type()) fail("graph input '" + in.name() + "' is not a tensor");
+      if (!in.type().tensor_type().has_shape()) fail("graph input '" + in.name() + "' has no shape");
+      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (auto& d : *shape->mutable_dim()) {
+        if (d.has_dim_value()) continue;
+        std::string sym = d.has_dim_param() ? d.dim_param() : std::string();
+        auto it = options_.dims.find(sym);
+        int64_t value = it != options_.dims.end() ? it->second : options_.default_dim;
+        if (value <= 0)
+          fail("graph input '" + in.name() + "' has a symbolic dimension" + (sym.empty() ? "" : " '" + sym + "'") +
+               "; give it a value (eqsat-run --dim " + (sym.empty() ? "NAME" : sym) + "=VALUE)");
+        d.set_dim_value(value);
+      }
+    }
+    // Declared intermediate shapes may hold the symbols just bound; inference recomputes them.
+    g.clear_value_info();
+  }
+
+  void infer_shapes() {
+    try {
+      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const std::exception& e) {
+      fail(std::string("ONNX shape inference failed: ") + e.what());
+    }
+    const onnx::GraphProto& g = proto_.graph();
+    for (const auto& t : g.initializer()) types_[t.name()] = {t.data_type(), tensor_dims(t)};
+    for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+      for (const auto& vi : *list)
+        if (!types_.count(vi.name()) || !types_[vi.name()].shape) types_[vi.name()] = value_type(vi.type());
+  }
+
+  void collect_used(const onnx::GraphProto& g) {
+    for (const auto& n : g.node())
+      for (const auto& in : n.input()) used_.insert(in);
+    for (const auto& out : g.output()) used_.insert(out.name());
+  }
+
+  /// Shape of a tensor the import needs; error when inference could not determine it.
+  const Shape& shape_of(const std::string& name, const onnx::NodeProto* producer) {
+    auto it = types_.find(name);
+    if (it == types_.end() || !it->second.shape)
+      fail("cannot infer the shape of '" + name + "'" + (producer ? " (output of " + describe(*producer) + ")" : "") +
+           "; ONNX shape inference left it unknown");
+    return *it->second.shape;
+  }
+  int32_t elem_type(const std::string& name) const {
+    auto it = types_.find(name);
+    return it == types_.end() ? 0 : it->second.elem_type;
+  }
+
+  // ---- Expr building -------------------------------------------------------------------------------
+
+  ExprId add_leaf(OpKind op, const std::string& name, const Shape& dims) {
+    ExprId id = m_.graph.add(ExprNode{op, dims, {}, name});
+    record_shape(id, dims);
+    return id;
+  }
+  /// Adds an operator node; ShapeError (the mapping does not fit) propagates to the caller.
+  ExprId add(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> kids) {
+    std::vector<Shape> in;
+    for (ExprId k : kids) in.push_back(shapes_[k.value]);
+    Shape s = infer_shape(op, attrs, in);
+    ExprId id = m_.graph.add(op, std::move(attrs), std::move(kids));
+    record_shape(id, s);
+    return id;
+  }
+  void record_shape(ExprId id, const Shape& s) {
+    if (id.value == shapes_.size()) shapes_.push_back(s);
+  }
+  ExprId weight(const std::string& name, Tensor<float> value) {
+    Shape dims = value.shape;
+    m_.weights.insert_or_assign(name, std::move(value));
+    return add_leaf(OpKind::Weight, name, dims);
+  }
+  /// A new 0-d weight holding `v`, named uniquely after `hint`.
+  ExprId scalar_weight(const std::string& hint, float v) {
+    std::string name = unique_name(hint);
+    return weight(name, Tensor<float>(Shape{}, std::vector<float>{v}));
+  }
+  std::string unique_name(const std::string& hint) {
+    std::string name = hint;
+    for (int k = 1; types_.count(name) || m_.weights.count(name) || new_names_.count(name); ++k)
+      name = hint + "_" + std::to_string(k);
+    new_names_.insert(name);
+    return name;
+  }
+
+  // ---- initializers, inputs, outputs ---------------------------------------------------------------
+
+  void add_initializer(const onnx::TensorProto& t) {
+    Shape dims = tensor_dims(t);
+    constants_[t.name()] = &t;
+    bool zero_size = num_elements(dims) == 0;
+    if (t.data_type() == onnx::TensorProto::FLOAT && !zero_size) {
+      try {
+        values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)));
+      } catch (const OnnxError& e) {
+        fail(e.what());
+      }
+    } else {
+      m_.passthrough[t.name()] = t.SerializeAsString();
+    }
+  }
+
+  void add_graph_input(const onnx::ValueInfoProto& in) {
+    TensorInfo info{in.name(), elem_type(in.name()), {}, false};
+    if (constants_.count(in.name())) {
+      // Weights may be declared as graph inputs too (old exporters); they stay weights and stay declared.
+      info.is_weight = true;
+      info.shape = tensor_dims(*constants_[in.name()]);
+      constants_.erase(in.name());  // overridable at run time: not a constant for shape arguments
+    } else {
+      info.shape = shape_of(in.name(), nullptr);
+      if (num_elements(info.shape) == 0) fail("graph input '" + in.name() + "' has a zero-size dimension");
+      values_[in.name()] = add_leaf(OpKind::Input, in.name(), info.shape);
+    }
+    m_.inputs.push_back(info);
+  }
+
+  void add_graph_output(const onnx::ValueInfoProto& out) {
+    auto it = values_.find(out.name());
+    if (it == values_.end())
+      fail("graph output '" + out.name() + "' is not computed by the graph (or is a non-float initializer)");
+    m_.outputs.push_back({out.name(), elem_type(out.name()), shapes_[it->second.value], false});
+    m_.graph.add_root(it->second);
+  }
+
+  // ---- nodes ---------------------------------------------------------------------------------------
+
+  void import_node(const onnx::NodeProto& n) {
+    for (const auto& in : n.input())
+      if (!in.empty() && !values_.count(in) && !m_.passthrough.count(in))
+        fail(describe(n) + " reads '" + in + "', which no earlier node, input or initializer defines");
+    if (is_default_domain(n.domain())) {
+      try {
+        if (import_vocabulary(n)) return;
+        note_opaque(n, "");
+      } catch (const NotInVocabulary& e) {
+        note_opaque(n, e.reason);
+      } catch (const ShapeError& e) {
+        note_opaque(n, std::string("shape mismatch: ") + e.what());
+      } catch (const OnnxError& e) {
+        note_opaque(n, e.what());
+      }
+    } else {
+      note_opaque(n, "");
+    }
+    import_opaque(n);
+  }
+
+  void note_opaque(const onnx::NodeProto& n, const std::string& reason) {
+    if (!reason.empty()) m_.notes.push_back(describe(n) + " stays opaque: " + reason);
+  }
+
+  /// The Expr value of input k, which the mapping needs as a float tensor.
+  ExprId in(const onnx::NodeProto& n, int k) {
+    if (k >= n.input_size() || n.input(k).empty()) throw NotInVocabulary{"input " + std::to_string(k) + " missing"};
+    const std::string& name = n.input(k);
+    auto it = values_.find(name);
+    if (it == values_.end() || elem_type(name) != onnx::TensorProto::FLOAT)
+      throw NotInVocabulary{"input '" + name + "' is not a float tensor"};
+    return it->second;
+  }
+  bool has_input(const onnx::NodeProto& n, int k) const { return k < n.input_size() && !n.input(k).empty(); }
+  /// Values of a constant input (initializer or Constant), or nullopt.
+  std::optional<std::vector<double>> const_input(const onnx::NodeProto& n, int k) {
+    if (!has_input(n, k)) return std::nullopt;
+    auto it = constants_.find(n.input(k));
+    if (it == constants_.end()) return std::nullopt;
+    return tensor_numbers(*it->second);
+  }
+  const Shape& out_shape(const onnx::NodeProto& n, int k = 0) { return shape_of(n.output(k), &n); }
+  void set_output(const onnx::NodeProto& n, ExprId id, int k = 0) {
+    const Shape& expected = out_shape(n, k);
+    if (shapes_[id.value] != expected)
+      throw NotInVocabulary{"mapped shape " + to_string(shapes_[id.value]) + " differs from ONNX's " +
+                            to_string(expected)};
+    pending_.emplace_back(n.output(k), id);
+  }
+  ExprId broadcast_to(ExprId x, const Shape& target) {
+    if (shapes_[x.value] == target) return x;
+    std::vector<int64_t> attrs(target.begin(), target.end());
+    return add(OpKind::Broadcast, attrs, {x});
+  }
+  /// Only output 0 may be used (optional extra outputs such as MaxPool's indices make it opaque).
+  void require_single_output(const onnx::NodeProto& n) {
+    for (int k = 1; k < n.output_size(); ++k)
+      if (!n.output(k).empty() && used_.count(n.output(k)))
+        throw NotInVocabulary{"optional output '" + n.output(k) + "' is used"};
+  }
+
+  /// One spatial axis of a window op: ONNX (pad_begin, pad_end) -> our padding attribute (-1 = SAME).
+  std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe) {
+    if (pb == pe) return pb;
+    int64_t out_same = (in + s - 1) / s, total = std::max<int64_t>((out_same - 1) * s + k - in, 0);
+    if (pb == total / 2 && pe == total - total / 2) return -1;
+    // Asymmetric padding that produces as many outputs as symmetric pb places every window identically.
+    if (in + 2 * pb >= k && (in + pb + pe - k) / s == (in + 2 * pb - k) / s) return pb;
+    return std::nullopt;
+  }
+
+  /// Our (stride h, stride w, pad h, pad w) of Conv/MaxPool/AveragePool on a [N,C,H,W] input.
+  std::array<int64_t, 4> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw) {
+    if (auto d = attr_ints(n, "dilations"))
+      for (int64_t v : *d)
+        if (v != 1) throw NotInVocabulary{"dilations other than 1"};
+    std::vector<int64_t> strides = attr_ints(n, "strides").value_or(std::vector<int64_t>{1, 1});
+    std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+    if (strides.size() != 2 || pads.size() != 4) throw NotInVocabulary{"strides/pads are not 2-d"};
+    const int64_t kernel[2] = {kh, kw};
+    std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    std::array<int64_t, 4> out{strides[0], strides[1], 0, 0};
+    for (int a = 0; a < 2; ++a) {
+      int64_t in = x[2 + a], s = strides[a], pb = pads[a], pe = pads[a + 2];
+      if (auto_pad == "VALID") {
+        pb = pe = 0;
+      } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        int64_t total = std::max<int64_t>(((in + s - 1) / s - 1) * s + kernel[a] - in, 0);
+        pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pe = total - pb;
+      } else if (auto_pad != "NOTSET") {
+        throw NotInVocabulary{"auto_pad " + auto_pad};
+      }
+      auto p = map_padding(in, kernel[a], s, pb, pe);
+      if (!p) throw NotInVocabulary{"asymmetric padding"};
+      out[2 + a] = *p;
+    }
+    return out;
+  }
+
+  /// Maps a default-domain node onto the vocabulary; false when the operator is outside it.
+  bool import_vocabulary(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    pending_.clear();
+    if (op == "Constant") return import_constant(n);
+    for (const auto& out : n.output())
+      if (!out.empty() && elem_type(out) != onnx::TensorProto::FLOAT && used_.count(out))
+        throw NotInVocabulary{"output '" + out + "' is not a float tensor"};
+    if (op == "Identity" || op == "Dropout") {
+      require_single_output(n);
+      if (op == "Dropout" && has_input(n, 2)) {
+        auto training = const_input(n, 2);
+        if (!training || (!training->empty() && (*training)[0] != 0)) throw NotInVocabulary{"training mode"};
+      }
+      alias(n, in(n, 0));
+    } else if (op == "Relu" || op == "Sigmoid" || op == "Tanh") {
+      OpKind k = op == "Relu" ? OpKind::Relu : op == "Sigmoid" ? OpKind::Sigmoid : OpKind::Tanh;
+      set_output(n, add(k, {}, {in(n, 0)}));
+    } else if (op == "Clip") {
+      double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+      if (m_.opset < 11) {
+        lo = attr_float(n, "min", -FLT_MAX);
+        hi = attr_float(n, "max", FLT_MAX);
+      } else {
+        for (int k : {1, 2}) {
+          if (!has_input(n, k)) continue;
+          auto v = const_input(n, k);
+          if (!v || v->size() != 1) throw NotInVocabulary{"non-constant clip bounds"};
+          (k == 1 ? lo : hi) = (*v)[0];
+        }
+      }
+      if (lo != 0 || hi < FLT_MAX) throw NotInVocabulary{"clip other than max(x, 0)"};
+      set_output(n, add(OpKind::Relu, {}, {in(n, 0)}));
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      import_binary(n);
+    } else if (op == "MatMul") {
+      ExprId a = in(n, 0), b = in(n, 1);
+      if (shapes_[a.value].size() < 2 || shapes_[b.value].size() < 2) throw NotInVocabulary{"1-d operand"};
+      set_output(n, add(OpKind::Matmul, {0}, {a, b}));
+    } else if (op == "Gemm") {
+      import_gemm(n);
+    } else if (op == "Conv") {
+      import_conv(n);
+    } else if (op == "MaxPool" || op == "AveragePool") {
+      require_single_output(n);
+      ExprId x = in(n, 0);
+      const Shape& xs = shapes_[x.value];
+      auto kernel = attr_ints(n, "kernel_shape");
+      if (xs.size() != 4 || !kernel || kernel->size() != 2) throw NotInVocabulary{"not a 2-d pooling"};
+      if (attr_int(n, "storage_order", 0) != 0) throw NotInVocabulary{"storage_order"};
+      auto w = window_attrs(n, xs, (*kernel)[0], (*kernel)[1]);
+      std::vector<int64_t> attrs{(*kernel)[0], (*kernel)[1], w[0], w[1], w[2], w[3]};
+      if (op == "AveragePool") attrs.push_back(attr_int(n, "count_include_pad", 0) != 0 ? 1 : 0);
+      set_output(n, add(op == "MaxPool" ? OpKind::MaxPool : OpKind::AvgPool, attrs, {x}));
+    } else if (op == "GlobalAveragePool") {
+      ExprId x = in(n, 0);
+      if (shapes_[x.value].size() != 4) throw NotInVocabulary{"not 2-d"};
+      set_output(n, add(OpKind::GlobalAvgPool, {}, {x}));
+    } else if (op == "Concat") {
+      std::vector<ExprId> kids;
+      for (int k = 0; k < n.input_size(); ++k) kids.push_back(in(n, k));
+      auto axis = find_attr(n, "axis");
+      if (!axis) throw NotInVocabulary{"no axis"};
+      set_output(n, kids.size() == 1 ? kids[0] : add(OpKind::Concat, {axis->i()}, kids));
+    } else if (op == "Split") {
+      ExprId x = in(n, 0);
+      const Shape& xs = shapes_[x.value];
+      int64_t axis = normalize_axis(attr_int(n, "axis", 0), xs.size(), "Split", {});
+      int64_t begin = 0;
+      for (int k = 0; k < n.output_size(); ++k) {
+        int64_t size = out_shape(n, k)[axis];
+        set_output(n, size == xs[axis] ? x : add(OpKind::Slice, {axis, begin, begin + size}, {x}), k);
+        begin += size;
+      }
+    } else if (op == "Slice") {
+      import_slice(n);
+    } else if (op == "Transpose") {
+      ExprId x = in(n, 0);
+      size_t rank = shapes_[x.value].size();
+      std::vector<int64_t> perm;
+      for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+      perm = attr_ints(n, "perm").value_or(perm);
+      bool identity = true;
+      for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
+      set_output(n, identity ? x : add(OpKind::Transpose, perm, {x}));
+    } else if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+      // ONNX shape inference already resolved -1, 0 and the axes: the output shape is the reshape.
+      ExprId x = in(n, 0);
+      const Shape& s = out_shape(n);
+      set_output(n, s == shapes_[x.value] ? x : add(OpKind::Reshape, std::vector<int64_t>(s.begin(), s.end()), {x}));
+    } else if (op == "BatchNormalization") {
+      import_batchnorm(n);
+    } else if (op == "Softmax") {
+      ExprId x = in(n, 0);
+      size_t rank = shapes_[x.value].size();
+      int64_t axis = normalize_axis(attr_int(n, "axis", m_.opset >= 13 ? -1 : 1), rank, "Softmax", {});
+      // Before opset 13 Softmax flattens to 2-d at `axis`: the same as ours only on the last axis.
+      if (m_.opset < 13 && axis != static_cast<int64_t>(rank) - 1)
+        throw NotInVocabulary{"opset < 13 softmax over more than the last axis"};
+      set_output(n, add(OpKind::Softmax, {axis}, {x}));
+    } else {
+      return false;
+    }
+    for (const auto& [name, id] : pending_) values_[name] = id;
+    return true;
+  }
+
+  void alias(const onnx::NodeProto& n, ExprId x) { pending_.emplace_back(n.output(0), x); }
+
+  bool import_constant(const onnx::NodeProto& n) {
+    const auto* value = find_attr(n, "value");
+    if (!value || !value->has_t()) throw NotInVocabulary{"Constant without a tensor 'value'"};
+    onnx::TensorProto t = value->t();
+    t.set_name(n.output(0));
+    Shape dims = tensor_dims(t);
+    constant_storage_.push_back(std::make_unique<onnx::TensorProto>(t));
+    constants_[t.name()] = constant_storage_.back().get();
+    if (t.data_type() == onnx::TensorProto::FLOAT && num_elements(dims) > 0)
+      values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)));
+    else
+      m_.passthrough[t.name()] = t.SerializeAsString();
+    return true;
+  }
+
+  void import_binary(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    ExprId a = in(n, 0), b = in(n, 1);
+    const Shape& out = out_shape(n);
+    if (op == "Mul" && shapes_[b.value].empty() && shapes_[a.value] == out) return set_output(n, add(OpKind::Smul, {}, {a, b}));
+    if (op == "Mul" && shapes_[a.value].empty() && shapes_[b.value] == out) return set_output(n, add(OpKind::Smul, {}, {b, a}));
+    OpKind k = op == "Add" ? OpKind::EwAdd : op == "Sub" ? OpKind::EwSub : op == "Mul" ? OpKind::EwMul : OpKind::EwDiv;
+    set_output(n, add(k, {}, {broadcast_to(a, out), broadcast_to(b, out)}));
+  }
+
+  void import_gemm(const onnx::NodeProto& n) {
+    ExprId a = in(n, 0), b = in(n, 1);
+    if (shapes_[a.value].size() != 2 || shapes_[b.value].size() != 2) throw NotInVocabulary{"operands not 2-d"};
+    if (attr_int(n, "transA", 0)) a = add(OpKind::Transpose, {1, 0}, {a});
+    if (attr_int(n, "transB", 0)) b = add(OpKind::Transpose, {1, 0}, {b});
+    ExprId y = add(OpKind::Matmul, {0}, {a, b});
+    const std::string hint = n.output(0);
+    if (float alpha = attr_float(n, "alpha", 1.0f); alpha != 1.0f) y = add(OpKind::Smul, {}, {y, scalar_weight(hint + ".alpha", alpha)});
+    if (has_input(n, 2)) {
+      ExprId c = in(n, 2);
+      if (float beta = attr_float(n, "beta", 1.0f); beta != 1.0f) c = add(OpKind::Smul, {}, {c, scalar_weight(hint + ".beta", beta)});
+      y = add(OpKind::EwAdd, {}, {y, broadcast_to(c, shapes_[y.value])});
+    }
+    set_output(n, y);
+  }
+
+  void import_conv(const onnx::NodeProto& n) {
+    ExprId x = in(n, 0), w = in(n, 1);
+    const Shape &xs = shapes_[x.value], &ws = shapes_[w.value];
+    if (xs.size() != 4 || ws.size() != 4) throw NotInVocabulary{"not a 2-d convolution"};
+    auto a = window_attrs(n, xs, ws[2], ws[3]);
+    ExprId y = add(OpKind::Conv2d, {a[0], a[1], a[2], a[3], 0}, {x, w});
+    if (has_input(n, 2)) {
+      // Bias [O] -> [O,1,1], broadcast over N, H, W.
+      ExprId bias = add(OpKind::Reshape, {ws[0], 1, 1}, {in(n, 2)});
+      y = add(OpKind::EwAdd, {}, {y, broadcast_to(bias, shapes_[y.value])});
+    }
+    set_output(n, y);
+  }
+
+  void import_slice(const onnx::NodeProto& n) {
+    ExprId x = in(n, 0);
+    const Shape xs = shapes_[x.value];
+    std::vector<double> starts, ends, axes, steps;
+    if (m_.opset < 10) {
+      auto s = attr_ints(n, "starts"), e = attr_ints(n, "ends");
+      if (!s || !e) throw NotInVocabulary{"no starts/ends"};
+      starts.assign(s->begin(), s->end());
+      ends.assign(e->begin(), e->end());
+      if (auto ax = attr_ints(n, "axes")) axes.assign(ax->begin(), ax->end());
+    } else {
+      auto s = const_input(n, 1), e = const_input(n, 2);
+      if (!s || !e) throw NotInVocabulary{"non-constant starts/ends"};
+      starts = *s;
+      ends = *e;
+      if (has_input(n, 3)) {
+        auto ax = const_input(n, 3);
+        if (!ax) throw NotInVocabulary{"non-constant axes"};
+        axes = *ax;
+      }
+      if (has_input(n, 4)) {
+        auto st = const_input(n, 4);
+        if (!st) throw NotInVocabulary{"non-constant steps"};
+        steps = *st;
+      }
+    }
+    if (axes.empty())
+      for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<double>(d));
+    ExprId y = x;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      if (!steps.empty() && steps[k] != 1) throw NotInVocabulary{"step other than 1"};
+      int64_t axis = normalize_axis(static_cast<int64_t>(axes[k]), xs.size(), "Slice", {});
+      double extent = static_cast<double>(xs[axis]);
+      auto clamp = [&](double v) { return std::clamp(v < 0 ? v + extent : v, 0.0, extent); };
+      int64_t b = static_cast<int64_t>(clamp(starts[k])), e = static_cast<int64_t>(clamp(ends[k]));
+      if (b >= e) throw NotInVocabulary{"empty slice"};
+      if (b == 0 && e == xs[axis]) continue;
+      y = add(OpKind::Slice, {axis, b, e}, {y});
+    }
+    set_output(n, y);
+  }
+
+  void import_batchnorm(const onnx::NodeProto& n) {
+    require_single_output(n);
+    if (attr_int(n, "training_mode", 0) != 0) throw NotInVocabulary{"training mode"};
+    if (m_.opset < 9 && attr_int(n, "spatial", 1) != 1) throw NotInVocabulary{"spatial = 0"};
+    ExprId x = in(n, 0), scale = in(n, 1), bias = in(n, 2), mean = in(n, 3), var = in(n, 4);
+    float eps = attr_float(n, "epsilon", 1e-5f);
+    if (eps != 0) {
+      // Our batchnorm has no epsilon: fold it into the variance (a new weight when var is one).
+      const ExprNode& v = m_.graph[var];
+      if (v.op == OpKind::Weight) {
+        std::string key = v.name + "\x1f" + std::to_string(eps);
+        auto it = folded_var_.find(key);
+        if (it == folded_var_.end()) {
+          Tensor<float> t = m_.weights.at(v.name);
+          for (float& e : t.data) e += eps;
+          it = folded_var_.emplace(key, weight(unique_name(v.name + "+eps"), std::move(t))).first;
+        }
+        var = it->second;
+      } else {
+        ExprId e = scalar_weight(n.output(0) + ".epsilon", eps);
+        var = add(OpKind::EwAdd, {}, {var, broadcast_to(e, shapes_[var.value])});
+      }
+    }
+    set_output(n, add(OpKind::BatchNorm, {}, {x, scale, bias, mean, var}));
+  }
+
+  void import_opaque(const onnx::NodeProto& n) {
+    OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}};
+    std::vector<ExprId> kids;
+    for (const auto& name : n.input()) {
+      auto it = values_.find(name);
+      if (name.empty() || it == values_.end()) {
+        node.input_child.push_back(-1);  // optional input left out, or a passed-through initializer
+        continue;
+      }
+      node.input_child.push_back(static_cast<int>(kids.size()));
+      kids.push_back(it->second);
+    }
+    const int64_t id = static_cast<int64_t>(m_.opaque.size());
+    for (int k = 0; k < n.output_size(); ++k) {
+      const std::string& out = n.output(k);
+      node.output_types.push_back(out.empty() ? 0 : elem_type(out));
+      if (out.empty() || !used_.count(out)) continue;
+      const Shape& s = shape_of(out, &n);
+      for (int64_t d : s)
+        if (d < 1) fail(describe(n) + " produces '" + out + "' with a zero-size dimension, which is not supported");
+      std::vector<int64_t> attrs{id, k};
+      attrs.insert(attrs.end(), s.begin(), s.end());
+      values_[out] = add(OpKind::Opaque, std::move(attrs), kids);
+    }
+    m_.opaque.push_back(std::move(node));
+  }
+
+  /// Keeps only what the outputs reach, in depth-first post-order from the roots, and renumbers opaque
+  /// ids in first-use order, so that import(export(import(f))) == import(f).
+  void compact() {
+    Expr out;
+    std::vector<std::optional<ExprId>> mapped(m_.graph.size());
+    std::map<int64_t, int64_t> opaque_ids;
+    std::vector<OpaqueNode> opaque;
+    // Iterative post-order: (node, next child index).
+    for (ExprId root : m_.graph.roots()) {
+      std::vector<std::pair<ExprId, size_t>> stack{{root, 0}};
+      while (!stack.empty()) {
+        auto& [id, next] = stack.back();
+        const ExprNode& node = m_.graph[id];
+        if (mapped[id.value]) {
+          stack.pop_back();
+          continue;
+        }
+        if (next < node.children.size()) {
+          ExprId c = node.children[next++];
+          if (!mapped[c.value]) stack.emplace_back(c, 0);
+          continue;
+        }
+        ExprNode copy = node;
+        for (ExprId& c : copy.children) c = *mapped[c.value];
+        if (copy.op == OpKind::Opaque) {
+          auto [it, fresh] = opaque_ids.emplace(copy.attrs[0], static_cast<int64_t>(opaque.size()));
+          if (fresh) opaque.push_back(m_.opaque[copy.attrs[0]]);
+          copy.attrs[0] = it->second;
+        }
+        mapped[id.value] = out.add(std::move(copy));
+        stack.pop_back();
+      }
+    }
+    for (ExprId root : m_.graph.roots()) out.add_root(*mapped[root.value]);
+    // Weights that nothing reaches any more (folded variances' originals, unused initializers) go.
+    std::set<std::string> live;
+    for (const ExprNode& node : out.nodes())
+      if (node.op == OpKind::Weight) live.insert(node.name);
+    for (const TensorInfo& info : m_.inputs)
+      if (info.is_weight) live.insert(info.name);
+    std::erase_if(m_.weights, [&](const auto& kv) { return !live.count(kv.first); });
+    m_.graph = std::move(out);
+    m_.opaque = std::move(opaque);
+  }
+
+  onnx::ModelProto& proto_;
+  const ImportOptions& options_;
+  OnnxModel m_;
+  std::unordered_map<std::string, ValueType> types_;
+  std::unordered_map<std::string, const onnx::TensorProto*> constants_;
+  std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
+  std::unordered_map<std::string, ExprId> values_;
+  std::unordered_set<std::string> used_, new_names_;
+  std::map<std::string, ExprId> folded_var_;
+  std::vector<Shape> shapes_;
+  std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
+};
+
+}  // namespace
+
+OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options) {
+  onnx::ModelProto proto;
+  if (bytes.empty()) throw OnnxError(origin + ": empty file, not an ONNX model");
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw OnnxError(origin + ": not an ONNX model (protobuf parsing failed: the file is truncated or not a model)");
+  return Importer(proto, origin, options).run();
+}
+
+OnnxModel import_onnx(const std::filesystem::path& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw OnnxError(path.string() + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) throw OnnxError(path.string() + ": is a directory, not a model file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw OnnxError(path.string() + ": cannot open for reading");
+  std::ostringstream buf;
+  buf << f.rdbuf();
+  return import_onnx_bytes(buf.str(), path.string(), options);
+}
+
+}  // namespace teq::onnx_io

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Builds the small bundled ONNX models in corpus/models/ with the onnx helper API.
+
+Each model exercises a part of the importer and of the rule corpus (docs/eqsat-run.md):
+  inception_block  convolutions with bias and relu side by side, max pooling, concat
+  shared_matmul    two matmuls that share their input (the multi-pattern rule's case)
+  mlp              Gemm (transB, bias, alpha), relu, softmax
+  resnet_block     conv + batchnorm + relu, residual add, global average pool, flatten, Gemm
+  attention        three projections of one input, transpose, scaled scores, softmax
+  opaque_ops       LeakyRelu and Resize (outside the vocabulary) between convolutions
+
+Usage: .venv/bin/python tools/make_models.py [OUT_DIR]   (default corpus/models; tools/setup-python.sh
+makes .venv). The output is deterministic: the same bytes on every run.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+IR_VERSION = 8  # readable by the ONNX 1.12 C++ library that eqsat-run links
+
+
+class Builder:
+    def __init__(self, name, seed):
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits = [], []
+        self.count = 0
+
+    def weight(self, name, shape, scale=0.3):
+        value = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def const(self, name, array):
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(self, op, inputs, out=None, **attrs):
+        self.count += 1
+        out = out or f"{op.lower()}_{self.count}"
+        self.nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{self.count}", **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, relu=True, bias=True, stride=1, out=None):
+        w = self.weight(f"conv{self.count + 1}.w", (cout, cin, k, k))
+        inputs = [x, w] + ([self.weight(f"conv{self.count + 1}.b", (cout,), 0.1)] if bias else [])
+        y = self.node("Conv", inputs, None if relu else out, kernel_shape=[k, k], pads=[k // 2] * 4,
+                      strides=[stride, stride])
+        return self.node("Relu", [y], out) if relu else y
+
+    def save(self, inputs, outputs, out_dir):
+        graph = helper.make_graph(self.nodes, self.name, inputs, outputs, self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name="tensor-eqsat make_models.py")
+        model.ir_version = IR_VERSION
+        onnx.checker.check_model(model, full_check=True)
+        path = os.path.join(out_dir, self.name + ".onnx")
+        onnx.save(model, path)
+        return path
+
+
+def tensor(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def inception_block(out_dir):
+    b = Builder("inception_block", 1)
+    x = "x"
+    a = b.conv(x, 8, 8, 1)
+    c = b.conv(x, 8, 8, 3)
+    d = b.conv(b.conv(x, 8, 4, 1), 4, 8, 3)
+    p = b.node("MaxPool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    e = b.conv(p, 8, 8, 1)
+    cat = b.node("Concat", [a, c, d, e], axis=1)
+    b.conv(cat, 32, 16, 1, out="y")
+    return b.save([tensor("x", [1, 8, 12, 12])], [tensor("y", [1, 16, 12, 12])], out_dir)
+
+
+def shared_matmul(out_dir):
+    b = Builder("shared_matmul", 2)
+    y1 = b.node("MatMul", ["x", b.weight("w1", (16, 24))])
+    b.node("Relu", [y1], "y1")
+    b.node("MatMul", ["x", b.weight("w2", (16, 24))], "y2")
+    return b.save([tensor("x", [4, 16])], [tensor("y1", [4, 24]), tensor("y2", [4, 24])], out_dir)
+
+
+def mlp(out_dir):
+    b = Builder("mlp", 3)
+    h = b.node("Gemm", ["x", b.weight("fc1.w", (32, 16)), b.weight("fc1.b", (32,), 0.1)], transB=1)
+    h = b.node("Relu", [h])
+    h = b.node("Gemm", [h, b.weight("fc2.w", (32, 32)), b.weight("fc2.b", (32,), 0.1)], alpha=0.5, beta=2.0)
+    h = b.node("Relu", [h])
+    h = b.node("Gemm", [h, b.weight("fc3.w", (10, 32)), b.weight("fc3.b", (10,), 0.1)], transB=1)
+    b.node("Softmax", [h], "y", axis=-1)
+    return b.save([tensor("x", [2, 16])], [tensor("y", [2, 10])], out_dir)
+
+
+def resnet_block(out_dir):
+    b = Builder("resnet_block", 4)
+
+    def conv_bn(x, cin, cout, k, relu):
+        y = b.conv(x, cin, cout, k, relu=False, bias=False)
+        i = b.count
+        bn = b.node("BatchNormalization", [y, b.weight(f"bn{i}.scale", (cout,)), b.weight(f"bn{i}.bias", (cout,)),
+                                           b.weight(f"bn{i}.mean", (cout,), 0.1),
+                                           b.const(f"bn{i}.var", b.rng.uniform(0.5, 1.5, cout).astype(np.float32))],
+                    epsilon=1e-3)
+        return b.node("Relu", [bn]) if relu else bn
+
+    stem = conv_bn("x", 3, 8, 3, True)
+    h = conv_bn(conv_bn(stem, 8, 8, 3, True), 8, 8, 3, False)
+    h = b.node("Relu", [b.node("Add", [h, stem])])
+    g = b.node("Flatten", [b.node("GlobalAveragePool", [h])], axis=1)
+    b.node("Gemm", [g, b.weight("fc.w", (5, 8)), b.weight("fc.b", (5,), 0.1)], "y", transB=1)
+    return b.save([tensor("x", [2, 3, 10, 10])], [tensor("y", [2, 5])], out_dir)
+
+
+def attention(out_dir):
+    b = Builder("attention", 5)
+    d = 16
+    q = b.node("MatMul", ["x", b.weight("wq", (d, d))])
+    k = b.node("MatMul", ["x", b.weight("wk", (d, d))])
+    v = b.node("MatMul", ["x", b.weight("wv", (d, d))])
+    s = b.node("MatMul", [q, b.node("Transpose", [k], perm=[0, 2, 1])])
+    s = b.node("Div", [s, b.const("scale", np.array(np.sqrt(d), dtype=np.float32))])
+    a = b.node("MatMul", [b.node("Softmax", [s], axis=-1), v])
+    b.node("Add", [b.node("MatMul", [a, b.weight("wo", (d, d))]), "x"], "y")
+    return b.save([tensor("x", [2, 6, d])], [tensor("y", [2, 6, d])], out_dir)
+
+
+def opaque_ops(out_dir):
+    b = Builder("opaque_ops", 6)
+    h = b.conv("x", 4, 8, 3)
+    h = b.node("LeakyRelu", [h], alpha=0.1)
+    sizes = b.const("sizes", np.array([1, 8, 12, 12], dtype=np.int64))
+    h = b.node("Resize", [h, "", "", sizes], mode="nearest")
+    h = b.conv(h, 8, 8, 1)
+    b.conv(h, 8, 8, 1, out="y")
+    return b.save([tensor("x", [1, 4, 6, 6])], [tensor("y", [1, 8, 12, 12])], out_dir)
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "corpus", "models")
+    os.makedirs(out_dir, exist_ok=True)
+    for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops):
+        path = make(out_dir)
+        print(f"make_models: {os.path.relpath(path, root)} ({os.path.getsize(path)} bytes)")
+
+
+if __name__ == "__main__":
+    main()
