@@ -192,6 +192,12 @@ Rule convert_rule(const taso::Rule& r, const std::string& id) {
   return rule;
 }
 
+// Protobuf accepts many byte strings as a message with only unknown fields (text happens to parse), so
+// a RuleCollection must also have no unknown top-level fields.
+bool parse_collection(const std::string& bytes, taso::RuleCollection& out) {
+  return out.ParseFromString(bytes) && out.GetReflection()->GetUnknownFields(out).empty();
+}
+
 }  // namespace
 
 std::string taso_input_name(int k) {
@@ -205,7 +211,7 @@ std::string taso_input_name(int k) {
 
 ImportResult import_taso_pb_bytes(const std::string& bytes, const std::string& origin) {
   taso::RuleCollection collection;
-  if (!collection.ParseFromString(bytes))
+  if (!parse_collection(bytes, collection))
     throw CorpusError(origin + ": not a TASO rule collection (protobuf GraphSubst.RuleCollection)");
   ImportResult result;
   result.corpus.generator = {{"imported_from", origin}, {"format", "taso-pb"}};
@@ -230,10 +236,11 @@ ImportResult import_taso_pb(const std::filesystem::path& pb) {
   if (!in) throw CorpusError(pb.string() + ": cannot open file");
   std::stringstream buf;
   buf << in.rdbuf();
-  taso::RuleCollection probe;
-  if (!probe.ParseFromString(buf.str()))
+  try {
+    return import_taso_pb_bytes(buf.str(), pb.filename().string());
+  } catch (const CorpusError&) {  // only a malformed file throws; name it by its full path
     throw CorpusError(pb.string() + ": not a TASO rule collection (protobuf GraphSubst.RuleCollection)");
-  return import_taso_pb_bytes(buf.str(), pb.filename().string());
+  }
 }
 
 }  // namespace teq
