@@ -132,7 +132,11 @@ class SideConverter {
         int64_t axis = get(kAxis, "AXIS");
         std::vector<int> in = inputs(op.input_size());
         int id = make(OpKind::Concat, {axis}, in);
-        if (para.contains(kNumDim)) rule_.nodes[id].rank_hint = static_cast<int>(para[kNumDim]);
+        if (para.contains(kNumDim)) {
+          int64_t n = para[kNumDim];
+          if (n < 1 || n > 16) fail("concat NUMDIM " + std::to_string(n) + " out of range 1..16");
+          rule_.nodes[id].rank_hint = static_cast<int>(n);
+        }
         return id;
       }
       case kSplit: {
@@ -148,7 +152,7 @@ class SideConverter {
         std::vector<int64_t> perm(n);
         for (int64_t i = n; i-- > 0; code /= n) perm[i] = code % n;
         std::set<int64_t> seen(perm.begin(), perm.end());
-        if (code != 0 || static_cast<int64_t>(seen.size()) != n)
+        if (code != 0 || static_cast<int64_t>(seen.size()) != n || *seen.begin() < 0)
           fail("transpose PERM " + std::to_string(get(kPerm, "PERM")) + " is not a permutation of " +
                std::to_string(n) + " axes");
         return make(OpKind::Transpose, perm, inputs(1));
@@ -176,6 +180,10 @@ class SideConverter {
 };
 
 Rule convert_rule(const taso::Rule& r, const std::string& id) {
+  // Conversion recurses along operator references; real rules have a handful of operators.
+  constexpr int kMaxOps = 1024;
+  if (r.srcop_size() > kMaxOps || r.dstop_size() > kMaxOps)
+    throw SkipRule("more than " + std::to_string(kMaxOps) + " operators on one side");
   SourceRule src;
   SideConverter lhs(src, r.srcop(), "source"), rhs(src, r.dstop(), "target");
   if (r.mappedoutput_size() == 0) throw SkipRule("no mapped outputs");

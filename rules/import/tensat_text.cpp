@@ -1,5 +1,6 @@
 #include "rules/import/tensat_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <memory>
@@ -39,7 +40,8 @@ class SxParser {
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
   }
-  Sx parse() {
+  Sx parse(int depth = 0) {
+    if (depth > kMaxDepth) fail("terms nested deeper than " + std::to_string(kMaxDepth));
     skip_space();
     if (pos_ >= text_.size()) fail("unexpected end of term");
     if (text_[pos_] == ')') fail("unexpected ')'");
@@ -50,7 +52,7 @@ class SxParser {
         skip_space();
         if (pos_ >= text_.size()) fail("missing ')'");
         if (text_[pos_] == ')') break;
-        sx.list.push_back(parse());
+        sx.list.push_back(parse(depth + 1));
       }
       ++pos_;
       if (sx.list.empty()) fail("empty list");
@@ -64,6 +66,7 @@ class SxParser {
     return sx;
   }
 
+  static constexpr int kMaxDepth = 256;
   std::string_view text_;
   size_t pos_ = 0;
 };
@@ -82,7 +85,10 @@ class TensatConverter {
 
   int convert(const Sx& sx) {
     if (sx.is_atom()) {
-      if (sx.atom.size() > 1 && sx.atom[0] == '?') return rule_.var(sx.atom.substr(1));
+      if (sx.atom.size() > 1 && sx.atom[0] == '?' &&
+          std::all_of(sx.atom.begin() + 1, sx.atom.end(),
+                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+        return rule_.var(sx.atom.substr(1));
       throw SkipRule("expected a term or ?variable, got '" + sx.atom + "'");
     }
     const std::string& op = head(sx);
@@ -99,8 +105,10 @@ class TensatConverter {
     }
     if (op == "concat") {
       expect_arity(sx, 2, 2);
+      int64_t ndim = integer(sx, 2);
+      if (ndim < 1 || ndim > 16) throw SkipRule("concat: ndim must be 1..16: " + show(sx));
       int id = node(OpKind::Concat, {integer(sx, 1)}, sx, 3);
-      rule_.nodes[id].rank_hint = static_cast<int>(integer(sx, 2));
+      rule_.nodes[id].rank_hint = static_cast<int>(ndim);
       return id;
     }
     if (op == "ewadd" || op == "ewmul") {

@@ -297,9 +297,10 @@ TEST(TensatImport, ReportsEveryRuleItCannotConvert) {
       "(poolmax ?a 3 3 1 1 0 0)=>?a\n"
       "(relu ?a=>(relu ?a)\n"
       "(relu ?a)\n"
-      "(relu ?a)=>(relu ?b)\n",
+      "(relu ?a)=>(relu ?b)\n" +
+          std::string(300, '(') + "relu ?a" + std::string(300, ')') + "=>?a\n",
       "(relu ?a)=>(relu ?a)\n(relu ?b)=>(relu ?b)\n(relu ?c)=>(relu ?c)\n", "bad.txt");
-  EXPECT_EQ(r.total, 7u);  // 5 single (the blank line is not a rule) + 2 multi
+  EXPECT_EQ(r.total, 8u);  // 6 single (the blank line is not a rule) + 2 multi
   EXPECT_EQ(r.corpus.rules.size(), 1u);
   EXPECT_EQ(r.corpus.rules.size() + r.skipped.size(), r.total);
   EXPECT_NE(reason_of(r, "tensat-1").find("split on axis 0: no concat boundary in (relu ?a)"), std::string::npos)
@@ -308,6 +309,7 @@ TEST(TensatImport, ReportsEveryRuleItCannotConvert) {
   EXPECT_NE(reason_of(r, "tensat-4").find("parse error"), std::string::npos) << reason_of(r, "tensat-4");
   EXPECT_NE(reason_of(r, "tensat-5").find("lhs=>rhs"), std::string::npos) << reason_of(r, "tensat-5");
   EXPECT_NE(reason_of(r, "tensat-6").find("?b is not bound"), std::string::npos) << reason_of(r, "tensat-6");
+  EXPECT_NE(reason_of(r, "tensat-7").find("nested deeper than 256"), std::string::npos) << reason_of(r, "tensat-7");
   EXPECT_NE(reason_of(r, "tensat-multi-2").find("no partner"), std::string::npos);
   ASSERT_NE(r.corpus.find("tensat-multi-1"), nullptr);
   EXPECT_EQ(r.corpus.find("tensat-multi-1")->source, "bad.txt-multi:1");
@@ -440,6 +442,18 @@ TEST(TasoImport, ReportsEveryRuleItCannotConvert) {
   EXPECT_NE(reason_of(r, "taso-3").find("identity matrix outside a matmul"), std::string::npos)
       << reason_of(r, "taso-3");
   EXPECT_NE(reason_of(r, "taso-4").find("?x2 is not bound"), std::string::npos) << reason_of(r, "taso-4");
+}
+
+TEST(TasoImport, ReportsPatternsTooLargeAsTrees) {
+  // op k = ewadd(op k-1, op k-1): 60 operators, but 2^60 nodes written as a tree.
+  std::string body;
+  body += msg_field(1, taso_op(8, {{-1, 0}}, {}));
+  for (int k = 1; k < 60; ++k) body += msg_field(1, taso_op(16, {{k - 1, 0}, {k - 1, 0}}, {}));
+  body += msg_field(2, taso_op(8, {{-1, 0}}, {}));
+  body += msg_field(3, int_field(1, 59) + int_field(2, 0) + int_field(3, 0) + int_field(4, 0));
+  ImportResult r = import_taso_pb_bytes(msg_field(1, body), "dag.pb");
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_NE(r.skipped[0].reason.find("more than 4096 nodes"), std::string::npos) << r.skipped[0].reason;
 }
 
 TEST(TasoImport, RejectsWhatIsNotARuleCollection) {

@@ -1,8 +1,10 @@
 #include "rules/import/detail/source_rule.h"
 
+#include <algorithm>
 #include <memory>
-#include <optional>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 #include "rules/sexpr.h"
 
@@ -26,6 +28,9 @@ int SourceRule::var(const std::string& name) {
 
 namespace {
 
+// Larger patterns are reported rather than written out (a DAG in a rule file can be huge as a tree).
+constexpr size_t kMaxTreeNodes = 4096;
+
 bool is_constant(OpKind op) {
   return op == OpKind::Ones || op == OpKind::Eye || op == OpKind::IConv || op == OpKind::PoolKernel;
 }
@@ -34,12 +39,15 @@ bool is_constant(OpKind op) {
 // Which axis a concat boundary moves to through matmul or transpose depends on ranks, which patterns do
 // not state. They follow from the operators (conv is 4-d, concat states its rank, element-wise operands
 // share one), so solve those equalities with a union-find whose classes may carry a fixed rank.
+constexpr int kMaxRank = 16;
+
 class RankSolver {
  public:
   explicit RankSolver(size_t n) : parent_(n), rank_(n, -1) { std::iota(parent_.begin(), parent_.end(), 0); }
 
   int find(int a) { return parent_[a] == a ? a : parent_[a] = find(parent_[a]); }
   void fix(int a, int r) {
+    if (r < 0 || r > kMaxRank) throw SkipRule("rank " + std::to_string(r) + " out of range 0.." + std::to_string(kMaxRank));
     int ra = find(a);
     if (rank_[ra] >= 0 && rank_[ra] != r)
       throw SkipRule("operand ranks conflict (" + std::to_string(rank_[ra]) + " vs " + std::to_string(r) + ")");
@@ -101,7 +109,7 @@ std::vector<int> solve_ranks(const SourceRule& rule) {
       case OpKind::PoolKernel: s.fix(id, 4); break;
       default: break;
     }
-    if (n.rank_hint >= 0) s.fix(id, n.rank_hint);
+    if (n.rank_hint != -1) s.fix(id, n.rank_hint);
   }
   // A variable the operators leave open takes its rank from var_ranks (TASO's generator inputs). The
   // operators come first because rule files from other generator setups reuse the names for other ranks.
@@ -165,26 +173,77 @@ class Builder {
 
   Expr build_root(int root) {
     expr_ = Expr();
+    memo_.clear();
     Built b = build(root, Context{});
     expr_.add_root(b.id);
+    if (tree_size(expr_, b.id) > kMaxTreeNodes)
+      throw SkipRule("a pattern has more than " + std::to_string(kMaxTreeNodes) + " nodes when written as a tree");
     return std::move(expr_);
   }
 
  private:
   // Whether the subterm holds a constant that must be sized from outside: conv2d and matmul size the
   // constants inside their operands themselves, so the search stops there.
-  bool has_constant(int node) const {
+  bool has_constant(int node) {
+    if (has_constant_.empty()) has_constant_.assign(rule_.nodes.size(), -1);
+    int8_t& memo = has_constant_[node];
+    if (memo >= 0) return memo;
     const SourceNode& n = rule_.nodes[node];
-    if (is_constant(n.op)) return true;
-    if (n.op == OpKind::Conv2d || n.op == OpKind::Matmul) return false;
-    for (int c : n.children)
-      if (has_constant(c)) return true;
-    return false;
+    bool found = is_constant(n.op);
+    if (n.op != OpKind::Conv2d && n.op != OpKind::Matmul)
+      for (int c : n.children) found = found || has_constant(c);
+    memo = found;
+    return found;
   }
 
-  std::string show(ExprId id) const { return to_sexpr(expr_, id); }
+  // A subterm for a message, cut short: rules from files may be DAGs that are huge as trees.
+  std::string show(ExprId id) const {
+    std::string out;
+    show_into(id, out);
+    return out.size() > 120 ? out.substr(0, 117) + "..." : out;
+  }
+  void show_into(ExprId id, std::string& out) const {
+    if (out.size() > 120) return;
+    const ExprNode& n = expr_[id];
+    if (n.op == OpKind::Var) {
+      out += "?" + n.name;
+      return;
+    }
+    out += "(" + std::string(op_name(n.op));
+    for (int64_t a : n.attrs) out += " " + std::to_string(a);
+    for (ExprId c : n.children) {
+      out += " ";
+      show_into(c, out);
+    }
+    out += ")";
+  }
 
+  // Nodes of the subterm written as a tree, saturating just above the limit.
+  static size_t tree_size(const Expr& e, ExprId root) {
+    std::vector<size_t> size(e.size(), 0);
+    for (size_t i = 0; i <= root.value; ++i) {
+      size[i] = 1;
+      for (ExprId c : e.nodes()[i].children) size[i] = std::min(size[i] + size[c.value], kMaxTreeNodes + 1);
+    }
+    return size[root.value];
+  }
+
+  // Built subterms by (node, context). A subterm without constants does not depend on the context,
+  // so it is built once; hash-consing keeps the contexts of the others few. Without this a shared
+  // subterm would be rebuilt once per path to it, exponentially often in a DAG.
+  using MemoKey = std::tuple<int, int64_t, int64_t, int64_t, bool>;
   Built build(int node, const Context& ctx) {
+    auto opt = [](const std::optional<ExprId>& id) { return id ? static_cast<int64_t>(id->value) : int64_t{-1}; };
+    MemoKey key = has_constant(node) ? MemoKey{node, opt(ctx.kernel_like), opt(ctx.eye_like), opt(ctx.sibling),
+                                                ctx.in_conv_weight}
+                                     : MemoKey{node, -1, -1, -1, false};
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    Built b = build_uncached(node, ctx);
+    memo_.emplace(key, b);
+    return b;
+  }
+
+  Built build_uncached(int node, const Context& ctx) {
     const SourceNode& n = rule_.nodes[node];
     const int rank = ranks_[node];
     const auto& c = n.children;
@@ -378,6 +437,8 @@ class Builder {
   const SourceRule& rule_;
   std::vector<int> ranks_;
   Expr expr_;
+  std::vector<int8_t> has_constant_;  // -1 unknown, else 0/1
+  std::map<MemoKey, Built> memo_;     // per pattern (ExprIds refer to expr_)
 };
 
 }  // namespace
