@@ -1,0 +1,137 @@
+#include "optimizer/analytical_cost.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace teq {
+namespace {
+
+double elements(const Shape& s) { return static_cast<double>(num_elements(s)); }
+
+double field(const nlohmann::json& j, const std::string& origin, const char* key, bool allow_zero) {
+  auto it = j.find(key);
+  if (it == j.end()) throw DeviceProfileError(origin + ": " + key + ": missing");
+  if (!it->is_number()) throw DeviceProfileError(origin + ": " + key + ": not a number");
+  double v = it->get<double>();
+  if (v < 0 || (!allow_zero && v == 0)) throw DeviceProfileError(origin + ": " + key + ": must be positive");
+  return v;
+}
+
+}  // namespace
+
+DeviceProfile load_device_profile(const std::filesystem::path& file) {
+  const std::string origin = file.string();
+  std::ifstream in(file);
+  if (!in) throw DeviceProfileError(origin + ": cannot open device profile");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw DeviceProfileError(origin + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.value("format", "") != "tensor-eqsat-device")
+    throw DeviceProfileError(origin + ": format: expected \"tensor-eqsat-device\"");
+  DeviceProfile p;
+  p.name = file.stem().string();
+  p.device = j.value("device", p.name);
+  p.fp32_tflops = field(j, origin, "fp32_tflops", false);
+  p.tf32_tensor_tflops = field(j, origin, "tf32_tensor_tflops", true);
+  p.fp16_tensor_tflops = field(j, origin, "fp16_tensor_tflops", true);
+  p.memory_bandwidth_gbs = field(j, origin, "memory_bandwidth_gbs", false);
+  p.launch_overhead_us = field(j, origin, "launch_overhead_us", true);
+  if (auto s = j.find("sources"); s != j.end() && s->is_array())
+    for (const auto& src : *s)
+      if (src.is_string()) p.sources.push_back(src.get<std::string>());
+  if (p.sources.empty()) throw DeviceProfileError(origin + ": sources: name the data sheet the figures come from");
+  return p;
+}
+
+std::vector<std::string> device_profile_names(const std::filesystem::path& devices_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(devices_dir, ec))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
+               double bytes_per_element) {
+  OpWork w;
+  const double out = elements(output);
+  double moved = out;
+  for (const Shape& s : inputs) moved += elements(s);
+  w.bytes = moved * bytes_per_element;
+  // count_flops (cost_model.h) counts multiply-adds for matmul and conv2d and one operation per
+  // element elsewhere; a multiply-add is two FLOPs against the data sheets' peaks.
+  const double ops = count_flops(op, attrs, inputs, output);
+  w.tensor_core = op == OpKind::Matmul || op == OpKind::Conv2d;
+  w.flops = w.tensor_core ? 2 * ops : ops;
+  switch (op) {
+    // Views: no kernel and no traffic (a split is an offset into its input, as in TASO).
+    case OpKind::Reshape:
+    case OpKind::Split:
+    case OpKind::Noop:
+      w.launches_kernel = false;
+      w.bytes = 0;
+      break;
+    // Constants are written once; nothing is read from their shape reference.
+    case OpKind::Ones:
+    case OpKind::Eye:
+    case OpKind::IConv:
+    case OpKind::PoolKernel: w.bytes = out * bytes_per_element; break;
+    // Pure data movement: copy kernels.
+    case OpKind::Broadcast:
+    case OpKind::Concat:
+    case OpKind::Slice:
+    case OpKind::Transpose:
+    case OpKind::Enlarge:
+    case OpKind::Opaque: break;
+    case OpKind::Var:
+    case OpKind::Input:
+    case OpKind::Weight:
+      w.launches_kernel = false;
+      w.bytes = 0;
+      break;
+    default: break;  // computing operators: flops as counted above, every operand read once
+  }
+  return w;
+}
+
+AnalyticalCostModel::AnalyticalCostModel(DeviceProfile profile, Precision precision)
+    : profile_(std::move(profile)), precision_(precision) {
+  scalar_peak_ = profile_.fp32_tflops * 1e12;
+  tensor_peak_ = scalar_peak_;
+  if (precision_ == Precision::Tf32) {
+    if (profile_.tf32_tensor_tflops <= 0)
+      throw std::invalid_argument("device '" + profile_.name + "' has no TF32 tensor cores (tf32_tensor_tflops is 0)");
+    tensor_peak_ = profile_.tf32_tensor_tflops * 1e12;
+  } else if (precision_ == Precision::Fp16) {
+    if (profile_.fp16_tensor_tflops <= 0)
+      throw std::invalid_argument("device '" + profile_.name + "' has no FP16 tensor-core figure");
+    tensor_peak_ = profile_.fp16_tensor_tflops * 1e12;
+    scalar_peak_ *= 2;  // packed half2 arithmetic on the CUDA cores
+    bytes_per_element_ = 2;
+  }
+}
+
+std::string AnalyticalCostModel::name() const {
+  std::string n = "analytical:" + profile_.name;
+  if (precision_ == Precision::Tf32) n += ":tf32";
+  if (precision_ == Precision::Fp16) n += ":fp16";
+  return n;
+}
+
+double AnalyticalCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                                      const Shape& output) const {
+  OpWork w = op_work(op, attrs, inputs, output, bytes_per_element_);
+  if (!w.launches_kernel) return 0;
+  const double peak = w.tensor_core ? tensor_peak_ : scalar_peak_;
+  const double compute = w.flops / peak;
+  const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
+  return std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
+}
+
+}  // namespace teq

@@ -1,0 +1,72 @@
+// AnalyticalCostModel: a roofline estimate of each operator's GPU time from a device profile
+// (corpus/devices/<name>.json: peak FLOP/s, memory bandwidth, launch overhead):
+//   time = max(FLOPs / peak, bytes moved / bandwidth) + launch overhead,   0 for views (reshape, split, noop).
+// Operator work (FLOPs and bytes) is counted here, from shapes only. Making weight-only work free is the
+// optimizer's job (it is precomputed at load time), not this model's. The factory is in cost_models.h.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+
+namespace teq {
+
+/// One GPU's figures, loaded from JSON. Peaks in TFLOP/s (dense), bandwidth in GB/s, overhead in µs.
+struct DeviceProfile {
+  std::string name;         // "h200", the file's stem
+  std::string device;       // "NVIDIA H200 SXM (141 GB HBM3e)"
+  double fp32_tflops = 0;
+  double tf32_tensor_tflops = 0;  // 0 when the device has no TF32 tensor cores
+  double fp16_tensor_tflops = 0;
+  double memory_bandwidth_gbs = 0;
+  double launch_overhead_us = 0;
+  std::vector<std::string> sources;  // the data sheets the figures come from
+};
+
+class DeviceProfileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Loads one profile file; throws DeviceProfileError("<file>: <field>: <problem>") when a field is
+/// missing, not a number, or out of range, or the file is unreadable or not JSON.
+DeviceProfile load_device_profile(const std::filesystem::path& file);
+/// Names of the profiles in `devices_dir` (stems of its *.json files), sorted.
+std::vector<std::string> device_profile_names(const std::filesystem::path& devices_dir);
+
+/// The arithmetic the model runs at: plain FP32 on CUDA cores, or matmul/conv on tensor cores.
+enum class Precision { Fp32, Tf32, Fp16 };
+
+/// Work of one operator node. Element-wise operators count one FLOP per output element; matmul and
+/// conv2d count 2 per multiply-add. Bytes: every input read once and the output written once.
+struct OpWork {
+  double flops = 0;
+  double bytes = 0;
+  bool launches_kernel = true;  // false for views: reshape, split, noop
+  bool tensor_core = false;     // matmul and conv2d, the operators tensor cores accelerate
+};
+
+OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
+               double bytes_per_element = 4);
+
+class AnalyticalCostModel final : public CostModel {
+ public:
+  explicit AnalyticalCostModel(DeviceProfile profile, Precision precision = Precision::Fp32);
+  /// "analytical:h200", with ":tf32" or ":fp16" appended for those precisions.
+  std::string name() const override;
+  /// Seconds.
+  double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
+  const DeviceProfile& profile() const { return profile_; }
+
+ private:
+  DeviceProfile profile_;
+  Precision precision_;
+  double tensor_peak_ = 0;  // FLOP/s for tensor-core operators at this precision
+  double scalar_peak_ = 0;  // FLOP/s for everything else
+  double bytes_per_element_ = 4;
+};
+
+}  // namespace teq

@@ -1,0 +1,54 @@
+#include "optimizer/cost_models.h"
+
+#include <stdexcept>
+
+#include "optimizer/analytical_cost.h"
+
+namespace teq {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+[[noreturn]] void unknown(std::string_view spec, const std::filesystem::path& corpus_dir, const std::string& why) {
+  throw std::invalid_argument("unknown cost model '" + std::string(spec) + "'" + (why.empty() ? "" : " (" + why + ")") +
+                              "; valid: " + join(cost_model_specs(corpus_dir)) +
+                              " (append :tf32 or :fp16 to an analytical spec for tensor cores)");
+}
+
+}  // namespace
+
+std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir) {
+  std::vector<std::string> specs = {"flops", "analytical"};
+  for (const std::string& d : device_profile_names(corpus_dir / "devices")) specs.push_back("analytical:" + d);
+  return specs;
+}
+
+std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir) {
+  if (spec == "flops") return std::make_unique<FlopCostModel>();
+  if (spec == "measured" || spec.starts_with("measured:") || spec.starts_with("db:"))
+    throw std::invalid_argument("cost model '" + std::string(spec) +
+                                "' is the measured cuDNN/cuBLAS model, which needs the GPU build "
+                                "(CUDA runtime, issue 8); this build has: " + join(cost_model_specs(corpus_dir)));
+  std::string_view rest = spec;
+  if (rest == "analytical") rest = kDefaultCostSpec;
+  if (!rest.starts_with("analytical:")) unknown(spec, corpus_dir, "");
+  rest.remove_prefix(std::string_view("analytical:").size());
+  std::string device(rest.substr(0, rest.find(':')));
+  Precision precision = Precision::Fp32;
+  if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
+    std::string_view p = rest.substr(colon + 1);
+    if (p == "tf32") precision = Precision::Tf32;
+    else if (p == "fp16") precision = Precision::Fp16;
+    else if (p != "fp32") unknown(spec, corpus_dir, "precision '" + std::string(p) + "' is not fp32, tf32 or fp16");
+  }
+  const std::filesystem::path file = corpus_dir / "devices" / (device + ".json");
+  if (device.empty() || !std::filesystem::exists(file))
+    unknown(spec, corpus_dir, "no device profile " + file.string());
+  return std::make_unique<AnalyticalCostModel>(load_device_profile(file), precision);
+}
+
+}  // namespace teq

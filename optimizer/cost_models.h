@@ -1,0 +1,29 @@
+// make_cost_model: the one place that turns a --cost spec into a CostModel.
+//   "flops"                        FlopCostModel (deterministic, for tests)
+//   "analytical" | "analytical:h200" (default) | "analytical:a100" | ... [":tf32" | ":fp16"]
+//                                  AnalyticalCostModel with corpus_dir/devices/<device>.json
+//   "measured", "db:FILE"          the measured cuDNN/cuBLAS model; comes with the GPU build (issue 8)
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+
+namespace teq {
+
+/// The spec eqsat-run and the report use when none is given.
+inline constexpr std::string_view kDefaultCostSpec = "analytical:h200";
+
+/// Builds the cost model for `spec`. `corpus_dir` is the corpus folder (holding devices/*.json).
+/// Throws std::invalid_argument with a message that lists the valid specs for an unknown one, and says
+/// that "measured"/"db:" need the GPU build; DeviceProfileError for a broken profile file.
+std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir);
+
+/// The specs make_cost_model accepts with this corpus folder, for help texts and error messages.
+std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir);
+
+}  // namespace teq

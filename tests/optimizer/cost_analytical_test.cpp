@@ -1,0 +1,145 @@
+// The analytical cost model and the cost-model factory: roofline arithmetic checked against hand
+// computation from the H200 data-sheet figures, more work costs more, profiles load, bad specs fail clearly.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "optimizer/analytical_cost.h"
+#include "optimizer/cost_models.h"
+#include "rules/semantics.h"
+
+namespace teq {
+namespace {
+
+const std::filesystem::path kCorpus = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus";
+
+AnalyticalCostModel h200(Precision p = Precision::Fp32) {
+  return AnalyticalCostModel(load_device_profile(kCorpus / "devices" / "h200.json"), p);
+}
+
+double cost(const CostModel& m, OpKind op, std::vector<int64_t> attrs, std::vector<Shape> in) {
+  Shape out = infer_shape(op, attrs, in);
+  return m.node_cost(op, attrs, in, out);
+}
+
+double matmul_cost(const CostModel& m, int64_t n) { return cost(m, OpKind::Matmul, {0}, {{n, n}, {n, n}}); }
+double conv_cost(const CostModel& m, int64_t c, int64_t k) {
+  return cost(m, OpKind::Conv2d, {1, 1, -1, -1, 0}, {{1, c, 28, 28}, {c, c, k, k}});
+}
+
+TEST(DeviceProfiles, AllFourLoadWithSources) {
+  for (const char* name : {"h200", "a100", "v100", "t4"}) {
+    DeviceProfile p = load_device_profile(kCorpus / "devices" / (std::string(name) + ".json"));
+    EXPECT_EQ(p.name, name);
+    EXPECT_GT(p.fp32_tflops, 1);
+    EXPECT_GT(p.fp16_tensor_tflops, p.fp32_tflops) << name;
+    EXPECT_GT(p.memory_bandwidth_gbs, 100);
+    EXPECT_GT(p.launch_overhead_us, 0);
+    EXPECT_FALSE(p.sources.empty());
+  }
+  EXPECT_EQ(device_profile_names(kCorpus / "devices"), (std::vector<std::string>{"a100", "h200", "t4", "v100"}));
+}
+
+TEST(DeviceProfiles, MissingFieldIsNamed) {
+  auto file = std::filesystem::temp_directory_path() / "teq_bad_device.json";
+  std::ofstream(file) << R"({"format": "tensor-eqsat-device", "fp32_tflops": 10, "fp16_tensor_tflops": 20,
+                             "tf32_tensor_tflops": 0, "launch_overhead_us": 3, "sources": ["x"]})";
+  try {
+    load_device_profile(file);
+    FAIL() << "expected DeviceProfileError";
+  } catch (const DeviceProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("memory_bandwidth_gbs: missing"), std::string::npos) << e.what();
+  }
+  std::ofstream(file) << "{ not json";
+  EXPECT_THROW(load_device_profile(file), DeviceProfileError);
+  std::filesystem::remove(file);
+}
+
+TEST(AnalyticalCost, ComputeBoundMatmulMatchesRoofline) {
+  // 1024^3 multiply-adds at 67 TFLOP/s: 2 * 2^30 / 67e12 s, well above 3 * 4 MiB / 4.8 TB/s.
+  const double expected = 2.0 * 1024 * 1024 * 1024 / 67e12 + 3e-6;
+  EXPECT_NEAR(matmul_cost(h200(), 1024), expected, 1e-9);
+}
+
+TEST(AnalyticalCost, MemoryBoundReluMatchesRoofline) {
+  // Reads and writes 64*56*56 floats at 4.8 TB/s; the one FLOP per element is negligible.
+  const double expected = 2.0 * 64 * 56 * 56 * 4 / 4.8e12 + 3e-6;
+  EXPECT_NEAR(cost(h200(), OpKind::Relu, {}, {{1, 64, 56, 56}}), expected, 1e-12);
+}
+
+TEST(AnalyticalCost, MoreWorkCostsMore) {
+  AnalyticalCostModel m = h200();
+  EXPECT_LT(matmul_cost(m, 256), matmul_cost(m, 512));
+  EXPECT_LT(matmul_cost(m, 512), matmul_cost(m, 2048));
+  EXPECT_LT(conv_cost(m, 64, 3), conv_cost(m, 128, 3));
+  EXPECT_LT(conv_cost(m, 128, 1), conv_cost(m, 128, 3));
+  EXPECT_LT(conv_cost(m, 256, 3), conv_cost(m, 256, 5));
+  // A stride-2 convolution computes a quarter of the outputs.
+  EXPECT_LT(cost(m, OpKind::Conv2d, {2, 2, -1, -1, 0}, {{1, 256, 28, 28}, {256, 256, 3, 3}}), conv_cost(m, 256, 3));
+}
+
+TEST(AnalyticalCost, LaunchOverheadMakesOneLargeKernelCheaperThanTwoSmall) {
+  // The reason merging operators pays: two [1,512]x[512,512] matmuls vs one [1,512]x[512,1024].
+  AnalyticalCostModel m = h200();
+  double two = 2 * cost(m, OpKind::Matmul, {0}, {{1, 512}, {512, 512}});
+  double one = cost(m, OpKind::Matmul, {0}, {{1, 512}, {512, 1024}});
+  EXPECT_LT(one, two);
+}
+
+TEST(AnalyticalCost, ViewsAreFree) {
+  AnalyticalCostModel m = h200();
+  EXPECT_EQ(cost(m, OpKind::Reshape, {4, 16}, {{8, 8}}), 0);
+  EXPECT_EQ(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), 0);
+  EXPECT_GT(cost(m, OpKind::Transpose, {1, 0}, {{8, 8}}), 0);
+}
+
+TEST(AnalyticalCost, TensorCoresSpeedUpMatmulOnly) {
+  AnalyticalCostModel fp32 = h200(), tf32 = h200(Precision::Tf32);
+  EXPECT_LT(matmul_cost(tf32, 2048), matmul_cost(fp32, 2048) / 4);
+  EXPECT_DOUBLE_EQ(cost(tf32, OpKind::Relu, {}, {{1, 64, 56, 56}}), cost(fp32, OpKind::Relu, {}, {{1, 64, 56, 56}}));
+  EXPECT_EQ(tf32.name(), "analytical:h200:tf32");
+  EXPECT_THROW(AnalyticalCostModel(load_device_profile(kCorpus / "devices" / "v100.json"), Precision::Tf32),
+               std::invalid_argument);
+}
+
+TEST(AnalyticalCost, SlowerDeviceCostsMore) {
+  auto t4 = make_cost_model("analytical:t4", kCorpus);
+  auto h = make_cost_model("analytical:h200", kCorpus);
+  EXPECT_GT(matmul_cost(*t4, 1024), 5 * matmul_cost(*h, 1024));
+}
+
+TEST(CostModelFactory, MakesTheNamedModels) {
+  EXPECT_EQ(make_cost_model("analytical", kCorpus)->name(), "analytical:h200");
+  EXPECT_EQ(make_cost_model(kDefaultCostSpec, kCorpus)->name(), "analytical:h200");
+  EXPECT_EQ(make_cost_model("analytical:a100", kCorpus)->name(), "analytical:a100");
+  EXPECT_EQ(make_cost_model("analytical:a100:fp16", kCorpus)->name(), "analytical:a100:fp16");
+  EXPECT_EQ(make_cost_model("flops", kCorpus)->name(), "flops");
+}
+
+std::string error_of(std::string_view spec) {
+  try {
+    make_cost_model(spec, kCorpus);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(CostModelFactory, UnknownSpecListsValidOnes) {
+  for (std::string_view bad : {"bogus", "analytical:h100", "analytical:h200:int8", "analytical:"}) {
+    std::string msg = error_of(bad);
+    EXPECT_NE(msg.find("unknown cost model '" + std::string(bad) + "'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("analytical:h200"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("flops"), std::string::npos) << msg;
+  }
+}
+
+TEST(CostModelFactory, MeasuredNeedsTheGpuBuild) {
+  for (std::string_view spec : {"measured", "db:costs.json"}) {
+    std::string msg = error_of(spec);
+    EXPECT_NE(msg.find("needs the GPU build"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace teq
