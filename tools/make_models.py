@@ -9,6 +9,9 @@ Each model exercises a part of the importer and of the rule corpus (docs/eqsat-r
   attention        three projections of one input, transpose, scaled scores, softmax
   opaque_ops       LeakyRelu and Resize (outside the vocabulary) between convolutions
 
+It also writes the malformed models of eqsat-run's error tests to tests/python/data/ (opset 18, an
+unbound symbolic dimension, an operator whose output shape cannot be inferred).
+
 Usage: .venv/bin/python tools/make_models.py [OUT_DIR]   (default corpus/models; tools/setup-python.sh
 makes .venv). The output is deterministic: the same bytes on every run.
 """
@@ -143,12 +146,35 @@ def opaque_ops(out_dir):
     return b.save([tensor("x", [1, 4, 6, 6])], [tensor("y", [1, 8, 12, 12])], out_dir)
 
 
+def bad_models(out_dir):
+    """Models eqsat-run must reject with exit code 2 (onnx.checker accepts them all)."""
+    def save(name, graph, opset, domains=()):
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] +
+                                  [helper.make_opsetid(d, 1) for d in domains], producer_name="make_models.py")
+        model.ir_version = IR_VERSION
+        path = os.path.join(out_dir, name + ".onnx")
+        onnx.save(model, path)
+        return path
+
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    paths = [save("opset18", helper.make_graph([relu], "g", [tensor("x", [2, 3])], [tensor("y", [2, 3])]), 18)]
+    paths.append(save("symbolic_dim", helper.make_graph([relu], "g", [tensor("x", ["batch", 3])],
+                                                        [tensor("y", ["batch", 3])]), 13))
+    mystery = helper.make_node("MysteryOp", ["x"], ["y"], domain="com.example")
+    paths.append(save("unknown_shape", helper.make_graph([mystery], "g", [tensor("x", [2, 3])],
+                                                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+                      13, ["com.example"]))
+    return paths
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "corpus", "models")
     os.makedirs(out_dir, exist_ok=True)
-    for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops):
-        path = make(out_dir)
+    paths = [make(out_dir) for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops)]
+    bad_dir = os.path.join(root, "tests", "python", "data")
+    os.makedirs(bad_dir, exist_ok=True)
+    for path in paths + bad_models(bad_dir):
         print(f"make_models: {os.path.relpath(path, root)} ({os.path.getsize(path)} bytes)")
 
 

@@ -294,6 +294,20 @@ class Exporter {
     return std::nullopt;
   }
 
+  /// 2-d matmul with act 0 used only by this add, plus a bias that broadcasts to its shape: Gemm.
+  std::optional<std::string> gemm_with_bias(ExprId id) {
+    const ExprNode& add = g_[id];
+    ExprId mm = add.children[0], other = add.children[1];
+    const ExprNode& m = g_[mm];
+    if (m.op != OpKind::Matmul || m.attrs[0] != 0 || users_[mm.value] != 1 || names_.count(mm.value) ||
+        materialized(mm) || shapes_[m.children[0].value].size() != 2 || shapes_[m.children[1].value].size() != 2)
+      return std::nullopt;
+    if (g_[other].op == OpKind::Broadcast) other = g_[other].children[0];
+    std::string a = emit(m.children[0]), b = emit(m.children[1]);
+    onnx::NodeProto* n = nullptr;
+    return finish("Gemm", {a, b, emit(other)}, id, 0, &n);
+  }
+
   std::string emit_conv(ExprId conv, ExprId result, const std::string& bias) {
     const ExprNode& node = g_[conv];
     const Shape &x = shapes_[node.children[0].value], &w = shapes_[node.children[1].value];
@@ -319,6 +333,7 @@ class Exporter {
     switch (node.op) {
       case OpKind::EwAdd:
         if (auto y = conv_with_bias(id)) return *y;
+        if (auto y = gemm_with_bias(id)) return *y;
         [[fallthrough]];
       case OpKind::EwSub:
       case OpKind::EwMul:

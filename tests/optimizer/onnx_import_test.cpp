@@ -170,6 +170,16 @@ TEST(OnnxImport, ConvBiasIsExportedAsConvInput) {
     if (n.op_type() == "Conv") EXPECT_EQ(n.input_size(), 3);
 }
 
+TEST(OnnxImport, MatmulPlusBiasIsExportedAsGemm) {
+  OnnxModel m = import_onnx(kModels / "mlp.onnx");
+  onnx::ModelProto out = parse(export_onnx_bytes(m, m.graph));
+  // The second Gemm has alpha 0.5: its matmul is scaled before the bias is added, so it stays a MatMul.
+  EXPECT_EQ(count_nodes(out, "Gemm"), 2u);
+  EXPECT_EQ(count_nodes(out, "MatMul"), 1u);
+  EXPECT_EQ(count_nodes(out, "Transpose"), 0u);  // transposed weights are precomputed
+  EXPECT_LT(max_output_diff(m, import_onnx_bytes(out.SerializeAsString(), "gemm")), 1e-5);
+}
+
 TEST(OnnxImport, OpaqueOperatorsRoundTripUnchanged) {
   OnnxModel m = import_onnx(kModels / "opaque_ops.onnx");
   ASSERT_EQ(m.opaque.size(), 2u);

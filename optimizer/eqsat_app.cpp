@@ -1,0 +1,199 @@
+#include "optimizer/eqsat_app.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "optimizer/onnx/onnx_export.h"
+// The cost model factory arrives with the analytical model; until then only "flops" exists.
+#if __has_include("optimizer/cost_models.h")
+#include "optimizer/cost_models.h"
+#define TEQ_HAVE_COST_FACTORY 1
+#endif
+
+namespace teq {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+const char* method_name(ExtractMethod m) {
+  switch (m) {
+    case ExtractMethod::Greedy: return "greedy";
+    case ExtractMethod::DagGreedy: return "dag-greedy";
+    case ExtractMethod::Ilp: return "ilp";
+  }
+  return "?";
+}
+
+RuleCorpus load_rules(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw EqsatError("rule file " + path.string() + ": no such file");
+  try {
+    return load_corpus(path);
+  } catch (const std::exception& e) {
+    // CorpusError names the file, rule and field; JSON and pattern parse errors say where.
+    std::string what = e.what();
+    throw EqsatError(what.starts_with(path.string()) ? what : path.string() + ": " + what);
+  }
+}
+
+nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
+  nlohmann::json j = {{"evaluated", c.evaluated}, {"passed", c.passed}, {"max_abs_diff", c.max_abs_diff},
+                      {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
+                      {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
+  if (!c.reason.empty()) j["reason"] = c.reason;
+  return j;
+}
+
+std::unique_ptr<CostModel> cost_model(const std::string& spec, const fs::path& corpus_dir) {
+#ifdef TEQ_HAVE_COST_FACTORY
+  return make_cost_model(spec, corpus_dir);
+#else
+  if (spec == "flops") return std::make_unique<FlopCostModel>();
+  throw std::invalid_argument("unknown cost model '" + spec + "'; this build knows only: flops");
+#endif
+}
+
+}  // namespace
+
+fs::path find_corpus_dir() {
+  std::error_code ec;
+  if (fs::is_directory("corpus", ec)) return fs::absolute("corpus");
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (fs::is_directory(dir / "corpus", ec)) return dir / "corpus";
+    if (dir == dir.root_path()) break;
+  }
+  return {};
+}
+
+EqsatResult optimize_model(const EqsatConfig& config) {
+  const auto start = Clock::now();
+  std::ostream* log = config.log;
+  EqsatResult result;
+
+  // Cheap inputs first, so that a typo fails before a large model is read.
+  const fs::path corpus_dir = find_corpus_dir();
+  fs::path rules_path = config.rules;
+  if (rules_path.empty()) {
+    if (corpus_dir.empty())
+      throw EqsatError("no rule file given and no corpus/ folder found (looked in the current directory and above "
+                       "the executable); pass --rules FILE");
+    rules_path = corpus_dir / "rules.json";
+  }
+  RuleCorpus rules = load_rules(rules_path);
+  std::unique_ptr<CostModel> cost;
+  try {
+    cost = cost_model(config.cost, corpus_dir);
+  } catch (const std::exception& e) {
+    throw EqsatError(std::string("--cost: ") + e.what());
+  }
+
+  try {
+    result.model = onnx_io::import_onnx(config.model, config.import);
+  } catch (const onnx_io::OnnxError& e) {
+    throw EqsatError(e.what());
+  }
+  const onnx_io::OnnxModel& model = result.model;
+  if (log) {
+    *log << "eqsat-run: " << config.model.string() << ": " << model.graph.num_ops() << " operators ("
+         << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
+         << rules.rules.size() << " rules from " << rules_path.string() << "; cost model " << cost->name() << "\n";
+    for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
+  }
+
+  OptimizeConfig oc = config.optimize;
+  if (log)
+    oc.on_iteration = [log](const IterationStats& s) {
+      *log << "  iter " << s.iteration << ": " << s.enodes << " e-nodes, " << s.eclasses << " e-classes, " << s.matches
+           << " matches, " << fmt("%.3f", s.seconds) << " s\n";
+    };
+  OptimizeReport& r = result.report;
+  r = optimize_graph(model.graph, rules, *cost, oc);
+
+  if (!config.output.empty()) {
+    try {
+      onnx_io::export_onnx(model, r.optimized, config.output);
+    } catch (const onnx_io::OnnxError& e) {
+      throw EqsatError(e.what());
+    }
+  }
+  if (config.check) {
+    result.check = onnx_io::check_equivalent(model, r.optimized, config.check_options);
+    if (result.check->evaluated && !result.check->passed) result.exit_code = 1;
+  }
+  const double total = since(start);
+
+  const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
+  nlohmann::json& j = result.report_json;
+  j = {{"model", config.model.string()},
+       {"output", config.output.string()},
+       {"rules", rules_path.string()},
+       {"original_cost", r.original_cost},
+       {"optimized_cost", r.optimized_cost},
+       {"speedup", speedup},
+       {"cost_model", cost->name()},
+       {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", total}}},
+       {"iterations", r.iterations},
+       {"enodes", r.enodes},
+       {"eclasses", r.eclasses},
+       {"stop_reason", r.stop_reason},
+       {"rules_used", r.rules_used},
+       {"extraction",
+        {{"method", r.extraction.method},
+         {"objective", r.extraction.objective},
+         {"bound", r.extraction.bound},
+         {"gap", r.extraction.gap}}},
+       {"operators", {{"original", model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
+       {"opaque_operators", model.opaque.size()}};
+  if (result.check) j["check"] = check_json(*result.check, config.check_options);
+  if (!config.report.empty()) {
+    std::ofstream f(config.report);
+    if (!f) throw EqsatError(config.report.string() + ": cannot open for writing");
+    f << j.dump(2) << "\n";
+  }
+
+  if (log) {
+    *log << "eqsat-run: cost " << fmt("%.6g", r.original_cost) << " -> " << fmt("%.6g", r.optimized_cost) << " ("
+         << cost->name() << "), speedup " << fmt("%.3f", speedup) << "x; " << model.graph.num_ops() << " -> "
+         << r.optimized.num_ops() << " operators\n"
+         << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes after " << r.iterations
+         << " iterations; stop reason: " << r.stop_reason << "\n"
+         << "  extraction (" << (r.extraction.method.empty() ? method_name(oc.extract) : r.extraction.method)
+         << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
+         << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"
+         << "  seconds: saturate " << fmt("%.3f", r.saturate_seconds) << ", extract " << fmt("%.3f", r.extract_seconds)
+         << ", total " << fmt("%.3f", total) << "\n";
+    *log << "  rules used:";
+    if (r.rules_used.empty()) *log << " none";
+    for (const auto& [id, n] : r.rules_used) *log << " " << id << " (" << n << ")";
+    *log << "\n";
+    if (result.check) {
+      const auto& c = *result.check;
+      if (!c.evaluated)
+        *log << "  check: skipped: " << c.reason << "\n";
+      else
+        *log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
+             << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
+             << (c.passed ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
+             << fmt("%g", config.check_options.rtol) << ", atol " << fmt("%g", config.check_options.atol) << ")\n";
+    }
+    if (!config.output.empty()) *log << "  wrote " << config.output.string() << "\n";
+    if (!config.report.empty()) *log << "  report " << config.report.string() << "\n";
+  }
+  return result;
+}
+
+}  // namespace teq

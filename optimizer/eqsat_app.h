@@ -1,0 +1,63 @@
+// optimize_model: what eqsat-run does, as a library call (import an ONNX model, optimize it with a rule
+// corpus under a cost model, export it, optionally check it numerically, write a JSON report). The
+// program itself (tools/eqsat_run.cpp) only parses options into an EqsatConfig and maps errors to exit
+// codes. Usage:
+//   EqsatConfig c{.model = "corpus/models/mlp.onnx", .output = "mlp.opt.onnx", .check = true};
+//   EqsatResult r = optimize_model(c);   // r.exit_code: 0 ok, 1 the check found a difference
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "optimizer/onnx/check.h"
+#include "optimizer/onnx/onnx_import.h"
+#include "optimizer/optimize.h"
+
+namespace teq {
+
+struct EqsatConfig {
+  std::filesystem::path model;            // the .onnx file to optimize
+  std::filesystem::path output;           // the optimized .onnx to write; empty: write nothing
+  std::filesystem::path rules;            // empty: <corpus>/rules.json (find_corpus_dir)
+  std::filesystem::path report;           // JSON report to write; empty: none
+  std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
+  OptimizeConfig optimize;                // limits and extraction method; on_iteration is set by the app
+  bool check = false;                     // compare original and optimized numerically
+  onnx_io::CheckOptions check_options;
+  onnx_io::ImportOptions import;
+  std::ostream* log = nullptr;            // progress and summary (eqsat-run: stderr); nullptr: quiet
+};
+
+struct EqsatResult {
+  int exit_code = 0;  // 0: done; 1: the check found outputs beyond tolerance
+  onnx_io::OnnxModel model;
+  OptimizeReport report;
+  std::optional<onnx_io::CheckResult> check;
+  nlohmann::json report_json;  // what --report writes
+};
+
+/// Bad input: the message says what and where; eqsat-run exits with `exit_code` (2).
+class EqsatError : public std::runtime_error {
+ public:
+  explicit EqsatError(const std::string& what, int exit_code = 2) : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// Runs the whole pipeline. Throws EqsatError for a missing/unreadable/non-ONNX/truncated model, an
+/// unsupported opset, shapes that cannot be inferred, a missing or malformed rule file, an unknown cost
+/// model, or an output file that cannot be written.
+EqsatResult optimize_model(const EqsatConfig& config);
+
+/// The corpus folder: ./corpus when it exists, else the first corpus/ beside an ancestor of the running
+/// executable (so a build tree finds its source tree's corpus). Empty when there is none.
+std::filesystem::path find_corpus_dir();
+
+}  // namespace teq

@@ -1,0 +1,96 @@
+# eqsat-run program tests: exit codes and messages for bad input, a full run with --check and --report,
+# and the onnxruntime/onnx.checker comparison of every bundled model (tests/python, needs .venv).
+#
+# This file has two roles: included by tests/CMakeLists.txt it registers the tests; run with
+# `cmake -P` it is the runner of one case (EXE, ARGS separated by '|', EXPECT_RC, EXPECT_MSG regex,
+# optional TRUNCATE_FROM/TRUNCATE_TO to make a truncated copy of a file first, REPORT to validate).
+if(CMAKE_SCRIPT_MODE_FILE)
+  if(DEFINED TRUNCATE_FROM)
+    file(SIZE "${TRUNCATE_FROM}" size)
+    math(EXPR half "${size} / 2")
+    execute_process(COMMAND head -c ${half} "${TRUNCATE_FROM}" OUTPUT_FILE "${TRUNCATE_TO}" RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "could not make the truncated copy ${TRUNCATE_TO}")
+    endif()
+  endif()
+  string(REPLACE "|" ";" args "${ARGS}")
+  execute_process(COMMAND "${EXE}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${err}")
+  if(NOT rc STREQUAL "${EXPECT_RC}")
+    message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_RC}")
+  endif()
+  if(DEFINED EXPECT_MSG AND NOT err MATCHES "${EXPECT_MSG}")
+    message(FATAL_ERROR "stderr does not match '${EXPECT_MSG}'")
+  endif()
+  if(DEFINED REPORT)
+    file(READ "${REPORT}" json)
+    foreach(field model original_cost optimized_cost speedup cost_model iterations enodes eclasses stop_reason
+                  rules_used extraction check)
+      string(JSON value ERROR_VARIABLE missing GET "${json}" ${field})
+      if(missing)
+        message(FATAL_ERROR "report ${REPORT} lacks '${field}'")
+      endif()
+    endforeach()
+    string(JSON total GET "${json}" seconds total)
+    string(JSON passed GET "${json}" check passed)
+    if(NOT passed)
+      message(FATAL_ERROR "report says the check did not pass")
+    endif()
+  endif()
+  return()
+endif()
+
+if(NOT TARGET eqsat-run)
+  return()
+endif()
+
+set(EQSAT_RUN_TEST_SCRIPT ${CMAKE_CURRENT_LIST_FILE})
+set(EQSAT_RUN_WORK ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run)
+file(MAKE_DIRECTORY ${EQSAT_RUN_WORK})
+set(EQSAT_RUN_MODELS ${PROJECT_SOURCE_DIR}/corpus/models)
+set(EQSAT_RUN_DATA ${PROJECT_SOURCE_DIR}/tests/python/data)
+set(EQSAT_RUN_RULES ${PROJECT_SOURCE_DIR}/tests/python/rules_small.json)
+
+# eqsat_run_case(NAME RC REGEX ARG...): eqsat-run ARG... exits with RC and prints REGEX on stderr.
+function(eqsat_run_case name rc regex)
+  string(REPLACE ";" "|" args "${ARGN}")
+  add_test(NAME eqsat_run.${name}
+           COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:eqsat-run> "-DARGS=${args}" -DEXPECT_RC=${rc}
+                   "-DEXPECT_MSG=${regex}" ${EQSAT_RUN_EXTRA} -P ${EQSAT_RUN_TEST_SCRIPT})
+  set_tests_properties(eqsat_run.${name} PROPERTIES TIMEOUT 300)
+endfunction()
+
+set(ok_rules --rules ${EQSAT_RUN_RULES} --cost flops)
+eqsat_run_case(missing_file 2 "error: .*nope.onnx: no such file" ${EQSAT_RUN_WORK}/nope.onnx ${ok_rules})
+eqsat_run_case(not_onnx 2 "error: .*rules_small.json: not an ONNX model" ${EQSAT_RUN_RULES} ${ok_rules})
+eqsat_run_case(opset 2 "error: .*opset18.onnx: unsupported opset 18" ${EQSAT_RUN_DATA}/opset18.onnx ${ok_rules})
+eqsat_run_case(symbolic_dim 2 "symbolic dimension 'batch'.*--dim batch=VALUE" ${EQSAT_RUN_DATA}/symbolic_dim.onnx
+               ${ok_rules})
+eqsat_run_case(symbolic_dim_bound 0 "wrote" ${EQSAT_RUN_DATA}/symbolic_dim.onnx ${ok_rules} --dim batch=4
+               -o ${EQSAT_RUN_WORK}/symbolic_dim.opt.onnx)
+eqsat_run_case(unknown_shape 2 "cannot infer the shape of 'y'.*MysteryOp" ${EQSAT_RUN_DATA}/unknown_shape.onnx
+               ${ok_rules})
+eqsat_run_case(bad_rules 2 "error: .*opset18.onnx" ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_DATA}/opset18.onnx
+               --cost flops)
+eqsat_run_case(missing_rules 2 "rule file .*no-rules.json: no such file" ${EQSAT_RUN_MODELS}/mlp.onnx
+               --rules ${EQSAT_RUN_WORK}/no-rules.json)
+eqsat_run_case(unknown_cost 2 "--cost: unknown cost model 'teapot'" ${EQSAT_RUN_MODELS}/mlp.onnx --rules
+               ${EQSAT_RUN_RULES} --cost teapot)
+eqsat_run_case(bad_dim 2 "--dim expects NAME=VALUE" ${EQSAT_RUN_MODELS}/mlp.onnx ${ok_rules} --dim batch)
+set(EQSAT_RUN_EXTRA -DTRUNCATE_FROM=${EQSAT_RUN_MODELS}/mlp.onnx -DTRUNCATE_TO=${EQSAT_RUN_WORK}/truncated.onnx)
+eqsat_run_case(truncated 2 "truncated.onnx: not an ONNX model" ${EQSAT_RUN_WORK}/truncated.onnx ${ok_rules})
+set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/shared_matmul.json)
+eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_MODELS}/shared_matmul.onnx
+               ${ok_rules} -o ${EQSAT_RUN_WORK}/shared_matmul.opt.onnx --check --report
+               ${EQSAT_RUN_WORK}/shared_matmul.json)
+set(EQSAT_RUN_EXTRA "")
+eqsat_run_case(check_opaque 0 "check: skipped: cannot evaluate: .*LeakyRelu" ${EQSAT_RUN_MODELS}/opaque_ops.onnx
+               ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx)
+
+# Every bundled model through onnx.checker and onnxruntime, when tools/setup-python.sh made .venv.
+set(EQSAT_RUN_VENV ${PROJECT_SOURCE_DIR}/.venv/bin/python)
+add_test(NAME eqsat_run.onnxruntime_models
+         COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                 sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${EQSAT_RUN_MODELS}
+                 ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/python)
+set_tests_properties(eqsat_run.onnxruntime_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""eqsat-run on every bundled model (corpus/models/*.onnx), checked with ONNX's own tools.
+
+For each model: optimize it with eqsat-run, then
+  - the optimized model passes onnx.checker (full check, with shape inference),
+  - it declares the same graph inputs and outputs (names, order, element types, shapes),
+  - onnxruntime gives the same outputs as for the original on seeded random inputs (within tolerance),
+  - opaque operators (outside the vocabulary) are still there with their attributes,
+  - the --report JSON has the documented fields.
+Run by ctest with the project's .venv (tools/setup-python.sh); exits 77 (skipped) without onnxruntime.
+
+Usage: test_models.py EQSAT_RUN MODELS_DIR RULES WORK_DIR [MODEL ...]
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+except ImportError as e:  # pragma: no cover - depends on the environment
+    print(f"skipped: {e} (run tools/setup-python.sh)")
+    sys.exit(77)
+
+REPORT_FIELDS = ["model", "original_cost", "optimized_cost", "speedup", "cost_model", "seconds", "iterations",
+                 "enodes", "eclasses", "stop_reason", "rules_used", "extraction", "check"]
+RTOL, ATOL = 1e-4, 1e-5
+ORT_TYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+def io_signature(model):
+    def sig(values):
+        return [(v.name, v.type.tensor_type.elem_type,
+                 [d.dim_value or d.dim_param for d in v.type.tensor_type.shape.dim]) for v in values]
+    inits = {t.name for t in model.graph.initializer}
+    return sig([i for i in model.graph.input if i.name not in inits]), sig(model.graph.output)
+
+
+def run(path, feeds):
+    options = ort.SessionOptions()
+    # No graph rewriting by onnxruntime: compare the two graphs as written.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def random_feeds(path, seed):
+    rng = np.random.default_rng(seed)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return {i.name: rng.uniform(-1, 1, i.shape).astype(ORT_TYPES[i.type]) for i in session.get_inputs()}
+
+
+def check_model(exe, model_path, rules, work):
+    name = os.path.splitext(os.path.basename(model_path))[0]
+    out, report = os.path.join(work, name + ".opt.onnx"), os.path.join(work, name + ".report.json")
+    cmd = [exe, model_path, "-o", out, "--rules", rules, "--report", report, "--check", "--cost", "flops",
+           "--time-limit", "30", "--ilp-time-limit", "30", "-q"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    failures = []
+    if proc.returncode != 0:
+        return [f"{name}: eqsat-run exited {proc.returncode}: {proc.stderr.strip()}"]
+    original, optimized = onnx.load(model_path), onnx.load(out)
+    try:
+        onnx.checker.check_model(optimized, full_check=True)
+    except Exception as e:  # onnx raises several types
+        failures.append(f"{name}: onnx.checker rejects the optimized model: {e}")
+    if io_signature(original) != io_signature(optimized):
+        failures.append(f"{name}: inputs/outputs differ: {io_signature(original)} vs {io_signature(optimized)}")
+    if [o.version for o in original.opset_import] != [o.version for o in optimized.opset_import]:
+        failures.append(f"{name}: opset imports differ")
+    known = {"Conv", "Relu", "Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Sigmoid", "Tanh", "MaxPool",
+             "AveragePool", "GlobalAveragePool", "Concat", "Split", "Slice", "Transpose", "Reshape", "Flatten",
+             "BatchNormalization", "Softmax", "Identity", "Dropout", "Constant", "Expand", "Pad", "Erf", "Clip"}
+    opaque = lambda m: sorted((n.op_type, str(n.attribute)) for n in m.graph.node if n.op_type not in known)
+    if opaque(original) != opaque(optimized):
+        failures.append(f"{name}: opaque operators changed: {opaque(original)} vs {opaque(optimized)}")
+    feeds = random_feeds(model_path, seed=7)
+    want, got = run(model_path, feeds), run(out, feeds)
+    for k, (w, g) in enumerate(zip(want, got)):
+        if w.shape != g.shape or not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            diff = np.max(np.abs(g - w)) if w.shape == g.shape else "shape"
+            failures.append(f"{name}: output {k} differs from the original's (max abs diff {diff})")
+    with open(report) as f:
+        data = json.load(f)
+    missing = [k for k in REPORT_FIELDS if k not in data]
+    if missing:
+        failures.append(f"{name}: report lacks {missing}")
+    nodes = (len(original.graph.node), len(optimized.graph.node))
+    print(f"{name}: ok ({nodes[0]} -> {nodes[1]} nodes, speedup {data.get('speedup', 0):.3f}, "
+          f"rules {data.get('rules_used')})" if not failures else f"{name}: FAILED")
+    return failures
+
+
+def main():
+    if len(sys.argv) < 5:
+        print(__doc__)
+        return 2
+    exe, models_dir, rules, work = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    models = sys.argv[5:] or sorted(glob.glob(os.path.join(models_dir, "*.onnx")))
+    if not models:
+        print(f"no models in {models_dir}")
+        return 1
+    failures = []
+    for m in models:
+        failures += check_model(exe, m, rules, work)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

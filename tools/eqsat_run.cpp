@@ -1,0 +1,75 @@
+// eqsat-run: optimize an ONNX model by equality saturation (docs/eqsat-run.md).
+//   eqsat-run MODEL.onnx -o OUT.onnx [--rules FILE] [--cost SPEC] [--extract greedy|ilp] [--check] ...
+// Options -> EqsatConfig -> optimize_model() -> exit code: 0 done, 1 --check found a difference,
+// 2 bad input (file, model, opset, shapes, rules, cost model), 3 internal error.
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "optimizer/eqsat_app.h"
+
+int main(int argc, char** argv) {
+  teq::EqsatConfig c;
+  c.log = &std::cerr;
+  std::string model, output, rules, report, extract = "ilp";
+  std::vector<std::string> dims;
+  bool quiet = false;
+
+  CLI::App app{"eqsat-run: optimize an ONNX model by equality saturation with a verified rule corpus"};
+  app.add_option("model", model, "ONNX model to optimize")->required();
+  app.add_option("-o,--output", output, "where to write the optimized ONNX model");
+  app.add_option("--rules", rules, "rule corpus JSON (default: corpus/rules.json)");
+  app.add_option("--cost", c.cost, "cost model: analytical[:DEVICE][:tf32|:fp16] or flops")->capture_default_str();
+  app.add_option("--extract", extract, "extraction: greedy, dag-greedy or ilp")
+      ->check(CLI::IsMember({"greedy", "dag-greedy", "ilp"}))
+      ->capture_default_str();
+  app.add_option("--node-limit", c.optimize.node_limit, "stop saturating beyond this many e-nodes")->capture_default_str();
+  app.add_option("--iter-limit", c.optimize.iter_limit, "stop after this many iterations")->capture_default_str();
+  app.add_option("--time-limit", c.optimize.time_limit_s, "stop saturating after this many seconds")->capture_default_str();
+  app.add_option("--ilp-time-limit", c.optimize.ilp_time_limit_s, "seconds for the ILP solver")->capture_default_str();
+  app.add_option("--k-multi", c.optimize.k_multi, "apply multi-pattern rules in the first K iterations")
+      ->capture_default_str();
+  app.add_option("--report", report, "write a JSON report here");
+  app.add_flag("--check", c.check, "compare original and optimized on seeded random inputs (exit 1 if they differ)");
+  app.add_option("--seed", c.check_options.seed, "random seed of --check")->capture_default_str();
+  app.add_option("--rtol", c.check_options.rtol, "relative tolerance of --check")->capture_default_str();
+  app.add_option("--atol", c.check_options.atol, "absolute tolerance of --check")->capture_default_str();
+  app.add_option("--dim", dims, "value of a symbolic input dimension, NAME=VALUE (repeatable)");
+  app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  c.model = model;
+  c.output = output;
+  c.rules = rules;
+  c.report = report;
+  c.optimize.extract = extract == "greedy"       ? teq::ExtractMethod::Greedy
+                       : extract == "dag-greedy" ? teq::ExtractMethod::DagGreedy
+                                                 : teq::ExtractMethod::Ilp;
+  for (const std::string& d : dims) {
+    size_t eq = d.find('=');
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
+      c.import.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+    } catch (const std::exception&) {
+      std::cerr << "eqsat-run: error: --dim expects NAME=VALUE, got '" << d << "'\n";
+      return 2;
+    }
+  }
+  if (quiet) c.log = nullptr;
+
+  try {
+    return teq::optimize_model(c).exit_code;
+  } catch (const teq::EqsatError& e) {
+    std::cerr << "eqsat-run: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "eqsat-run: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
