@@ -1,0 +1,29 @@
+# ruleverify as CI gate: the corpus must verify (exit 0); a wrong rule gives exit 1 with a counterexample;
+# unreadable input gives exit 2 with a clear message.
+if(TARGET ruleverify)
+  set(_rv_data ${TEQ_SOURCE_DIR}/tests/verify/data)
+  add_test(NAME ruleverify.corpus
+           COMMAND ruleverify ${TEQ_SOURCE_DIR}/corpus/rules.json --jobs 2)
+  set_tests_properties(ruleverify.corpus PROPERTIES TIMEOUT 300)
+
+  add_test(NAME ruleverify.wrong_rule_exit_1 COMMAND ruleverify ${_rv_data}/wrong_rules.json --jobs 2)
+  set_tests_properties(ruleverify.wrong_rule_exit_1 PROPERTIES WILL_FAIL TRUE)
+  # The same run must name the wrong rule and print a counterexample (WILL_FAIL cannot check output).
+  add_test(NAME ruleverify.wrong_rule_counterexample COMMAND ruleverify ${_rv_data}/wrong_rules.json --jobs 2)
+  set_tests_properties(ruleverify.wrong_rule_counterexample PROPERTIES
+    PASS_REGULAR_EXPRESSION "relu-ewadd-wrong +wrong.*counterexample.*output 0 at \\[.*matmul-shape-wrong +wrong.*lhs has shape")
+
+  # Exit status exactly 1 / 2: run through cmake -P so the code itself is compared.
+  foreach(case "wrong_rules.json;1;"
+               "no_such_file.json;2;cannot open"
+               "malformed.json;2;not valid JSON"
+               "bad_pattern.json;2;bad-pattern")
+    list(GET case 0 _file)
+    list(GET case 1 _code)
+    list(GET case 2 _text)
+    add_test(NAME ruleverify.exit_${_code}_${_file}
+             COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${_rv_data}/${_file}
+                     -DEXPECT_CODE=${_code} "-DEXPECT_TEXT=${_text}"
+                     -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
+  endforeach()
+endif()

@@ -1,0 +1,315 @@
+#include "verify/elementwise.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "verify/z3_arith.h"
+
+namespace teq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<const Expr*> pattern_list(const Rule& rule) {
+  std::vector<const Expr*> out;
+  for (const Expr& e : rule.lhs) out.push_back(&e);
+  for (const Expr& e : rule.rhs) out.push_back(&e);
+  return out;
+}
+
+std::vector<int64_t> index_of(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx;
+  unravel(flat, shape, idx);
+  return idx;
+}
+
+/// One real constant per input element, named after the variable and the element's index.
+std::map<std::string, Tensor<z3::expr>> symbolic_leaves(z3::context& ctx, const VarShapes& shapes) {
+  std::map<std::string, Tensor<z3::expr>> out;
+  for (const auto& [name, shape] : shapes) {
+    std::vector<z3::expr> data;
+    for (int64_t flat = 0; flat < num_elements(shape); ++flat) {
+      std::string n = name;
+      for (int64_t i : index_of(flat, shape)) n += "_" + std::to_string(i);
+      data.push_back(ctx.real_const(n.c_str()));
+    }
+    out.emplace(name, Tensor<z3::expr>(shape, std::move(data)));
+  }
+  return out;
+}
+
+/// Exact text of a model value: "3", "-1/2", or a decimal approximation ending in '?' for algebraic numbers.
+std::string numeral_text(const z3::expr& v) {
+  if (v.is_algebraic()) return v.get_decimal_string(12);
+  if (v.is_numeral()) return Z3_get_numeral_string(v.ctx(), v);
+  return v.to_string();
+}
+
+double numeral_value(const std::string& text) {
+  std::string t = text;
+  if (!t.empty() && t.back() == '?') t.pop_back();
+  size_t slash = t.find('/');
+  try {
+    if (slash == std::string::npos) return std::stod(t);
+    return std::stod(t.substr(0, slash)) / std::stod(t.substr(slash + 1));
+  } catch (const std::exception&) {
+    return std::nan("");
+  }
+}
+
+Shape root_shape(const Expr& e, const VarShapes& shapes) { return infer_shapes(e, shapes)[e.root().value]; }
+
+bool is_zero(const z3::expr& e) { return e.is_numeral() && numeral_text(e) == "0"; }
+
+/// Counterexample from a random probe: values are small integers, so their text is exact.
+std::optional<Counterexample> random_probe(const Rule& rule, const VarShapes& shapes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pick(-3, 3);
+  for (int trial = 0; trial < 2; ++trial) {
+    Counterexample cex;
+    cex.shapes = shapes;
+    cex.source = "random probe";
+    for (const auto& [name, shape] : shapes) {
+      std::vector<double> data;
+      std::vector<std::string> text;
+      for (int64_t i = 0; i < num_elements(shape); ++i) {
+        int v = pick(rng);
+        data.push_back(v);
+        text.push_back(std::to_string(v));
+      }
+      cex.inputs.emplace(name, Tensor<double>(shape, std::move(data)));
+      cex.exact.emplace(name, std::move(text));
+    }
+    if (auto d = find_difference(rule, cex.inputs)) {
+      cex.output = d->output;
+      cex.index = d->index;
+      auto fmt = [](double x) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.10g", x);
+        return std::string(buf);
+      };
+      cex.lhs_value = fmt(d->lhs);
+      cex.rhs_value = fmt(d->rhs);
+      return cex;
+    }
+  }
+  return std::nullopt;
+}
+
+/// lhs/rhs with their input constants renamed k0, k1, ... in order of first occurrence, so that equal
+/// structures over different inputs become the same (hash-consed) Z3 terms.
+struct Canonical {
+  z3::expr lhs, rhs;
+  z3::expr_vector from, to;
+};
+
+void collect_inputs(const z3::expr& e, std::set<unsigned>& seen, z3::expr_vector& out) {
+  if (!seen.insert(Z3_get_ast_id(e.ctx(), e)).second) return;
+  if (e.is_app() && e.num_args() == 0) {
+    if (!e.is_numeral() && e.decl().decl_kind() == Z3_OP_UNINTERPRETED) out.push_back(e);
+    return;
+  }
+  if (e.is_app())
+    for (unsigned i = 0; i < e.num_args(); ++i) collect_inputs(e.arg(i), seen, out);
+}
+
+Canonical canonicalize(z3::context& ctx, const z3::expr& lhs, const z3::expr& rhs) {
+  std::set<unsigned> seen;
+  z3::expr_vector from(ctx), to(ctx);
+  collect_inputs(lhs, seen, from);
+  collect_inputs(rhs, seen, from);
+  for (unsigned k = 0; k < from.size(); ++k) to.push_back(ctx.real_const(("k!" + std::to_string(k)).c_str()));
+  z3::expr l = lhs, r = rhs;
+  return {l.substitute(from, to), r.substitute(from, to), from, to};
+}
+
+/// No product of two non-constant terms (uninterpreted functions are fine: the SMT core handles them).
+bool is_linear(const z3::expr& e, std::set<unsigned>& seen) {
+  if (!seen.insert(Z3_get_ast_id(e.ctx(), e)).second || !e.is_app()) return true;
+  Z3_decl_kind k = e.decl().decl_kind();
+  if (k == Z3_OP_MUL) {
+    int symbolic = 0;
+    for (unsigned i = 0; i < e.num_args(); ++i) symbolic += !e.arg(i).is_numeral();
+    if (symbolic > 1) return false;
+  }
+  if (k == Z3_OP_DIV && !e.arg(1).is_numeral()) return false;
+  for (unsigned i = 0; i < e.num_args(); ++i)
+    if (!is_linear(e.arg(i), seen)) return false;
+  return true;
+}
+bool is_linear(const z3::expr& e) {
+  std::set<unsigned> seen;
+  return is_linear(e, seen);
+}
+
+struct Pending {
+  size_t output;
+  int64_t element;
+  z3::expr lhs, rhs;
+};
+
+/// Outcome of one shape assignment.
+struct AssignmentOutcome {
+  VerifyStatus status;
+  std::optional<Counterexample> cex;
+  std::string detail;
+  bool used_solver = false;
+};
+
+/// Element pairs already proved equal, by the AST ids of their canonical forms.
+using ProvedCache = std::set<std::pair<unsigned, unsigned>>;
+
+AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const VarShapes& shapes,
+                                   Clock::time_point deadline, ProvedCache& cache) {
+  Arith<z3::expr> ar(ctx);
+  auto leaves = symbolic_leaves(ctx, shapes);
+  z3::params sp(ctx);
+  sp.set("som", true);
+  sp.set("som_blowup", 100000u);  // the default (10) stops expanding products of sums early
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < rule.lhs.size(); ++i) {
+    Tensor<z3::expr> l = evaluate<z3::expr>(rule.lhs[i], ar, leaves)[0];
+    Tensor<z3::expr> r = evaluate<z3::expr>(rule.rhs[i], ar, leaves)[0];
+    if (l.shape != r.shape)  // the shape search normally rules this out
+      return {VerifyStatus::Wrong, std::nullopt,
+              "output " + std::to_string(i) + ": lhs shape " + to_string(l.shape) + " but rhs shape " +
+                  to_string(r.shape)};
+    for (int64_t e = 0; e < l.size(); ++e) {
+      z3::expr a = l.data[e].simplify(sp), b = r.data[e].simplify(sp);
+      if (z3::eq(a, b) || is_zero((a - b).simplify(sp))) continue;
+      pending.push_back({i, e, a, b});
+    }
+    if (Clock::now() > deadline) return {VerifyStatus::Unknown, std::nullopt, "timeout while building terms"};
+  }
+  if (pending.empty()) return {VerifyStatus::Verified, std::nullopt, ""};
+
+  // One query per differing element: many small problems are far easier for Z3 than one disjunction
+  // (nested max/relu terms of a pooling window, for example). Elements equal up to a renaming of their
+  // inputs (the interior of a convolution, say) are proved once: each query is put in a canonical form.
+  for (const Pending& d : pending) {
+    Canonical c = canonicalize(ctx, d.lhs, d.rhs);
+    auto key = std::make_pair(Z3_get_ast_id(ctx, c.lhs), Z3_get_ast_id(ctx, c.rhs));
+    if (cache.contains(key)) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return {VerifyStatus::Unknown, std::nullopt, "timeout", true};
+    // A fresh solver (not push/pop): only then does Z3 pick its complete engine for non-linear terms.
+    // Linear problems (relu, max, pooling) go to the SMT core directly, which is much faster on them.
+    z3::solver solver = is_linear(c.lhs) && is_linear(c.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
+    z3::params p(ctx);
+    p.set("timeout", static_cast<unsigned>(left));
+    solver.set(p);
+    solver.add(c.lhs != c.rhs);
+    z3::check_result res = solver.check();
+    if (res == z3::unknown) return {VerifyStatus::Unknown, std::nullopt, "z3: " + solver.reason_unknown(), true};
+    if (res == z3::unsat) {
+      cache.insert(key);
+      continue;
+    }
+    // Map the model of the canonical query back to the inputs; inputs this element does not read are 0.
+    z3::model m = solver.get_model();
+    std::map<std::string, std::string> value;
+    for (unsigned k = 0; k < c.from.size(); ++k) value[c.from[k].decl().name().str()] = numeral_text(m.eval(c.to[k], true));
+    Counterexample cex;
+    cex.shapes = shapes;
+    cex.source = "z3 model";
+    for (const auto& [name, t] : leaves) {
+      std::vector<double> data;
+      std::vector<std::string> text;
+      for (const z3::expr& leaf : t.data) {
+        auto it = value.find(leaf.decl().name().str());
+        text.push_back(it == value.end() ? "0" : it->second);
+        data.push_back(numeral_value(text.back()));
+      }
+      cex.inputs.emplace(name, Tensor<double>(t.shape, std::move(data)));
+      cex.exact.emplace(name, std::move(text));
+    }
+    cex.output = d.output;
+    cex.index = index_of(d.element, root_shape(rule.lhs[d.output], shapes));
+    cex.lhs_value = numeral_text(m.eval(c.lhs, true).simplify());
+    cex.rhs_value = numeral_text(m.eval(c.rhs, true).simplify());
+    return {VerifyStatus::Wrong, std::move(cex), "", true};
+  }
+  return {VerifyStatus::Verified, std::nullopt, "", true};
+}
+
+}  // namespace
+
+ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options.timeout_ms);
+  ElementwiseResult result;
+  std::vector<const Expr*> patterns = pattern_list(rule);
+
+  // Sides that are well-shaped together but with different shapes make a wrong rule by themselves.
+  ShapeSearchOptions loose = options.shapes;
+  loose.equal_roots = false;
+  loose.max_assignments = 1;
+  ShapeAssignments any = find_shape_assignments(patterns, loose);
+  for (const VarShapes& s : any.assignments)
+    for (size_t i = 0; i < rule.lhs.size(); ++i) {
+      Shape l = root_shape(rule.lhs[i], s), r = root_shape(rule.rhs[i], s);
+      if (l == r) continue;
+      Counterexample cex;
+      cex.shapes = s;
+      cex.source = "shape search";
+      cex.note = "output " + std::to_string(i) + ": lhs has shape " + to_string(l) + " but rhs has shape " +
+                 to_string(r);
+      result.status = VerifyStatus::Wrong;
+      result.detail = cex.note;
+      result.shapes.push_back(s);
+      result.counterexample = std::move(cex);
+      return result;
+    }
+
+  ShapeAssignments found = find_shape_assignments(patterns, options.shapes);
+  if (options.grouped_conv) {
+    ShapeSearchOptions grouped = options.shapes;
+    grouped.conv_groups = ConvGroups::Grouped;
+    grouped.max_assignments = 1;
+    for (VarShapes& s : find_shape_assignments(patterns, grouped).assignments) found.assignments.push_back(std::move(s));
+  }
+  if (found.assignments.empty()) {
+    result.detail = "no shape assignment makes every pattern well-shaped (" + found.failure + ")";
+    return result;
+  }
+  result.shapes = found.assignments;
+  if (options.random_probe)
+    for (size_t k = 0; k < found.assignments.size(); ++k)
+      if (auto cex = random_probe(rule, found.assignments[k], 0x5eed + k)) {
+        result.status = VerifyStatus::Wrong;
+        result.counterexample = std::move(cex);
+        return result;
+      }
+  ProvedCache cache;
+  for (const VarShapes& shapes : found.assignments) {
+    AssignmentOutcome out = check_assignment(rule, ctx, shapes, deadline, cache);
+    result.solver_calls += out.used_solver;
+    if (out.status == VerifyStatus::Verified) continue;
+    result.status = out.status;
+    result.detail = out.detail;
+    result.counterexample = std::move(out.cex);
+    return result;
+  }
+  result.status = VerifyStatus::Verified;
+  return result;
+}
+
+std::optional<Difference> find_difference(const Rule& rule, const std::map<std::string, Tensor<double>>& inputs,
+                                          double tol) {
+  Arith<double> ar;
+  for (size_t i = 0; i < rule.lhs.size(); ++i) {
+    Tensor<double> l = evaluate<double>(rule.lhs[i], ar, inputs)[0];
+    Tensor<double> r = evaluate<double>(rule.rhs[i], ar, inputs)[0];
+    if (l.shape != r.shape) return Difference{i, {}, std::nan(""), std::nan("")};
+    for (int64_t e = 0; e < l.size(); ++e) {
+      double a = l.data[e], b = r.data[e];
+      if (std::abs(a - b) > tol * (1 + std::abs(a) + std::abs(b)) || std::isnan(a) != std::isnan(b))
+        return Difference{i, index_of(e, l.shape), a, b};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace teq

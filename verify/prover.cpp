@@ -1,0 +1,127 @@
+#include "verify/prover.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "verify/axioms.h"
+
+namespace teq {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+}  // namespace
+
+RuleReport verify_rule(const Rule& rule, z3::context& ctx, const VerifyOptions& options) {
+  const auto start = Clock::now();
+  RuleReport report;
+  report.id = rule.id;
+  report.source = rule.source;
+  try {
+    ElementwiseResult ew = prove_elementwise(rule, ctx, options.elementwise);
+    report.status = ew.status;
+    report.shapes = std::move(ew.shapes);
+    report.counterexample = std::move(ew.counterexample);
+    report.detail = std::move(ew.detail);
+    if (ew.status != VerifyStatus::Unknown) report.method = kMethodElementwise;
+    if (ew.status == VerifyStatus::Verified && options.use_axioms) {
+      AxiomOptions ax;
+      ax.timeout_ms = options.axiom_timeout_ms;
+      ax.elementwise = options.elementwise;
+      if (prove_from_axioms(rule, ctx, ax).proved) report.method = kMethodAxioms;
+    }
+  } catch (const std::exception& e) {
+    // A rule the semantics cannot evaluate (opaque operators) is not proven; say why.
+    report.status = VerifyStatus::Unknown;
+    report.method.clear();
+    report.detail = e.what();
+  }
+  report.ms = ms_since(start);
+  return report;
+}
+
+CorpusReport verify_rules(std::span<const Rule> rules, const VerifyOptions& options, const ProgressFn& progress) {
+  const auto start = Clock::now();
+  CorpusReport out;
+  out.rules.resize(rules.size());
+  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = std::min<int>(jobs, std::max<size_t>(rules.size(), 1));
+  std::atomic<size_t> next{0};
+  size_t done = 0;
+  std::mutex mu;
+  auto worker = [&] {
+    z3::context ctx;  // Z3 contexts are not thread-safe: one per worker
+    for (size_t i; (i = next++) < rules.size();) {
+      RuleReport r = verify_rule(rules[i], ctx, options);
+      std::lock_guard lock(mu);
+      out.rules[i] = std::move(r);
+      ++done;
+      if (progress) progress(done, rules.size(), out.rules[i]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < jobs; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  for (const RuleReport& r : out.rules) {
+    switch (r.status) {
+      case VerifyStatus::Verified:
+        ++out.verified;
+        (r.method == kMethodAxioms ? out.by_axioms : out.by_elementwise)++;
+        break;
+      case VerifyStatus::Wrong: ++out.wrong; break;
+      case VerifyStatus::Unknown: ++out.unknown; break;
+    }
+  }
+  out.ms = ms_since(start);
+  return out;
+}
+
+std::string format_report_line(const RuleReport& r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%8.0f ms", r.ms);
+  std::string id = r.id.size() < 36 ? r.id + std::string(36 - r.id.size(), ' ') : r.id;
+  std::string status(status_name(r.status));
+  status.resize(9, ' ');
+  std::string method = r.method.empty() ? "-" : r.method;
+  method.resize(15, ' ');
+  std::string line = id + " " + status + method + buf;
+  if (r.status == VerifyStatus::Unknown && !r.detail.empty()) line += "  (" + r.detail + ")";
+  return line;
+}
+
+std::string format_summary(const CorpusReport& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%zu rules: %d verified (%d for all shapes by axioms, %d element-wise on concrete shapes), "
+                "%d wrong, %d unknown in %.2f s (%.1f rules/s)",
+                r.rules.size(), r.verified, r.by_axioms, r.by_elementwise, r.wrong, r.unknown, r.ms / 1000,
+                r.ms > 0 ? 1000.0 * r.rules.size() / r.ms : 0.0);
+  return buf;
+}
+
+nlohmann::json report_to_json(const CorpusReport& report) {
+  nlohmann::json j;
+  j["summary"] = {{"rules", report.rules.size()}, {"verified", report.verified},  {"wrong", report.wrong},
+                  {"unknown", report.unknown},    {"by_axioms", report.by_axioms}, {"by_elementwise", report.by_elementwise},
+                  {"ms", report.ms}};
+  j["rules"] = nlohmann::json::array();
+  for (const RuleReport& r : report.rules) {
+    nlohmann::json e = {{"id", r.id}, {"status", status_name(r.status)}, {"method", r.method}, {"ms", r.ms}};
+    if (!r.source.empty()) e["source"] = r.source;
+    for (const VarShapes& s : r.shapes) {
+      nlohmann::json sj = nlohmann::json::object();
+      for (const auto& [name, shape] : s) sj[name] = shape;
+      e["shapes"].push_back(sj);
+    }
+    if (r.counterexample) e["counterexample"] = counterexample_to_json(*r.counterexample);
+    if (!r.detail.empty()) e["detail"] = r.detail;
+    j["rules"].push_back(std::move(e));
+  }
+  return j;
+}
+
+}  // namespace teq

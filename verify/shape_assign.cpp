@@ -1,0 +1,643 @@
+#include "verify/shape_assign.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+
+namespace teq {
+namespace {
+
+// ---- ranks -------------------------------------------------------------------------------------------
+// Every node of every pattern gets a rank slot; a variable's nodes share its slot. Operators add hard
+// constraints (equal ranks, fixed ranks, lower bounds) and soft ones (matmul operands like their output),
+// applied only where they do not conflict.
+class RankSolver {
+ public:
+  explicit RankSolver(size_t slots) : parent_(slots), fixed_(slots, -1), min_(slots, 0) {
+    std::iota(parent_.begin(), parent_.end(), 0);
+  }
+  size_t find(size_t a) {
+    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
+    return a;
+  }
+  void equal(size_t a, size_t b) {
+    a = find(a), b = find(b);
+    if (a == b) return;
+    parent_[b] = a;
+    if (fixed_[a] < 0) fixed_[a] = fixed_[b];
+    else if (fixed_[b] >= 0 && fixed_[b] != fixed_[a]) conflict("rank " + std::to_string(fixed_[a]) + " vs " + std::to_string(fixed_[b]));
+    min_[a] = std::max(min_[a], min_[b]);
+  }
+  bool compatible(size_t a, size_t b) {
+    a = find(a), b = find(b);
+    int fa = fixed_[a], fb = fixed_[b];
+    if (fa >= 0 && fb >= 0) return fa == fb;
+    int f = std::max(fa, fb), m = std::max(min_[a], min_[b]);
+    return f < 0 || f >= m;
+  }
+  void fix(size_t a, int r) {
+    a = find(a);
+    if (fixed_[a] >= 0 && fixed_[a] != r) conflict("rank " + std::to_string(fixed_[a]) + " vs " + std::to_string(r));
+    fixed_[a] = r;
+  }
+  void at_least(size_t a, int r) { a = find(a), min_[a] = std::max(min_[a], r); }
+  int fixed(size_t a) { return fixed_[find(a)]; }
+  int min(size_t a) { return min_[find(a)]; }
+  void conflict(std::string what) {
+    if (error.empty()) error = "rank conflict: " + std::move(what);
+  }
+  void check_bounds() {
+    for (size_t a = 0; a < parent_.size(); ++a)
+      if (find(a) == a && fixed_[a] >= 0 && fixed_[a] < min_[a])
+        conflict("rank " + std::to_string(fixed_[a]) + " below required " + std::to_string(min_[a]));
+  }
+  std::string error;
+
+ private:
+  std::vector<size_t> parent_;
+  std::vector<int> fixed_, min_;
+};
+
+int axis_bound(int64_t axis) { return axis >= 0 ? static_cast<int>(axis) + 1 : static_cast<int>(-axis); }
+
+// Preferred values per axis for variables with a recognisable role, so conv rules get small images and
+// kernels of the sizes conv rules are about.
+enum class Role { None, ConvInput, ConvKernel };
+
+struct Problem {
+  std::vector<const Expr*> patterns;
+  std::vector<size_t> offset;               // first global node index of each pattern
+  size_t num_nodes = 0;
+  std::vector<std::string> vars;            // in first-occurrence order
+  std::map<std::string, size_t> var_index;
+  std::vector<int> node_var;                // var index of a Var node, else -1
+  std::vector<Role> role;                   // per variable
+
+  const ExprNode& node(size_t g) const {
+    size_t p = std::upper_bound(offset.begin(), offset.end(), g) - offset.begin() - 1;
+    return (*patterns[p])[ExprId(g - offset[p])];
+  }
+  size_t global(size_t p, ExprId id) const { return offset[p] + id.value; }
+  size_t root(size_t p) const { return global(p, patterns[p]->root()); }
+};
+
+Problem make_problem(std::span<const Expr* const> patterns) {
+  Problem pr;
+  pr.patterns.assign(patterns.begin(), patterns.end());
+  for (const Expr* e : patterns) {
+    pr.offset.push_back(pr.num_nodes);
+    pr.num_nodes += e->size();
+  }
+  pr.node_var.assign(pr.num_nodes, -1);
+  for (size_t p = 0; p < patterns.size(); ++p)
+    for (size_t i = 0; i < patterns[p]->size(); ++i) {
+      const ExprNode& n = patterns[p]->nodes()[i];
+      if (n.op != OpKind::Var) continue;
+      auto [it, added] = pr.var_index.emplace(n.name, pr.vars.size());
+      if (added) pr.vars.push_back(n.name);
+      pr.node_var[pr.offset[p] + i] = static_cast<int>(it->second);
+    }
+  pr.role.assign(pr.vars.size(), Role::None);
+  for (size_t g = 0; g < pr.num_nodes; ++g) {
+    const ExprNode& n = pr.node(g);
+    size_t p = std::upper_bound(pr.offset.begin(), pr.offset.end(), g) - pr.offset.begin() - 1;
+    auto child_var = [&](size_t k) { return pr.node_var[pr.global(p, n.children[k])]; };
+    auto set_role = [&](int v, Role r) {
+      if (v >= 0 && pr.role[v] == Role::None) pr.role[v] = r;
+    };
+    if (n.op == OpKind::Conv2d) {
+      set_role(child_var(0), Role::ConvInput);
+      set_role(child_var(1), Role::ConvKernel);
+    } else if (n.op == OpKind::MaxPool || n.op == OpKind::AvgPool) {
+      set_role(child_var(0), Role::ConvInput);
+    } else if (n.op == OpKind::Enlarge) {
+      set_role(child_var(0), Role::ConvKernel);
+    }
+  }
+  return pr;
+}
+
+/// Rank constraints of every operator node (slots: nodes, then variables).
+void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
+                     std::vector<std::pair<size_t, size_t>>& soft) {
+  const size_t var_slot0 = pr.num_nodes;
+  for (size_t p = 0; p < pr.patterns.size(); ++p) {
+    const Expr& e = *pr.patterns[p];
+    for (size_t i = 0; i < e.size(); ++i) {
+      const ExprNode& n = e.nodes()[i];
+      const size_t g = pr.offset[p] + i;
+      auto c = [&](size_t k) { return pr.global(p, n.children[k]); };
+      const int attrs = static_cast<int>(n.attrs.size());
+      switch (n.op) {
+        case OpKind::Var: rs.equal(g, var_slot0 + pr.node_var[g]); break;
+        case OpKind::Input:
+        case OpKind::Weight: rs.fix(g, attrs); break;
+        case OpKind::EwAdd:
+        case OpKind::EwSub:
+        case OpKind::EwMul:
+        case OpKind::EwDiv:
+          rs.equal(g, c(0)), rs.equal(g, c(1));
+          break;
+        case OpKind::Smul: rs.equal(g, c(0)), rs.fix(c(1), 0); break;
+        case OpKind::Relu:
+        case OpKind::Tanh:
+        case OpKind::Sigmoid:
+        case OpKind::Gelu:
+        case OpKind::Ones:
+        case OpKind::Noop: rs.equal(g, c(0)); break;
+        case OpKind::Softmax: rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0))); break;
+        case OpKind::Broadcast: rs.fix(g, attrs), soft.emplace_back(c(0), g); break;
+        case OpKind::Matmul:
+          for (size_t s : {g, c(0), c(1)}) rs.at_least(s, 2);
+          soft.emplace_back(c(0), g), soft.emplace_back(c(1), g);
+          break;
+        case OpKind::Conv2d: rs.fix(g, 4), rs.fix(c(0), 4), rs.fix(c(1), 4); break;
+        case OpKind::Enlarge:
+        case OpKind::MaxPool:
+        case OpKind::AvgPool:
+        case OpKind::GlobalAvgPool: rs.fix(g, 4), rs.fix(c(0), 4); break;
+        case OpKind::Concat:
+          for (size_t k = 0; k < n.children.size(); ++k) rs.equal(g, c(k));
+          rs.at_least(g, axis_bound(n.attrs.at(0)));
+          break;
+        case OpKind::Split:
+          rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0)));
+          rs.at_least(c(1), axis_bound(n.attrs.at(2)));
+          soft.emplace_back(c(1), g);
+          break;
+        case OpKind::Slice: rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0))); break;
+        case OpKind::Transpose: rs.fix(g, attrs), rs.fix(c(0), attrs); break;
+        case OpKind::Reshape: rs.fix(g, attrs); break;
+        case OpKind::BatchNorm:
+          rs.equal(g, c(0)), rs.at_least(g, 2);
+          for (size_t k = 1; k < 5; ++k) rs.fix(c(k), 1);
+          break;
+        case OpKind::Eye: rs.fix(g, 2), rs.at_least(c(0), 1); break;
+        case OpKind::IConv:
+        case OpKind::PoolKernel: rs.fix(g, 4), rs.at_least(c(0), 2), soft.emplace_back(c(0), g); break;
+        case OpKind::Opaque: rs.fix(g, std::max(attrs - 2, 0)); break;
+      }
+    }
+  }
+  if (equal_roots) {
+    size_t half = pr.patterns.size() / 2;
+    for (size_t p = 0; p < half; ++p) rs.equal(pr.root(p), pr.root(p + half));
+  }
+}
+
+// ---- dimensions --------------------------------------------------------------------------------------
+// Before searching, dimensions that the operators force equal (ewadd operands, matmul's inner dims, the
+// off-axis dims of a concat, ...) are unified into classes, so the search picks one value per class
+// instead of discovering each equality by failing. The unification only guides: every candidate is still
+// checked with the real shape functions, and if it is too strict (a conflict) the search runs without it.
+class DimClasses {
+ public:
+  DimClasses(const Problem& pr, const std::vector<int>& var_rank, ConvGroups groups, bool equal_roots) : pr_(pr) {
+    // Slots: every variable's axes, then every operator node's axes.
+    base_.assign(pr.num_nodes, 0);
+    rank_.assign(pr.num_nodes, 0);
+    size_t next = 0;
+    std::vector<size_t> var_base(pr.vars.size());
+    for (size_t v = 0; v < pr.vars.size(); ++v) var_base[v] = next, next += var_rank[v];
+    for (size_t g = 0; g < pr.num_nodes; ++g) {
+      int v = pr.node_var[g];
+      if (v >= 0) {
+        base_[g] = var_base[v], rank_[g] = var_rank[v];
+        continue;
+      }
+      rank_[g] = node_rank(g);
+      base_[g] = next, next += std::max(rank_[g], 0);
+    }
+    var_base_ = var_base;
+    parent_.resize(next);
+    std::iota(parent_.begin(), parent_.end(), 0);
+    value_.assign(next, 0);
+    for (size_t g = 0; g < pr.num_nodes; ++g)
+      if (pr.node_var[g] < 0) constrain(g, groups);
+    if (equal_roots) {
+      size_t half = pr.patterns.size() / 2;
+      for (size_t p = 0; p < half; ++p) {
+        size_t a = pr.root(p), b = pr.root(p + half);
+        if (rank_[a] != rank_[b]) conflict = true;
+        else
+          for (int d = 0; d < rank_[a]; ++d) unite(slot(a, d), slot(b, d));
+      }
+    }
+  }
+
+  size_t class_of_var_axis(size_t v, size_t axis) { return find(var_base_[v] + axis); }
+  int64_t constant(size_t cls) { return value_[find(cls)]; }
+  size_t num_slots() const { return parent_.size(); }
+  bool conflict = false;
+
+ private:
+  int node_rank(size_t g) {
+    const ExprNode& n = pr_.node(g);
+    size_t p = pattern_of(g);
+    auto child = [&](size_t k) { return rank_[pr_.global(p, n.children[k])]; };
+    switch (n.op) {
+      case OpKind::Matmul: return std::max(child(0), child(1));
+      case OpKind::Conv2d:
+      case OpKind::Enlarge:
+      case OpKind::MaxPool:
+      case OpKind::AvgPool:
+      case OpKind::GlobalAvgPool:
+      case OpKind::IConv:
+      case OpKind::PoolKernel: return 4;
+      case OpKind::Transpose:
+      case OpKind::Reshape:
+      case OpKind::Broadcast:
+      case OpKind::Input:
+      case OpKind::Weight: return static_cast<int>(n.attrs.size());
+      case OpKind::Eye: return 2;
+      case OpKind::Opaque: return std::max(static_cast<int>(n.attrs.size()) - 2, 0);
+      default: return n.children.empty() ? 0 : child(0);
+    }
+  }
+  size_t pattern_of(size_t g) const {
+    return std::upper_bound(pr_.offset.begin(), pr_.offset.end(), g) - pr_.offset.begin() - 1;
+  }
+  size_t slot(size_t g, int axis) const { return base_[g] + axis; }
+  size_t find(size_t a) {
+    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
+    return a;
+  }
+  void unite(size_t a, size_t b) {
+    a = find(a), b = find(b);
+    if (a == b) return;
+    if (value_[a] && value_[b] && value_[a] != value_[b]) conflict = true;
+    parent_[b] = a;
+    if (!value_[a]) value_[a] = value_[b];
+  }
+  void pin(size_t a, int64_t v) {
+    a = find(a);
+    if (value_[a] && value_[a] != v) conflict = true;
+    value_[a] = v;
+  }
+  // Same dims, all axes (ranks permitting).
+  void same(size_t g, size_t h) {
+    if (rank_[g] != rank_[h]) return;
+    for (int d = 0; d < rank_[g]; ++d) unite(slot(g, d), slot(h, d));
+  }
+  void same_except(size_t g, size_t h, int64_t axis) {
+    if (rank_[g] != rank_[h]) return;
+    if (axis < 0) axis += rank_[g];
+    for (int d = 0; d < rank_[g]; ++d)
+      if (d != axis) unite(slot(g, d), slot(h, d));
+  }
+
+  void constrain(size_t g, ConvGroups groups) {
+    const ExprNode& n = pr_.node(g);
+    size_t p = pattern_of(g);
+    auto c = [&](size_t k) { return pr_.global(p, n.children[k]); };
+    const int r = rank_[g];
+    switch (n.op) {
+      case OpKind::EwAdd:
+      case OpKind::EwSub:
+      case OpKind::EwMul:
+      case OpKind::EwDiv: same(g, c(0)), same(g, c(1)); break;
+      case OpKind::Smul:
+      case OpKind::Relu:
+      case OpKind::Tanh:
+      case OpKind::Sigmoid:
+      case OpKind::Gelu:
+      case OpKind::Ones:
+      case OpKind::Noop:
+      case OpKind::Softmax:
+      case OpKind::BatchNorm: same(g, c(0)); break;
+      case OpKind::Matmul: {
+        size_t a = c(0), b = c(1);
+        int ra = rank_[a], rb = rank_[b];
+        if (ra < 2 || rb < 2 || r < 2) return;
+        unite(slot(a, ra - 1), slot(b, rb - 2));
+        unite(slot(g, r - 2), slot(a, ra - 2));
+        unite(slot(g, r - 1), slot(b, rb - 1));
+        // Batch dims: prefer equal to broadcasting (a 1 would hide bugs).
+        for (int d = 0; d < r - 2; ++d) {
+          int da = d - (r - ra), db = d - (r - rb);
+          if (da >= 0) unite(slot(g, d), slot(a, da));
+          if (db >= 0) unite(slot(g, d), slot(b, db));
+        }
+        break;
+      }
+      case OpKind::Conv2d: {
+        size_t x = c(0), w = c(1);
+        if (rank_[x] != 4 || rank_[w] != 4) return;
+        unite(slot(g, 0), slot(x, 0));
+        unite(slot(g, 1), slot(w, 0));
+        bool constant_kernel = pr_.node(w).op == OpKind::PoolKernel;
+        if (groups == ConvGroups::Ungrouped && !constant_kernel) unite(slot(x, 1), slot(w, 1));
+        if (n.attrs[0] == 1 && n.attrs[2] == -1) unite(slot(g, 2), slot(x, 2));
+        if (n.attrs[1] == 1 && n.attrs[3] == -1) unite(slot(g, 3), slot(x, 3));
+        break;
+      }
+      case OpKind::MaxPool:
+      case OpKind::AvgPool: {
+        size_t x = c(0);
+        if (rank_[x] != 4) return;
+        unite(slot(g, 0), slot(x, 0)), unite(slot(g, 1), slot(x, 1));
+        if (n.attrs[2] == 1 && n.attrs[4] == -1) unite(slot(g, 2), slot(x, 2));
+        if (n.attrs[3] == 1 && n.attrs[5] == -1) unite(slot(g, 3), slot(x, 3));
+        break;
+      }
+      case OpKind::GlobalAvgPool:
+        if (rank_[c(0)] != 4) return;
+        unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 1), slot(c(0), 1));
+        pin(slot(g, 2), 1), pin(slot(g, 3), 1);
+        break;
+      case OpKind::Enlarge:
+        if (rank_[c(0)] != 4) return;
+        unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 1), slot(c(0), 1));
+        pin(slot(g, 2), n.attrs[0]), pin(slot(g, 3), n.attrs[1]);
+        break;
+      case OpKind::Concat:
+        for (size_t k = 0; k < n.children.size(); ++k) same_except(g, c(k), n.attrs[0]);
+        break;
+      case OpKind::Split:
+      case OpKind::Slice: same_except(g, c(0), n.attrs[0]); break;
+      case OpKind::Transpose:
+        if (rank_[c(0)] != r) return;
+        for (int d = 0; d < r; ++d)
+          if (n.attrs[d] >= 0 && n.attrs[d] < r) unite(slot(g, d), slot(c(0), static_cast<int>(n.attrs[d])));
+        break;
+      case OpKind::Reshape:
+      case OpKind::Broadcast:
+      case OpKind::Input:
+      case OpKind::Weight:
+        for (int d = 0; d < r; ++d) pin(slot(g, d), n.attrs[d]);
+        break;
+      case OpKind::Eye:
+        if (rank_[c(0)] < 1) return;
+        unite(slot(g, 0), slot(g, 1)), unite(slot(g, 0), slot(c(0), rank_[c(0)] - 1));
+        break;
+      case OpKind::IConv:
+      case OpKind::PoolKernel:
+        if (rank_[c(0)] < 2) return;
+        unite(slot(g, 0), slot(c(0), 1));
+        if (n.op == OpKind::IConv) unite(slot(g, 1), slot(c(0), 1));
+        else pin(slot(g, 1), 1);
+        pin(slot(g, 2), n.attrs[0]), pin(slot(g, 3), n.attrs[1]);
+        break;
+      default: break;
+    }
+  }
+
+  const Problem& pr_;
+  std::vector<size_t> base_, var_base_;
+  std::vector<int> rank_;
+  std::vector<size_t> parent_;
+  std::vector<int64_t> value_;  // 0 = not pinned
+};
+
+class DimSearch {
+ public:
+  DimSearch(const Problem& pr, const ShapeSearchOptions& opt, std::vector<int> ranks,
+            const std::vector<VarShapes>& previous, bool unify, std::chrono::steady_clock::time_point deadline)
+      : pr_(pr), opt_(opt), ranks_(std::move(ranks)), previous_(previous), deadline_(deadline) {
+    // A node is checked as soon as the last variable it depends on is assigned.
+    std::vector<int> dep(pr.num_nodes, -1);
+    nodes_at_.resize(pr.vars.size());
+    pairs_at_.resize(pr.vars.size());
+    for (size_t p = 0; p < pr.patterns.size(); ++p)
+      for (size_t i = 0; i < pr.patterns[p]->size(); ++i) {
+        size_t g = pr.offset[p] + i;
+        const ExprNode& n = pr.patterns[p]->nodes()[i];
+        if (n.op == OpKind::Var) {
+          dep[g] = pr.node_var[g];
+          continue;
+        }
+        for (ExprId ch : n.children) dep[g] = std::max(dep[g], dep[pr.global(p, ch)]);
+        if (dep[g] < 0) unconditional_.push_back(g);
+        else nodes_at_[dep[g]].push_back(g);
+      }
+    if (opt.equal_roots) {
+      size_t half = pr.patterns.size() / 2;
+      for (size_t p = 0; p < half; ++p) {
+        int d = std::max(dep[pr.root(p)], dep[pr.root(p + half)]);
+        if (d >= 0) pairs_at_[d].emplace_back(pr.root(p), pr.root(p + half));
+      }
+    }
+    shapes_.resize(pr.num_nodes);
+    var_shapes_.resize(pr.vars.size());
+    // Dimension classes: without unification every variable axis is its own class.
+    DimClasses dc(pr, ranks_, opt.conv_groups, opt.equal_roots);
+    unified_ = unify && !dc.conflict;
+    size_t next_own = dc.num_slots();
+    axis_class_.resize(pr.vars.size());
+    for (size_t v = 0; v < pr.vars.size(); ++v)
+      for (int a = 0; a < ranks_[v]; ++a) {
+        size_t cls = unified_ ? dc.class_of_var_axis(v, a) : next_own++;
+        axis_class_[v].push_back(cls);
+        if (unified_ && dc.constant(cls)) pinned_[cls] = dc.constant(cls);
+      }
+  }
+
+  bool unified() const { return unified_; }
+
+  std::optional<VarShapes> run(std::string& failure) {
+    for (size_t g : unconditional_)
+      if (!check_node(g)) {
+        failure = "a pattern without variables is ill-shaped";
+        return std::nullopt;
+      }
+    if (!dfs(0)) {
+      failure = checks_ > opt_.max_checks ? "shape search budget exhausted" : "no well-shaped assignment";
+      return std::nullopt;
+    }
+    VarShapes out;
+    for (size_t v = 0; v < pr_.vars.size(); ++v) out[pr_.vars[v]] = var_shapes_[v];
+    return out;
+  }
+
+ private:
+  std::vector<int64_t> domain(size_t v, size_t axis) const {
+    const Role r = pr_.role[v];
+    if (r == Role::ConvInput && axis == 0) return {1, 2};
+    if (r == Role::ConvInput && axis >= 2) return {4, 5, 3, 6, 7};
+    if (r == Role::ConvKernel && axis >= 2) return {3, 1, 5, 2};
+    return opt_.dims;
+  }
+
+  /// Candidate shapes for variable v, best first: axes whose class already has a value take it; the
+  /// others range over their domain, preferring sizes no other class uses.
+  std::vector<Shape> candidates(size_t v) {
+    const size_t rank = static_cast<size_t>(ranks_[v]);
+    std::map<int64_t, size_t> used;  // value -> a class holding it
+    for (const auto& [cls, val] : assigned_) used.emplace(val, cls);
+    std::vector<std::vector<int64_t>> doms(rank);
+    std::vector<int> copy_of(rank, -1);  // an earlier axis of the same (free) class
+    for (size_t a = 0; a < rank; ++a) {
+      size_t cls = axis_class_[v][a];
+      if (auto it = assigned_.find(cls); it != assigned_.end()) doms[a] = {it->second};
+      else if (auto pt = pinned_.find(cls); pt != pinned_.end()) doms[a] = {pt->second};
+      else {
+        for (size_t b = 0; b < a; ++b)
+          if (axis_class_[v][b] == cls) copy_of[a] = static_cast<int>(b);
+        doms[a] = copy_of[a] >= 0 ? std::vector<int64_t>{0} : domain(v, a);
+      }
+    }
+    std::vector<std::pair<int, Shape>> scored;
+    Shape t(rank);
+    std::vector<size_t> pos(rank, 0);
+    while (true) {
+      int score = 0;
+      int64_t elems = 1;
+      for (size_t a = 0; a < rank; ++a) {
+        t[a] = copy_of[a] >= 0 ? t[copy_of[a]] : doms[a][pos[a]];
+        elems *= t[a];
+        if (doms[a].size() <= 1) continue;  // forced
+        score += static_cast<int>(pos[a]);
+        // Reusing a size costs more than any preference step: distinct sizes expose axis mix-ups.
+        bool reused = used.contains(t[a]);
+        for (size_t b = 0; b < a && !reused; ++b) reused = t[b] == t[a] && axis_class_[v][b] != axis_class_[v][a];
+        if (reused) score += 4;
+        for (const VarShapes& prev : previous_) {
+          auto it = prev.find(pr_.vars[v]);
+          if (it != prev.end() && it->second.size() == rank && it->second[a] == t[a]) score += 3;
+        }
+      }
+      ++checks_;  // generating a candidate costs about as much as checking one
+      if (elems <= opt_.max_elements) scored.emplace_back(score, t);
+      size_t a = rank;  // last axis fastest, so [2,3] comes before [3,2]
+      while (a > 0 && ++pos[a - 1] == doms[a - 1].size()) pos[--a] = 0;
+      if (a == 0) break;
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<Shape> out;
+    out.reserve(scored.size());
+    for (auto& [s, shape] : scored) out.push_back(std::move(shape));
+    return out;
+  }
+
+  const Shape& shape_of(size_t g) const {
+    int v = pr_.node_var[g];
+    return v >= 0 ? var_shapes_[v] : shapes_[g];
+  }
+
+  bool check_node(size_t g) {
+    const ExprNode& n = pr_.node(g);
+    size_t p = std::upper_bound(pr_.offset.begin(), pr_.offset.end(), g) - pr_.offset.begin() - 1;
+    if (n.op == OpKind::Input || n.op == OpKind::Weight) {
+      shapes_[g] = n.attrs;
+      return true;
+    }
+    std::vector<Shape> in;
+    in.reserve(n.children.size());
+    for (ExprId c : n.children) in.push_back(shape_of(pr_.global(p, c)));
+    try {
+      shapes_[g] = infer_shape(n.op, n.attrs, in);
+    } catch (const ShapeError&) {
+      return false;
+    }
+    if (num_elements(shapes_[g]) > opt_.max_elements) return false;
+    if (n.op == OpKind::Conv2d && opt_.conv_groups != ConvGroups::Any &&
+        pr_.node(pr_.global(p, n.children[1])).op != OpKind::PoolKernel) {
+      bool grouped = in[0][1] != in[1][1];
+      if (grouped != (opt_.conv_groups == ConvGroups::Grouped)) return false;
+    }
+    return true;
+  }
+
+  bool out_of_budget() {
+    if (checks_ > opt_.max_checks) return true;
+    if ((checks_ & 1023) == 0 && std::chrono::steady_clock::now() > deadline_) checks_ = opt_.max_checks + 1;
+    return checks_ > opt_.max_checks;
+  }
+
+  bool dfs(size_t v) {
+    if (v == pr_.vars.size()) return true;
+    if (out_of_budget()) return false;
+    for (Shape& cand : candidates(v)) {
+      ++checks_;
+      if (out_of_budget()) return false;
+      var_shapes_[v] = std::move(cand);
+      bool ok = true;
+      for (size_t g : nodes_at_[v])
+        if (!(ok = check_node(g))) break;
+      for (size_t k = 0; ok && k < pairs_at_[v].size(); ++k)
+        ok = shape_of(pairs_at_[v][k].first) == shape_of(pairs_at_[v][k].second);
+      if (ok) {
+        std::vector<size_t> added;
+        for (size_t a = 0; a < var_shapes_[v].size(); ++a)
+          if (assigned_.emplace(axis_class_[v][a], var_shapes_[v][a]).second) added.push_back(axis_class_[v][a]);
+        bool done = dfs(v + 1);
+        for (size_t cls : added) assigned_.erase(cls);
+        if (done) return true;
+      }
+      if (out_of_budget()) return false;
+    }
+    return false;
+  }
+
+  const Problem& pr_;
+  const ShapeSearchOptions& opt_;
+  std::vector<int> ranks_;
+  const std::vector<VarShapes>& previous_;
+  std::vector<std::vector<size_t>> nodes_at_;
+  std::vector<std::vector<std::pair<size_t, size_t>>> pairs_at_;
+  std::vector<size_t> unconditional_;
+  std::vector<Shape> shapes_;
+  std::vector<Shape> var_shapes_;
+  std::vector<std::vector<size_t>> axis_class_;
+  std::map<size_t, int64_t> pinned_, assigned_;
+  bool unified_ = false;
+  int64_t checks_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+}  // namespace
+
+ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, const ShapeSearchOptions& options) {
+  ShapeAssignments result;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.max_ms);
+  Problem pr = make_problem(patterns);
+  RankSolver rs(pr.num_nodes + pr.vars.size());
+  std::vector<std::pair<size_t, size_t>> soft;
+  constrain_ranks(pr, rs, options.equal_roots, soft);
+  for (auto [a, b] : soft)
+    if (rs.compatible(a, b)) rs.equal(a, b);
+  rs.check_bounds();
+  if (!rs.error.empty()) {
+    result.failure = rs.error;
+    return result;
+  }
+  // Variables whose rank no operator fixes get a preferred rank (2, or the lower bound), then one more.
+  const int deltas[] = {0, 1, 0, 2, 1, 0};
+  const size_t var_slot0 = pr.num_nodes;
+  bool has_free = false;
+  for (size_t v = 0; v < pr.vars.size(); ++v) has_free |= rs.fixed(var_slot0 + v) < 0;
+  const int attempts = options.max_assignments * 2;
+  std::string last_failure;
+  for (int k = 0; k < attempts && static_cast<int>(result.assignments.size()) < options.max_assignments; ++k) {
+    if (!has_free && k >= options.max_assignments + 1) break;
+    std::vector<int> ranks(pr.vars.size());
+    for (size_t v = 0; v < pr.vars.size(); ++v) {
+      size_t s = var_slot0 + v;
+      // Free rank classes of one rule move together, so operands of a batched matmul stay aligned.
+      ranks[v] = rs.fixed(s) >= 0 ? rs.fixed(s) : std::min(std::max(rs.min(s), 2) + deltas[k % 6], 4);
+    }
+    std::string failure;
+    std::optional<VarShapes> found;
+    // Guided by unified dimension classes first; if that finds nothing, search unguided.
+    for (bool unify : {true, false}) {
+      DimSearch search(pr, options, ranks, result.assignments, unify, deadline);
+      if (!unify && !result.assignments.empty()) break;
+      found = search.run(failure);
+      if (found || !search.unified()) break;
+    }
+    if (!found) {
+      last_failure = failure;
+      if (std::chrono::steady_clock::now() > deadline) break;
+      continue;
+    }
+    if (std::find(result.assignments.begin(), result.assignments.end(), *found) == result.assignments.end())
+      result.assignments.push_back(std::move(*found));
+  }
+  if (result.assignments.empty()) result.failure = last_failure.empty() ? "no well-shaped assignment" : last_failure;
+  return result;
+}
+
+}  // namespace teq

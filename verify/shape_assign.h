@@ -1,0 +1,51 @@
+// Shape search for rules: concrete shapes for a rule's ?variables under which every pattern of the rule
+// is well-shaped, with small, distinct dimensions so that a confused axis shows. Used by the element-wise
+// prover (verify/elementwise.h) and by rulegen to instantiate candidate patterns. Knows only how each
+// operator constrains ranks (matmul >= 2, conv 4, smul's scalar 0, ...); dimensions are found by search,
+// checked with the shared shape functions (rules/semantics.h infer_shape).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rules/evaluator.h"
+
+namespace teq {
+
+/// Which convolutions the search may produce. A conv's group count comes from the shapes (C / w.dim(1)),
+/// and many textbook conv rules (concat of convs on concatenated weights) hold only for ungrouped ones,
+/// as TASO's issue #62 found; so the default keeps every conv whose weight is not a constant kernel
+/// (pool_kernel) ungrouped, and `Grouped` asks for groups >= 2 to test a rule on grouped convs.
+enum class ConvGroups { Ungrouped, Any, Grouped };
+
+struct ShapeSearchOptions {
+  /// How many different assignments to return (different ranks where the patterns allow, different dims).
+  int max_assignments = 3;
+  /// Candidate dimensions in order of preference; 1 is tried last because a 1 hides broadcasting bugs.
+  std::vector<int64_t> dims = {2, 3, 4, 5, 6, 7, 8, 9, 1};
+  /// No variable and no intermediate tensor may have more elements (keeps Z3 terms small).
+  int64_t max_elements = 600;
+  /// Require lhs[i] and rhs[i] to have equal shapes (set false to look for a shape mismatch).
+  bool equal_roots = true;
+  ConvGroups conv_groups = ConvGroups::Ungrouped;
+  /// Upper bound on shape checks per rank configuration (each candidate tuple of a variable is one check).
+  int64_t max_checks = 30'000;
+  /// Wall-clock limit for the whole search (all assignments), in milliseconds.
+  int64_t max_ms = 1500;
+};
+
+struct ShapeAssignments {
+  std::vector<VarShapes> assignments;  // distinct; empty when none was found
+  std::string failure;                 // why none was found (rank conflict, budget, ...); empty on success
+};
+
+/// Shapes for the variables of `patterns` (all share one variable namespace: a rule's lhs patterns
+/// followed by its rhs patterns) such that try_infer_shapes succeeds on each pattern. With
+/// `equal_roots`, pattern i and pattern i + n/2 must also have equal root shapes. Deterministic. Example:
+///   std::vector<const Expr*> ps = {&lhs, &rhs};
+///   auto r = find_shape_assignments(ps);  // (matmul 0 ?a ?b): {a:[2,3], b:[3,4]}, {a:[2,3,4], b:[2,4,5]}, ...
+ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, const ShapeSearchOptions& options = {});
+
+}  // namespace teq
