@@ -1,0 +1,378 @@
+// Steps per operator: the GPU implementation of each vocabulary operator (meaning: rules/ops/*.h).
+#include <cstring>
+#include <string>
+
+#include "optimizer/cuda/detail/gpu_context.h"
+#include "optimizer/cuda/gpu_plan.h"
+#include "optimizer/cuda/kernels.h"
+#include "rules/ops/layout.h"
+#include "rules/semantics.h"
+
+namespace teq::gpu::detail {
+namespace {
+
+const float kOne = 1.0f;
+const float kZero = 0.0f;
+
+/// A tensor of any rank as cuDNN's [n, c, h, w] with the channel axis `axis` (the rest folded).
+void set_around_axis(TensorDesc& desc, const Shape& s, int64_t axis) {
+  const AxisSplit a = split_at_axis(s, axis);
+  desc.set(a.outer, a.extent, a.inner, 1);
+}
+
+/// Flat view [1, 1, 1, n] for element-wise cuDNN calls.
+void set_flat(TensorDesc& desc, const Shape& s) { desc.set(1, 1, 1, num_elements(s)); }
+
+std::string conv_key(const Shape& x, const Shape& w, const Shape& y, const ConvPlan& p, AttrSpan attrs, bool tf32) {
+  return to_string(x) + to_string(w) + to_string(y) + "/" + std::to_string(p.window.pad_h) + "," +
+         std::to_string(p.window.pad_w) + "," + std::to_string(attrs[0]) + "," + std::to_string(attrs[1]) + "," +
+         std::to_string(p.groups) + (tf32 ? "/tf32" : "/fp32");
+}
+
+cudnnActivationMode_t activation_mode(int64_t act) {
+  switch (act) {
+    case 1: return CUDNN_ACTIVATION_SIGMOID;
+    case 2: return CUDNN_ACTIVATION_RELU;
+    case 3: return CUDNN_ACTIVATION_TANH;
+  }
+  throw GpuError("gpu: no cuDNN activation for code " + std::to_string(act));
+}
+
+void copy2d(const Copy2d& c, const float* src, float* dst, cudaStream_t stream) {
+  if (c.rows == 0 || c.width == 0) return;
+  TEQ_GPU_CHECK(cudaMemcpy2DAsync(dst + c.dst_offset, c.dst_pitch * sizeof(float), src + c.src_offset,
+                                  c.src_pitch * sizeof(float), c.width * sizeof(float), c.rows,
+                                  cudaMemcpyDeviceToDevice, stream));
+}
+
+// ---- cuDNN convolution ----------------------------------------------------------------------------
+
+struct ConvState {
+  ConvPlan plan;
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  std::unique_ptr<ActivationDesc> act;
+  ConvAlgo algo;
+  int64_t activation = 0;
+  bool fused = false;  // cudnnConvolutionBiasActivationForward with a zero bias (relu only)
+  float* padded = nullptr;
+  float* zero_bias = nullptr;
+};
+
+ConvAlgo choose_conv_algo(Context& ctx, ConvState& s, const float* x, const float* w, float* y) {
+  int max_count = 0;
+  TEQ_GPU_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn, &max_count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(max_count, 1));
+  int returned = 0;
+  const size_t limit = static_cast<size_t>(ctx.options.workspace_limit_bytes);
+  if (ctx.options.conv_algo_search) {
+    if (!ctx.search_workspace) ctx.search_workspace = device_alloc(limit);
+    TEQ_GPU_CHECK(cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn, s.x.d, x, s.w.d, w, s.conv.d, s.y.d, y,
+                                                         static_cast<int>(perf.size()), &returned, perf.data(),
+                                                         ctx.search_workspace.get(), limit));
+  } else {
+    TEQ_GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, s.x.d, s.w.d, s.conv.d, s.y.d,
+                                                         static_cast<int>(perf.size()), &returned, perf.data()));
+  }
+  for (int i = 0; i < returned; ++i) {  // both calls sort fastest first
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    ConvAlgo a{.algo = perf[i].algo, .workspace_bytes = 0};
+    TEQ_GPU_CHECK(
+        cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, s.x.d, s.w.d, s.conv.d, s.y.d, a.algo, &a.workspace_bytes));
+    return a;
+  }
+  throw GpuError("gpu: cuDNN found no convolution algorithm within the workspace limit");
+}
+
+void build_conv2d(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Shape>& in, const Shape& out,
+                  const float* x, const float* w, float* y, std::vector<Step>& steps) {
+  auto s = std::make_shared<ConvState>();
+  s->plan = plan_conv2d(attrs, in[0], in[1], out);
+  s->activation = attrs[4];
+  const Shape& xs = in[0];
+  const Shape& ws = in[1];
+  const float* conv_in = x;
+  if (s->plan.window.explicit_pad) {
+    s->padded = plan.alloc(s->plan.pad.planes * s->plan.pad.out_h * s->plan.pad.out_w);
+    s->x.set(xs[0], xs[1], s->plan.pad.out_h, s->plan.pad.out_w);
+    conv_in = s->padded;
+  } else {
+    s->x.set(xs[0], xs[1], xs[2], xs[3]);
+  }
+  TEQ_GPU_CHECK(cudnnSetFilter4dDescriptor(s->w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(ws[0], "O"),
+                                           to_int(ws[1], "C/g"), to_int(ws[2], "KH"), to_int(ws[3], "KW")));
+  TEQ_GPU_CHECK(cudnnSetConvolution2dDescriptor(s->conv.d, to_int(s->plan.window.pad_h, "pad"),
+                                                to_int(s->plan.window.pad_w, "pad"), to_int(attrs[0], "stride"),
+                                                to_int(attrs[1], "stride"), 1, 1, CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT));
+  TEQ_GPU_CHECK(cudnnSetConvolutionGroupCount(s->conv.d, to_int(s->plan.groups, "groups")));
+  TEQ_GPU_CHECK(cudnnSetConvolutionMathType(s->conv.d, ctx.options.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int n = 0, c = 0, h = 0, wd = 0;
+  TEQ_GPU_CHECK(cudnnGetConvolution2dForwardOutputDim(s->conv.d, s->x.d, s->w.d, &n, &c, &h, &wd));
+  if (Shape{n, c, h, wd} != out)
+    throw GpuError("gpu: cuDNN convolution output " + to_string(Shape{n, c, h, wd}) + " differs from " +
+                   to_string(out));
+  s->y.set(out[0], out[1], out[2], out[3]);
+  // The padded copy must exist before the algorithm search runs the convolution on it.
+  const std::string key = conv_key(xs, ws, out, s->plan, attrs, ctx.options.tf32);
+  auto cached = ctx.conv_algos.find(key);
+  s->algo = cached != ctx.conv_algos.end() ? cached->second
+                                           : ctx.conv_algos.emplace(key, choose_conv_algo(ctx, *s, conv_in, w, y))
+                                                 .first->second;
+  plan.workspace_bytes = std::max(plan.workspace_bytes, s->algo.workspace_bytes);
+  if (s->activation != 0) s->act = std::make_unique<ActivationDesc>(activation_mode(s->activation));
+  if (s->activation == 2) {  // relu fuses into the convolution (a zero bias, alpha2 = 0)
+    s->fused = true;
+    s->zero_bias = plan.alloc(out[1]);
+    TEQ_GPU_CHECK(cudaMemsetAsync(s->zero_bias, 0, out[1] * sizeof(float), ctx.stream));
+    s->bias.set(1, out[1], 1, 1);
+  }
+  Context* cx = &ctx;
+  Plan* pl = &plan;
+  steps.push_back([cx, pl, s, x, w, y, conv_in] {
+    if (s->plan.window.explicit_pad) kernels::pad2d(s->plan.pad, x, s->padded, cx->stream);
+    if (s->fused) {
+      cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+          cx->cudnn, &kOne, s->x.d, conv_in, s->w.d, w, s->conv.d, s->algo.algo, pl->workspace_ptr(),
+          s->algo.workspace_bytes, &kZero, s->y.d, y, s->bias.d, s->zero_bias, s->act->d, s->y.d, y);
+      if (st == CUDNN_STATUS_SUCCESS) return;
+      if (st != CUDNN_STATUS_NOT_SUPPORTED) check(st, "cudnnConvolutionBiasActivationForward");
+      s->fused = false;  // this algorithm has no fused form: convolution, then activation, from now on
+    }
+    TEQ_GPU_CHECK(cudnnConvolutionForward(cx->cudnn, &kOne, s->x.d, conv_in, s->w.d, w, s->conv.d, s->algo.algo,
+                                          pl->workspace_ptr(), s->algo.workspace_bytes, &kZero, s->y.d, y));
+    if (s->act) TEQ_GPU_CHECK(cudnnActivationForward(cx->cudnn, s->act->d, &kOne, s->y.d, y, &kZero, s->y.d, y));
+  });
+}
+
+// ---- cuBLAS matmul ---------------------------------------------------------------------------------
+
+struct MatmulState {
+  MatmulPlan plan;
+  int64_t activation = 0;
+  DeviceMemory pointers;  // A, B, C pointer arrays for the general broadcast case
+};
+
+void build_matmul(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Shape>& in, const Shape& out,
+                  const float* a, const float* b, float* c, std::vector<Step>& steps) {
+  auto s = std::make_shared<MatmulState>();
+  s->plan = plan_matmul(in[0], in[1], out);
+  s->activation = attrs[0];
+  const MatmulPlan& p = s->plan;
+  if (!p.strided) {
+    std::vector<const float*> host(3 * p.batch);
+    for (int64_t i = 0; i < p.batch; ++i) {
+      host[i] = a + p.offset_a[i];
+      host[p.batch + i] = b + p.offset_b[i];
+      host[2 * p.batch + i] = c + i * p.m * p.n;
+    }
+    s->pointers = device_alloc(host.size() * sizeof(float*));
+    TEQ_GPU_CHECK(cudaMemcpy(s->pointers.get(), host.data(), host.size() * sizeof(float*), cudaMemcpyHostToDevice));
+  }
+  const int m = to_int(p.m, "m"), n = to_int(p.n, "n"), k = to_int(p.k, "k"), batch = to_int(p.batch, "batch");
+  const int64_t out_elems = num_elements(out);
+  Context* cx = &ctx;
+  // Row-major C = A B is column-major C^T = B^T A^T: swap the operands, keep both untransposed.
+  steps.push_back([cx, s, a, b, c, m, n, k, batch, out_elems] {
+    const MatmulPlan& p = s->plan;
+    if (p.strided) {
+      TEQ_GPU_CHECK(cublasSgemmStridedBatched(cx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &kOne, b, n,
+                                              p.stride_b, a, k, p.stride_a, &kZero, c, n, p.m * p.n, batch));
+    } else {
+      auto** ptrs = static_cast<const float**>(s->pointers.get());
+      TEQ_GPU_CHECK(cublasSgemmBatched(cx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &kOne, ptrs + p.batch, n,
+                                       ptrs, k, &kZero, const_cast<float**>(ptrs + 2 * p.batch), n, batch));
+    }
+    kernels::activate_inplace(s->activation, c, out_elems, cx->stream);
+  });
+}
+
+// ---- cuDNN pooling ----------------------------------------------------------------------------------
+
+struct PoolState {
+  TensorDesc x, y;
+  PoolDesc pool;
+};
+
+void build_pool(Context& ctx, bool is_max, AttrSpan attrs, const Shape& xs, const Shape& out, const float* x,
+                float* y, std::vector<Step>& steps) {
+  const WindowPlan w = plan_window(xs, attrs[0], attrs[1], attrs[2], attrs[3], attrs[4], attrs[5], out[2], out[3]);
+  Context* cx = &ctx;
+  if (w.explicit_pad) {  // asymmetric SAME padding: cuDNN cannot express it
+    PoolPlan direct = plan_pool_direct(is_max, attrs, xs, out);
+    steps.push_back([cx, direct, x, y] { kernels::pool_direct(direct, x, y, cx->stream); });
+    return;
+  }
+  auto s = std::make_shared<PoolState>();
+  s->x.set(xs[0], xs[1], xs[2], xs[3]);
+  s->y.set(out[0], out[1], out[2], out[3]);
+  const cudnnPoolingMode_t mode = is_max          ? CUDNN_POOLING_MAX
+                                  : attrs[6] != 0 ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  TEQ_GPU_CHECK(cudnnSetPooling2dDescriptor(s->pool.d, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(attrs[0], "kh"),
+                                            to_int(attrs[1], "kw"), to_int(w.pad_h, "pad"), to_int(w.pad_w, "pad"),
+                                            to_int(attrs[2], "stride"), to_int(attrs[3], "stride")));
+  int n = 0, c = 0, h = 0, wd = 0;
+  TEQ_GPU_CHECK(cudnnGetPooling2dForwardOutputDim(s->pool.d, s->x.d, &n, &c, &h, &wd));
+  if (Shape{n, c, h, wd} != out) {
+    PoolPlan direct = plan_pool_direct(is_max, attrs, xs, out);
+    steps.push_back([cx, direct, x, y] { kernels::pool_direct(direct, x, y, cx->stream); });
+    return;
+  }
+  steps.push_back([cx, s, x, y] {
+    TEQ_GPU_CHECK(cudnnPoolingForward(cx->cudnn, s->pool.d, &kOne, s->x.d, x, &kZero, s->y.d, y));
+  });
+}
+
+}  // namespace
+
+void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<Step>& out) {
+  const ExprNode& node = graph.nodes()[id];
+  const Shape& shape = plan.shapes[id];
+  const int64_t count = num_elements(shape);
+  std::vector<Shape> in;
+  std::vector<const float*> arg;
+  for (ExprId c : node.children) {
+    in.push_back(plan.shapes[c.value]);
+    arg.push_back(plan.value[c.value]);
+  }
+  float* y = plan.value[id];
+  const AttrSpan attrs = node.attrs;
+  cudaStream_t st = stream;
+  Context* cx = this;
+
+  auto binary = [&](kernels::Binary op) {
+    const float *a = arg[0], *b = arg[1];
+    out.push_back([=] { kernels::binary(op, a, b, y, count, st); });
+  };
+  auto cudnn_activation = [&](cudnnActivationMode_t mode) {
+    auto desc = std::make_shared<ActivationDesc>(mode);
+    auto t = std::make_shared<TensorDesc>();
+    set_flat(*t, shape);
+    const float* x = arg[0];
+    out.push_back([cx, desc, t, x, y] {
+      TEQ_GPU_CHECK(cudnnActivationForward(cx->cudnn, desc->d, &kOne, t->d, x, &kZero, t->d, y));
+    });
+  };
+
+  switch (node.op) {
+    case OpKind::EwAdd: return binary(kernels::Binary::Add);
+    case OpKind::EwSub: return binary(kernels::Binary::Sub);
+    case OpKind::EwMul: return binary(kernels::Binary::Mul);
+    case OpKind::EwDiv: return binary(kernels::Binary::Div);
+    case OpKind::Smul: {
+      const float *x = arg[0], *s = arg[1];
+      out.push_back([=] { kernels::smul(x, s, y, count, st); });
+      return;
+    }
+    case OpKind::Relu: return cudnn_activation(CUDNN_ACTIVATION_RELU);
+    case OpKind::Tanh: return cudnn_activation(CUDNN_ACTIVATION_TANH);
+    case OpKind::Sigmoid: return cudnn_activation(CUDNN_ACTIVATION_SIGMOID);
+    case OpKind::Gelu: {
+      const float* x = arg[0];
+      out.push_back([=] { kernels::unary(kernels::Unary::Gelu, x, y, count, st); });
+      return;
+    }
+    case OpKind::Broadcast: {
+      const GatherPlan g = plan_broadcast(in[0], shape);
+      const float* x = arg[0];
+      out.push_back([=] { kernels::gather(g, x, y, st); });
+      return;
+    }
+    case OpKind::Transpose: {
+      const GatherPlan g = plan_transpose(in[0], attrs);
+      const float* x = arg[0];
+      out.push_back([=] { kernels::gather(g, x, y, st); });
+      return;
+    }
+    case OpKind::Noop:
+    case OpKind::Reshape: return;  // the output aliases the first input's buffer (Plan compile)
+    case OpKind::Matmul: return build_matmul(*this, plan, attrs, in, shape, arg[0], arg[1], y, out);
+    case OpKind::Conv2d: return build_conv2d(*this, plan, attrs, in, shape, arg[0], arg[1], y, out);
+    case OpKind::Enlarge: {
+      const Pad2dPlan p = plan_enlarge(attrs, in[0]);
+      const float* x = arg[0];
+      out.push_back([=] { kernels::pad2d(p, x, y, st); });
+      return;
+    }
+    case OpKind::MaxPool: return build_pool(*this, true, attrs, in[0], shape, arg[0], y, out);
+    case OpKind::AvgPool: return build_pool(*this, false, attrs, in[0], shape, arg[0], y, out);
+    case OpKind::GlobalAvgPool: {
+      const float* x = arg[0];
+      const int64_t planes = in[0][0] * in[0][1], hw = in[0][2] * in[0][3];
+      out.push_back([=] { kernels::global_avgpool(x, y, planes, hw, st); });
+      return;
+    }
+    case OpKind::Concat: {
+      const int64_t axis = normalize_axis(attrs[0], shape.size(), "concat", in);
+      const std::vector<Copy2d> copies = plan_concat_copies(in, axis);
+      out.push_back([=] {
+        for (size_t i = 0; i < copies.size(); ++i) copy2d(copies[i], arg[i], y, st);
+      });
+      return;
+    }
+    case OpKind::Split:
+    case OpKind::Slice: {
+      Copy2d c;
+      if (node.op == OpKind::Split) {
+        const ops::SplitRange r = ops::split_range(attrs, in[0], in[1]);
+        c = plan_slice_copy(in[0], r.axis, r.begin, r.end);
+      } else {
+        c = plan_slice_copy(in[0], normalize_axis(attrs[0], in[0].size(), "slice", in), attrs[1], attrs[2]);
+      }
+      const float* x = arg[0];
+      out.push_back([=] { copy2d(c, x, y, st); });
+      return;
+    }
+    case OpKind::BatchNorm: {
+      auto xd = std::make_shared<TensorDesc>();
+      auto bn = std::make_shared<TensorDesc>();
+      set_around_axis(*xd, shape, 1);
+      TEQ_GPU_CHECK(cudnnDeriveBNTensorDescriptor(bn->d, xd->d, CUDNN_BATCHNORM_SPATIAL));
+      const std::vector<const float*> a = arg;
+      // The vocabulary folds epsilon into `var`, so cuDNN gets epsilon 0 (CUDNN_BN_MIN_EPSILON is 0).
+      out.push_back([cx, xd, bn, a, y] {
+        TEQ_GPU_CHECK(cudnnBatchNormalizationForwardInference(cx->cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero,
+                                                              xd->d, a[0], xd->d, y, bn->d, a[1], a[2], a[3], a[4],
+                                                              CUDNN_BN_MIN_EPSILON));
+      });
+      return;
+    }
+    case OpKind::Softmax: {
+      auto t = std::make_shared<TensorDesc>();
+      set_around_axis(*t, shape, normalize_axis(attrs[0], shape.size(), "softmax", in));
+      const float* x = arg[0];
+      out.push_back([cx, t, x, y] {
+        TEQ_GPU_CHECK(cudnnSoftmaxForward(cx->cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &kOne, t->d,
+                                          x, &kZero, t->d, y));
+      });
+      return;
+    }
+    case OpKind::Ones: out.push_back([=] { kernels::fill(y, count, 1.0f, st); }); return;
+    case OpKind::PoolKernel: {
+      const float v = 1.0f / static_cast<float>(shape[2] * shape[3]);
+      out.push_back([=] { kernels::fill(y, count, v, st); });
+      return;
+    }
+    case OpKind::Eye: {
+      const int64_t n = shape[0];
+      out.push_back([=] { kernels::eye(y, n, st); });
+      return;
+    }
+    case OpKind::IConv: {
+      const int64_t c = shape[0], kh = shape[2], kw = shape[3];
+      out.push_back([=] { kernels::iconv(y, c, kh, kw, st); });
+      return;
+    }
+    case OpKind::Opaque:
+      throw GpuError("gpu: opaque operator #" + std::to_string(attrs.empty() ? -1 : attrs[0]) +
+                     " is outside the vocabulary and has no GPU implementation");
+    case OpKind::Var:
+    case OpKind::Input:
+    case OpKind::Weight: return;  // leaves: buffers filled by the caller
+  }
+  throw GpuError("gpu: operator " + std::string(op_name(node.op)) + " has no GPU implementation");
+}
+
+}  // namespace teq::gpu::detail

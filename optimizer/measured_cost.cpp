@@ -1,0 +1,307 @@
+#include "optimizer/measured_cost.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "rules/ops/layout.h"
+#include "rules/shape.h"
+
+#if TEQ_HAVE_CUDA
+#include "optimizer/cuda/gpu_runtime.h"
+#endif
+
+namespace teq {
+namespace {
+
+constexpr const char* kFormat = "tensor-eqsat-costs";
+constexpr int kVersion = 1;
+constexpr size_t kMaxListed = 100;
+
+int64_t axis_of(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+std::string key_text(OpKind op, const std::vector<int64_t>& attrs, const std::vector<Shape>& inputs) {
+  std::string s(op_name(op));
+  s += '|';
+  for (size_t i = 0; i < attrs.size(); ++i) s += (i ? "," : "") + std::to_string(attrs[i]);
+  s += '|';
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? "," : "") + to_string(inputs[i]);
+  return s;
+}
+
+}  // namespace
+
+CostKey canonical_cost_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs) {
+  CostKey k{.op = op, .attrs = {attrs.begin(), attrs.end()}, .inputs = {inputs.begin(), inputs.end()}, .text = {}};
+  switch (op) {
+    case OpKind::Concat:
+    case OpKind::Slice:
+    case OpKind::Softmax:
+      if (!k.attrs.empty() && !k.inputs.empty()) k.attrs[0] = axis_of(k.attrs[0], k.inputs[0].size());
+      break;
+    case OpKind::Split:
+      if (k.attrs.size() == 3 && k.inputs.size() == 2) {  // the slice it selects, on x alone
+        const ops::SplitRange r = ops::split_range(attrs, k.inputs[0], k.inputs[1]);
+        k = CostKey{.op = OpKind::Slice, .attrs = {r.axis, r.begin, r.end}, .inputs = {k.inputs[0]}, .text = {}};
+      }
+      break;
+    case OpKind::Eye:  // n x n from the last dimension of `like`
+      if (!k.inputs.empty() && !k.inputs[0].empty()) k.inputs = {Shape{k.inputs[0].back()}};
+      break;
+    case OpKind::IConv:
+    case OpKind::PoolKernel:  // channels from dim 1 of `like`
+      if (!k.inputs.empty() && k.inputs[0].size() >= 2) k.inputs = {Shape{1, k.inputs[0][1]}};
+      break;
+    case OpKind::Noop:
+      if (k.inputs.size() > 1) k.inputs.resize(1);
+      break;
+    default: break;
+  }
+  k.text = key_text(k.op, k.attrs, k.inputs);
+  return k;
+}
+
+// ---- the DB file --------------------------------------------------------------------------------------
+
+nlohmann::json CostDb::to_json() const {
+  nlohmann::json entries = nlohmann::json::object();
+  for (const auto& [key, ms] : entries_ms) entries[key] = ms;
+  return {{"format", kFormat},
+          {"version", kVersion},
+          {"device", device},
+          {"precision", precision},
+          {"unit", "ms"},
+          {"timing", {{"warmup", warmup}, {"repeats", repeats}, {"statistic", "median"}}},
+          {"entries", entries}};
+}
+
+CostDb CostDb::from_json(const nlohmann::json& j, const std::string& origin) {
+  auto fail = [&](const std::string& what) { return CostDbError(origin + ": " + what); };
+  if (!j.is_object()) throw fail("not a JSON object");
+  if (j.value("format", std::string()) != kFormat) throw fail(std::string("\"format\" must be \"") + kFormat + "\"");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != kVersion)
+    throw fail("unsupported \"version\" (expected " + std::to_string(kVersion) + ")");
+  if (j.contains("unit") && j["unit"] != "ms") throw fail("\"unit\" must be \"ms\"");
+  if (!j.contains("entries") || !j["entries"].is_object()) throw fail("\"entries\" must be an object");
+  CostDb db;
+  db.device = j.value("device", std::string());
+  db.precision = j.value("precision", std::string("fp32"));
+  if (j.contains("timing") && j["timing"].is_object()) {
+    db.warmup = j["timing"].value("warmup", 0);
+    db.repeats = j["timing"].value("repeats", 0);
+  }
+  for (const auto& [key, value] : j["entries"].items()) {
+    if (!value.is_number() || value.get<double>() < 0)
+      throw fail("entry \"" + key + "\" must be a non-negative number of milliseconds");
+    db.entries_ms.emplace(key, value.get<double>());
+  }
+  return db;
+}
+
+CostDb CostDb::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw CostDbError(file.string() + ": cannot open cost DB");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw CostDbError(file.string() + ": not valid JSON: " + e.what());
+  }
+  return from_json(j, file.string());
+}
+
+void CostDb::save(const std::filesystem::path& file) const {
+  const std::filesystem::path tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw CostDbError(file.string() + ": cannot write cost DB");
+    out << to_json().dump(2) << '\n';
+    if (!out) throw CostDbError(file.string() + ": write failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) throw CostDbError(file.string() + ": " + ec.message());
+}
+
+nlohmann::json CostLookupStats::to_json() const {
+  return {{"lookups", lookups},          {"hits", hits},       {"measured", measured},
+          {"misses", misses},            {"distinct_misses", missed_keys.size()},
+          {"unmeasurable", unmeasurable}, {"missed_keys", missed_keys}, {"errors", errors}};
+}
+
+// ---- the model ------------------------------------------------------------------------------------------
+
+MeasuredCostModel::MeasuredCostModel(CostDb db, NodeTimer timer, std::unique_ptr<const CostModel> fallback,
+                                     Config config)
+    : db_(std::move(db)), timer_(std::move(timer)), fallback_(std::move(fallback)), config_(std::move(config)) {}
+
+MeasuredCostModel::~MeasuredCostModel() {
+  if (!dirty_ || config_.save_path.empty()) return;
+  try {
+    save();
+  } catch (const std::exception& e) {  // a destructor must not throw; the measurements are lost, say so
+    std::cerr << "warning: " << e.what() << '\n';
+  }
+}
+
+double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                                    const Shape& output) const {
+  if (is_leaf(op)) return 0;
+  const CostKey key = canonical_cost_key(op, attrs, inputs);
+  std::unique_lock lock(mutex_);
+  ++stats_.lookups;
+  auto use_fallback = [&]() -> double {
+    if (!fallback_) throw std::out_of_range("cost DB has no entry for " + key.text + " and there is no fallback model");
+    return fallback_->node_cost(op, attrs, inputs, output);
+  };
+  if (op == OpKind::Opaque) {
+    ++stats_.unmeasurable;
+    return use_fallback();
+  }
+  if (auto it = db_.entries_ms.find(key.text); it != db_.entries_ms.end()) {
+    ++stats_.hits;
+    return it->second * 1e-3;
+  }
+  if (timer_) {
+    try {
+      const double ms = timer_(key.op, key.attrs, key.inputs);
+      db_.entries_ms.emplace(key.text, ms);
+      dirty_ = true;
+      ++stats_.measured;
+      return ms * 1e-3;
+    } catch (const GpuUnavailableError&) {
+      throw;
+    } catch (const std::exception& e) {
+      ++stats_.unmeasurable;
+      if (stats_.errors.size() < 20) stats_.errors.push_back(key.text + ": " + e.what());
+      return use_fallback();
+    }
+  }
+  ++stats_.misses;
+  if (missed_set_.insert(key.text).second && stats_.missed_keys.size() < kMaxListed)
+    stats_.missed_keys.push_back(key.text);
+  return use_fallback();
+}
+
+CostLookupStats MeasuredCostModel::stats() const {
+  std::unique_lock lock(mutex_);
+  return stats_;
+}
+
+CostDb MeasuredCostModel::db() const {
+  std::unique_lock lock(mutex_);
+  return db_;
+}
+
+void MeasuredCostModel::save() const {
+  if (config_.save_path.empty()) return;
+  std::unique_lock lock(mutex_);
+  db_.save(config_.save_path);
+  dirty_ = false;
+}
+
+std::unique_ptr<MeasuredCostModel> make_db_cost_model(const std::filesystem::path& file,
+                                                      std::unique_ptr<const CostModel> fallback) {
+  CostDb db = CostDb::load(file);
+  return std::make_unique<MeasuredCostModel>(std::move(db), NodeTimer{}, std::move(fallback),
+                                             MeasuredCostModel::Config{.name = "db:" + file.string(), .save_path = {}});
+}
+
+nlohmann::json LatencyComparison::to_json() const {
+  auto one = [](const GraphLatency& l) {
+    return nlohmann::json{{"median_ms", l.median_ms}, {"min_ms", l.min_ms}, {"max_ms", l.max_ms}, {"repeats", l.repeats}};
+  };
+  return {{"device", device}, {"precision", precision}, {"original", one(original)},
+          {"optimized", one(optimized)}, {"speedup", speedup}};
+}
+
+// ---- the GPU side: real with CUDA, a clear refusal without ---------------------------------------------
+
+#if TEQ_HAVE_CUDA
+
+namespace {
+
+gpu::RuntimeOptions runtime_options(const GpuMeasureOptions& o) {
+  return gpu::RuntimeOptions{.tf32 = o.tf32,
+                             .conv_algo_search = o.conv_algo_search,
+                             .warmup = o.warmup,
+                             .repeats = o.repeats};
+}
+
+std::shared_ptr<gpu::GpuRuntime> open_runtime(const GpuMeasureOptions& o, const char* purpose) {
+  const gpu::Availability a = gpu::GpuRuntime::available();
+  if (!a.ok)
+    throw GpuUnavailableError(std::string(purpose) + " needs an NVIDIA GPU: " + a.reason +
+                              " (a cost DB measured elsewhere works anywhere: --cost db:FILE)");
+  return std::make_shared<gpu::GpuRuntime>(runtime_options(o));
+}
+
+GraphLatency latency_of(const gpu::Timing& t) {
+  return GraphLatency{.median_ms = t.median_ms, .min_ms = t.min_ms, .max_ms = t.max_ms, .repeats = t.repeats};
+}
+
+}  // namespace
+
+GpuStatus gpu_status() {
+  const gpu::Availability a = gpu::GpuRuntime::available();
+  return GpuStatus{.compiled = true, .available = a.ok, .device = a.device, .reason = a.reason};
+}
+
+std::unique_ptr<MeasuredCostModel> make_measured_cost_model(const GpuMeasureOptions& options,
+                                                            std::unique_ptr<const CostModel> fallback,
+                                                            const std::filesystem::path& cache) {
+  std::shared_ptr<gpu::GpuRuntime> runtime = open_runtime(options, "--cost measured");
+  const std::string precision = options.tf32 ? "tf32" : "fp32";
+  CostDb db;
+  if (!cache.empty() && std::filesystem::exists(cache)) {
+    CostDb old = CostDb::load(cache);
+    if (old.device == runtime->device_name() && old.precision == precision) db = std::move(old);
+    else
+      std::cerr << "note: " << cache.string() << " was measured on " << old.device << " (" << old.precision
+                << "); measuring afresh for " << runtime->device_name() << " (" << precision << ")\n";
+  }
+  db.device = runtime->device_name();
+  db.precision = precision;
+  db.warmup = options.warmup;
+  db.repeats = options.repeats;
+  NodeTimer timer = [runtime](OpKind op, AttrSpan attrs, std::span<const Shape> inputs) {
+    return runtime->time_node(op, attrs, inputs).median_ms;
+  };
+  return std::make_unique<MeasuredCostModel>(
+      std::move(db), std::move(timer), std::move(fallback),
+      MeasuredCostModel::Config{.name = "measured:" + runtime->device_name(), .save_path = cache});
+}
+
+LatencyComparison measure_latency(const Expr& original, const Expr& optimized, const GpuMeasureOptions& options) {
+  std::shared_ptr<gpu::GpuRuntime> runtime = open_runtime(options, "--measure");
+  LatencyComparison c;
+  c.device = runtime->device_name();
+  c.precision = options.tf32 ? "tf32" : "fp32";
+  c.original = latency_of(runtime->time_graph(original));
+  c.optimized = latency_of(runtime->time_graph(optimized));
+  c.speedup = c.optimized.median_ms > 0 ? c.original.median_ms / c.optimized.median_ms : 0;
+  return c;
+}
+
+#else  // !TEQ_HAVE_CUDA
+
+namespace {
+constexpr const char* kNoCuda =
+    "this build has no CUDA runtime (configure on a machine with the CUDA toolkit and cuDNN, -DTEQ_CUDA=ON)";
+}
+
+GpuStatus gpu_status() { return GpuStatus{.compiled = false, .available = false, .device = {}, .reason = kNoCuda}; }
+
+std::unique_ptr<MeasuredCostModel> make_measured_cost_model(const GpuMeasureOptions&, std::unique_ptr<const CostModel>,
+                                                            const std::filesystem::path&) {
+  throw GpuUnavailableError(std::string("--cost measured needs an NVIDIA GPU: ") + kNoCuda +
+                            " (a cost DB measured elsewhere works anywhere: --cost db:FILE)");
+}
+
+LatencyComparison measure_latency(const Expr&, const Expr&, const GpuMeasureOptions&) {
+  throw GpuUnavailableError(std::string("--measure needs an NVIDIA GPU: ") + kNoCuda);
+}
+
+#endif
+
+}  // namespace teq

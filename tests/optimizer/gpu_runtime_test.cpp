@@ -1,0 +1,188 @@
+// The GPU runtime against the reference evaluator: every vocabulary operator (several attribute and
+// shape variants each) and small graphs must give evaluate<float>'s values within FP32 tolerance.
+// Without a GPU these tests skip and say why; the table's coverage of the vocabulary is checked always.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/optimizer/gpu_test_util.h"
+
+#if TEQ_HAVE_CUDA
+#include "optimizer/cuda/gpu_runtime.h"
+#endif
+
+namespace teq {
+namespace {
+
+using gpu_test::close;
+using gpu_test::random_leaves;
+
+/// One or more cases per operator. Leaves named p* are positive (divisors, variances).
+const std::vector<std::string>& operator_cases() {
+  static const std::vector<std::string> cases = {
+      "(ewadd (input a 2 3 4) (input b 2 3 4))",
+      "(ewsub (input a 2 3 4) (input b 2 3 4))",
+      "(ewmul (input a 5 7) (input b 5 7))",
+      "(ewdiv (input a 5 7) (input pb 5 7))",
+      "(smul (input x 3 5) (input s))",
+      "(relu (input x 2 3 5 7))",
+      "(tanh (input x 2 3 5 7))",
+      "(sigmoid (input x 1000))",
+      "(gelu (input x 4 33))",
+      "(broadcast 2 3 4 5 (input x 3 1 5))",
+      "(broadcast 4 6 (input x 6))",
+      "(noop (relu (input x 3 4)) (input y 2))",
+      "(matmul 0 (input a 3 4) (input b 4 5))",
+      "(matmul 2 (input a 2 3 4) (input b 4 5))",
+      "(matmul 1 (input a 3 4) (input b 2 4 5))",
+      "(matmul 3 (input a 2 1 3 4) (input b 1 3 4 5))",
+      "(matmul 0 (input a 2 3 17 33) (input b 2 3 33 9))",
+      "(conv2d 1 1 1 1 2 (input x 1 3 8 8) (weight w 4 3 3 3))",
+      "(conv2d 2 2 -1 -1 1 (input x 2 4 8 8) (weight w 6 4 3 3))",
+      "(conv2d 1 1 -1 -1 3 (input x 1 4 7 9) (weight w 6 2 3 5))",
+      "(conv2d 1 1 -1 -1 0 (input x 1 8 6 6) (weight w 8 1 3 3))",
+      "(conv2d 2 1 0 0 0 (input x 2 16 5 5) (weight w 8 16 1 1))",
+      "(enlarge 5 5 (input w 4 3 3 3))",
+      "(enlarge 3 3 (input w 4 3 1 1))",
+      "(maxpool 3 3 2 2 -1 -1 (input x 1 3 8 8))",
+      "(maxpool 3 3 1 1 1 1 (input x 2 3 7 7))",
+      "(maxpool 2 2 2 2 0 0 (input x 1 2 8 6))",
+      "(avgpool 3 3 1 1 -1 -1 1 (input x 1 3 8 8))",
+      "(avgpool 3 3 1 1 -1 -1 0 (input x 1 3 8 8))",
+      "(avgpool 3 3 2 2 -1 -1 0 (input x 1 3 8 8))",
+      "(avgpool 3 3 2 2 1 1 1 (input x 2 3 9 9))",
+      "(global_avgpool (input x 2 5 7 7))",
+      "(global_avgpool (input x 1 3 33 33))",
+      "(concat 1 (input a 2 3 4) (input b 2 5 4) (input c 2 1 4))",
+      "(concat -1 (input a 2 3 4) (input b 2 3 2))",
+      "(concat 0 (input a 2 3) (input b 4 3))",
+      "(split 1 0 1 (input x 2 7 3) (input r 2 3 5))",
+      "(split 1 1 1 (input x 2 7 3) (input r 2 3 5))",
+      "(split -1 1 0 (input x 2 3 9) (input r 4))",
+      "(slice 2 1 4 (input x 2 3 5))",
+      "(slice 0 1 2 (input x 3 4))",
+      "(transpose 0 2 3 1 (input x 2 3 4 5))",
+      "(transpose 1 0 (input x 7 3))",
+      "(reshape 6 20 (input x 2 3 4 5))",
+      "(batchnorm (input x 2 3 4 5) (input s 3) (input b 3) (input m 3) (input pv 3))",
+      "(batchnorm (input x 4 3) (input s 3) (input b 3) (input m 3) (input pv 3))",
+      "(softmax -1 (input x 2 3 5))",
+      "(softmax 1 (input x 2 6 5))",
+      "(ones (input x 2 3))",
+      "(eye (input x 2 4))",
+      "(iconv 3 3 (input x 1 4 5 5))",
+      "(pool_kernel 3 3 (input x 1 4 5 5))",
+  };
+  return cases;
+}
+
+/// Small multi-operator graphs: residual block, attention, a weight-only subgraph, shared inputs and
+/// several outputs, a root that is a view of an input.
+const std::vector<std::string>& graph_cases() {
+  static const std::vector<std::string> cases = {
+      "(let x (input x 1 8 8 8)) (let h (conv2d 1 1 -1 -1 2 x (weight w1 8 8 3 3)))"
+      " (relu (ewadd x (conv2d 1 1 -1 -1 0 h (weight w2 8 8 3 3))))",
+      "(let q (matmul 0 (input x 2 4 8) (weight wq 8 8))) (let k (matmul 0 (input x 2 4 8) (weight wk 8 8)))"
+      " (matmul 0 (softmax -1 (matmul 0 q (transpose 0 2 1 k))) (input x 2 4 8))",
+      "(conv2d 1 1 -1 -1 2 (input x 1 4 6 6) (concat 0 (weight w1 3 4 3 3) (enlarge 3 3 (weight w2 5 4 1 1))))",
+      "(let m (matmul 0 (input x 4 6) (concat 1 (weight w1 6 3) (weight w2 6 5))))"
+      " (split 1 0 1 m (weight w1 6 3)) (split 1 1 1 m (weight w1 6 3))",
+      "(reshape 12 (input x 3 4)) (tanh (input x 3 4))",
+      "(global_avgpool (maxpool 3 3 2 2 -1 -1 (batchnorm (conv2d 2 2 -1 -1 0 (input x 1 3 16 16)"
+      " (weight w 8 3 7 7)) (weight s 8) (weight b 8) (weight m 8) (weight pv 8))))",
+  };
+  return cases;
+}
+
+TEST(GpuRuntime, CasesCoverEveryVocabularyOperator) {
+  std::set<OpKind> seen;
+  for (const std::string& c : operator_cases())
+    for (const ExprNode& n : parse_expr(c).nodes()) seen.insert(n.op);
+  for (const OpInfo& info : all_ops()) {
+    if (is_leaf(info.kind) || info.kind == OpKind::Opaque) continue;
+    EXPECT_TRUE(seen.count(info.kind)) << "no GPU test case for operator " << info.name;
+  }
+}
+
+#if TEQ_HAVE_CUDA
+
+using gpu::GpuRuntime;
+
+#define TEQ_REQUIRE_GPU()                                                              \
+  do {                                                                                 \
+    const gpu::Availability a = GpuRuntime::available();                               \
+    if (!a.ok) GTEST_SKIP() << "no GPU, GPU runtime not exercised: " << a.reason; \
+  } while (0)
+
+void expect_gpu_matches_cpu(GpuRuntime& gpu, const std::string& text, float atol, float rtol) {
+  SCOPED_TRACE(text);
+  const Expr g = parse_expr(text);
+  const auto leaves = random_leaves(g);
+  const std::vector<Tensor<float>> want = evaluate<float>(g, Arith<float>{}, leaves);
+  const std::vector<Tensor<float>> got = gpu.run_graph(g, leaves);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].shape, want[i].shape) << "output " << i;
+    EXPECT_TRUE(close(got[i].data, want[i].data, atol, rtol)) << "output " << i;
+  }
+}
+
+TEST(GpuRuntime, EveryOperatorMatchesTheReferenceEvaluator) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu;
+  for (const std::string& c : operator_cases()) expect_gpu_matches_cpu(gpu, c, 1e-4f, 1e-4f);
+}
+
+TEST(GpuRuntime, OperatorsWithoutAlgorithmSearchMatch) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu({.conv_algo_search = false});
+  for (const std::string& c : operator_cases())
+    if (c.starts_with("(conv2d")) expect_gpu_matches_cpu(gpu, c, 1e-4f, 1e-4f);
+}
+
+TEST(GpuRuntime, SmallGraphsMatchTheReferenceEvaluator) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu;
+  for (const std::string& c : graph_cases()) expect_gpu_matches_cpu(gpu, c, 1e-4f, 1e-4f);
+}
+
+TEST(GpuRuntime, Tf32StaysCloseToFp32) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu({.tf32 = true});
+  // TF32 keeps 10 mantissa bits: compare loosely.
+  expect_gpu_matches_cpu(gpu, "(matmul 0 (input a 2 64 128) (input b 128 32))", 2e-2f, 2e-2f);
+  expect_gpu_matches_cpu(gpu, "(conv2d 1 1 -1 -1 2 (input x 1 16 12 12) (weight w 16 16 3 3))", 2e-2f, 2e-2f);
+}
+
+TEST(GpuRuntime, OpaqueOperatorsAreRefused) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu;
+  const Expr g = parse_expr("(opaque 3 0 2 2 (input x 2 2))");
+  EXPECT_THROW(gpu.run_graph(g, random_leaves(g)), gpu::GpuError);
+}
+
+TEST(GpuRuntime, MissingLeafIsAShapeError) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu;
+  EXPECT_THROW(gpu.run_graph(parse_expr("(relu (input x 2 2))"), {}), ShapeError);
+}
+
+TEST(GpuRuntime, TimesNodesAndGraphs) {
+  TEQ_REQUIRE_GPU();
+  GpuRuntime gpu({.warmup = 1, .repeats = 5});
+  const std::vector<Shape> conv_in = {{1, 64, 28, 28}, {64, 64, 3, 3}};
+  const gpu::Timing conv = gpu.time_node(OpKind::Conv2d, std::vector<int64_t>{1, 1, -1, -1, 2}, conv_in);
+  EXPECT_GT(conv.median_ms, 0);
+  EXPECT_LE(conv.min_ms, conv.median_ms);
+  EXPECT_LE(conv.median_ms, conv.max_ms);
+  EXPECT_EQ(conv.repeats, 5);
+  const std::vector<Shape> view_in = {{4, 6}};
+  EXPECT_EQ(gpu.time_node(OpKind::Reshape, std::vector<int64_t>{24}, view_in).median_ms, 0);
+  const gpu::Timing whole = gpu.time_graph(parse_expr(graph_cases()[0]));
+  EXPECT_GT(whole.median_ms, 0);
+}
+
+#endif  // TEQ_HAVE_CUDA
+
+}  // namespace
+}  // namespace teq
