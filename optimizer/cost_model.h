@@ -31,6 +31,9 @@ class FlopCostModel final : public CostModel {
     double per_flop = 1e-12;      // seconds per multiply-add
     double per_element = 4e-12;   // seconds per element moved (4 bytes at ~1 TB/s)
     double per_node = 5e-6;       // launch overhead
+    // split, slice and reshape: runtimes make them views or fuse them into their consumer, so no launch
+    // (their element traffic is still charged); noop (joins outputs) costs nothing at all.
+    double per_view_node = 0;
   };
   FlopCostModel() = default;
   explicit FlopCostModel(Config c) : config_(c) {}

@@ -10,23 +10,16 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "optimizer/cost_model.h"
+#include "optimizer/runner.h"  // IterationStats, to_string(IterationStats)
 #include "rules/corpus.h"
 #include "rules/expr.h"
 
 namespace teq {
 
 enum class ExtractMethod { Greedy, DagGreedy, Ilp };
-
-/// One line of progress per saturation iteration.
-struct IterationStats {
-  size_t iteration = 0;
-  size_t enodes = 0;
-  size_t eclasses = 0;
-  size_t matches = 0;
-  double seconds = 0;  // since saturation started
-};
 
 struct OptimizeConfig {
   size_t node_limit = 100'000;
@@ -35,7 +28,9 @@ struct OptimizeConfig {
   int k_multi = 1;  // multi-pattern rules are applied in the first k_multi iterations
   ExtractMethod extract = ExtractMethod::Ilp;
   double ilp_time_limit_s = 60;
-  std::function<void(const IterationStats&)> on_iteration;  // may be empty
+  size_t match_limit = 1'000;  // backoff scheduler (runner.h): matches per rule and iteration before a ban
+  size_t ban_length = 5;       // iterations of the first ban
+  std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
 };
 
 struct ExtractionStats {
@@ -57,6 +52,8 @@ struct OptimizeReport {
   std::string stop_reason;                   // "saturated", "node-limit", "iter-limit", "time-limit"
   std::map<std::string, size_t> rules_used;  // rule id -> e-nodes of the extracted graph it produced
   ExtractionStats extraction;
+  size_t blacklisted = 0;                    // e-nodes removed to break cycles before extraction
+  std::vector<std::string> notes;            // rules not used, extraction fallbacks, ...
 };
 
 /// Optimizes `graph` (leaves are inputs and weights; several roots allowed). Throws ShapeError if the

@@ -1,0 +1,43 @@
+#include "optimizer/cost_model.h"
+
+namespace teq {
+
+double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
+  const double out = static_cast<double>(num_elements(output));
+  switch (op) {
+    case OpKind::Matmul: return out * static_cast<double>(inputs[0].back());  // [.., m, k] x [.., k, n]
+    case OpKind::Conv2d: {
+      const Shape& w = inputs[1];  // [O, C/g, KH, KW]
+      return out * static_cast<double>(w[1] * w[2] * w[3]);
+    }
+    case OpKind::MaxPool:
+    case OpKind::AvgPool: return out * static_cast<double>(attrs[0] * attrs[1]);
+    case OpKind::GlobalAvgPool: return static_cast<double>(num_elements(inputs[0]));
+    case OpKind::EwAdd:
+    case OpKind::EwSub:
+    case OpKind::EwMul:
+    case OpKind::EwDiv:
+    case OpKind::Smul:
+    case OpKind::Relu:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid:
+    case OpKind::Gelu:
+    case OpKind::BatchNorm:
+    case OpKind::Softmax: return out;
+    default: return 0;  // data movement, constants, leaves, opaque
+  }
+}
+
+double FlopCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                                const Shape& output) const {
+  if (op == OpKind::Noop) return 0;
+  double elements = static_cast<double>(num_elements(output));
+  // A split's second operand only supplies the cut position (its shape); nothing of it is read.
+  const size_t read = op == OpKind::Split ? 1 : inputs.size();
+  for (size_t i = 0; i < read; ++i) elements += static_cast<double>(num_elements(inputs[i]));
+  const bool view = op == OpKind::Split || op == OpKind::Slice || op == OpKind::Reshape;
+  return config_.per_flop * count_flops(op, attrs, inputs, output) + config_.per_element * elements +
+         (view ? config_.per_view_node : config_.per_node);
+}
+
+}  // namespace teq

@@ -1,0 +1,137 @@
+#include "optimizer/extract.h"
+
+#include <stdexcept>
+
+#include "rules/evaluator.h"
+
+namespace teq {
+
+double dag_cost(const ExtractionProblem& problem, std::span<const NodeId> choice) {
+  enum : uint8_t { kWhite, kOnPath, kDone };
+  std::vector<uint8_t> state(problem.classes.size(), kWhite);
+  double total = 0;
+  struct Frame {
+    ClassId c;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  for (ClassId root : problem.roots) {
+    if (root.value >= state.size()) return kInfiniteCost;
+    if (state[root.value] == kDone) continue;
+    stack.push_back({root, 0});
+    state[root.value] = kOnPath;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const NodeId n = f.c.value < choice.size() ? choice[f.c.value] : kNoNode;
+      if (n == kNoNode || n.value >= problem.nodes.size() || problem.nodes[n.value].cls != f.c)
+        return kInfiniteCost;
+      const auto& children = problem.nodes[n.value].children;
+      if (f.next == children.size()) {
+        total += problem.nodes[n.value].cost;
+        state[f.c.value] = kDone;
+        stack.pop_back();
+        continue;
+      }
+      ClassId d = children[f.next++];
+      if (d.value >= state.size() || state[d.value] == kOnPath) return kInfiniteCost;  // cycle
+      if (state[d.value] == kWhite) {
+        state[d.value] = kOnPath;
+        stack.push_back({d, 0});
+      }
+    }
+  }
+  return total;
+}
+
+ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> roots, const CostModel& cost,
+                               const std::vector<bool>& blacklist) {
+  ExtractionProblem p;
+  p.nodes.resize(egraph.node_slots());
+  p.classes.resize(egraph.class_slots());
+  std::vector<Shape> in;
+  for (ClassId c : egraph.class_ids()) {
+    for (NodeId n : egraph.eclass(c).nodes) {
+      if (n.value < blacklist.size() && blacklist[n.value]) continue;
+      const ENode& e = egraph.node(n);
+      ExtractionProblem::Node& out = p.nodes[n.value];
+      out.cls = c;
+      for (ClassId d : e.children) out.children.push_back(egraph.find(d));
+      if (!is_leaf(e.op) && !egraph.is_precomputable(n)) {
+        in.clear();
+        for (ClassId d : e.children) in.push_back(egraph.shape(d));
+        out.cost = std::max(0.0, cost.node_cost(e.op, e.attrs, in, egraph.eclass(c).shape));
+      }
+      p.classes[c.value].push_back(n);
+    }
+  }
+  for (ClassId r : roots) p.roots.push_back(egraph.find(r));
+  return p;
+}
+
+Expr build_expr(const EGraph& egraph, std::span<const NodeId> choice, std::span<const ClassId> roots) {
+  Expr out;
+  std::vector<ExprId> done(egraph.class_slots(), ExprId(UINT32_MAX));
+  std::vector<bool> on_path(egraph.class_slots(), false);
+  struct Frame {
+    ClassId c;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  for (ClassId root : roots) {
+    root = egraph.find(root);
+    if (done[root.value].value == UINT32_MAX) {
+      stack.push_back({root, 0});
+      on_path[root.value] = true;
+    }
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const NodeId n = choice[f.c.value];
+      if (n == kNoNode) throw std::logic_error("build_expr: no e-node chosen for e-class " + std::to_string(f.c.value));
+      const ENode& e = egraph.node(n);
+      if (f.next < e.children.size()) {
+        ClassId d = egraph.find(e.children[f.next++]);
+        if (on_path[d.value]) throw std::logic_error("build_expr: the selection is cyclic");
+        if (done[d.value].value == UINT32_MAX) {
+          on_path[d.value] = true;
+          stack.push_back({d, 0});
+        }
+        continue;
+      }
+      ExprNode x{e.op, e.attrs, {}, e.name};
+      for (ClassId d : e.children) x.children.push_back(done[egraph.find(d).value]);
+      done[f.c.value] = out.add(std::move(x));
+      on_path[f.c.value] = false;
+      stack.pop_back();
+    }
+    out.add_root(done[root.value]);
+  }
+  return out;
+}
+
+double graph_cost(const Expr& graph, const CostModel& cost) {
+  const std::vector<Shape> shapes = infer_shapes(graph, {});
+  std::vector<bool> needed(graph.size(), false), precomputable(graph.size(), false);
+  for (ExprId r : graph.roots()) needed[r.value] = true;
+  for (size_t i = graph.size(); i-- > 0;)
+    if (needed[i])
+      for (ExprId c : graph.nodes()[i].children) needed[c.value] = true;
+  double total = 0;
+  std::vector<Shape> in;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    const ExprNode& n = graph.nodes()[i];
+    if (n.op == OpKind::Weight || is_constant_op(n.op)) {
+      precomputable[i] = true;
+    } else if (!is_leaf(n.op) && n.op != OpKind::Opaque) {
+      bool all = !n.children.empty();
+      for (ExprId c : n.children) all = all && precomputable[c.value];
+      precomputable[i] = all;
+    }
+    if (!needed[i] || is_leaf(n.op) || precomputable[i]) continue;
+    in.clear();
+    for (ExprId c : n.children) in.push_back(shapes[c.value]);
+    total += std::max(0.0, cost.node_cost(n.op, n.attrs, in, shapes[i]));
+  }
+  return total;
+}
+
+}  // namespace teq

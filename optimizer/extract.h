@@ -1,0 +1,61 @@
+// Extraction, the common part: the problem (e-classes, their usable e-nodes with costs, roots) that the
+// greedy and ILP extractors (extract_greedy.h, extract_ilp.h) solve, the result type, DAG costing of a
+// selection, and turning a selection back into an Expr. The problem is plain data, so tests can pose
+// arbitrary (also cyclic) instances without building an e-graph.
+#pragma once
+
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "optimizer/cost_model.h"
+#include "optimizer/egraph.h"
+#include "rules/expr.h"
+
+namespace teq {
+
+inline constexpr NodeId kNoNode{UINT32_MAX};
+inline constexpr double kInfiniteCost = std::numeric_limits<double>::infinity();
+
+struct ExtractionProblem {
+  struct Node {
+    ClassId cls;
+    std::vector<ClassId> children;  // canonical class ids
+    double cost = 0;                // >= 0; 0 for precomputable (weight-only) work
+  };
+  std::vector<Node> nodes;                   // indexed by NodeId
+  std::vector<std::vector<NodeId>> classes;  // indexed by ClassId: the usable nodes (empty: no such class)
+  std::vector<ClassId> roots;                // outputs, in order (repeats allowed)
+};
+
+/// A selection: at most one node per class. Only what the roots reach matters.
+struct Extraction {
+  std::string method;          // "greedy", "dag-greedy", "ilp"
+  std::vector<NodeId> choice;  // indexed by ClassId; kNoNode = not chosen
+  double cost = kInfiniteCost; // DAG cost: each reached class's chosen node counted once
+  double bound = 0;            // best proven lower bound (0 if the method proves none)
+  bool optimal = false;        // cost == optimum, proved
+  std::string status;          // solver remarks, e.g. "time limit, gap 3%"
+  bool ok() const { return cost < kInfiniteCost; }
+  double gap() const { return cost > 0 && ok() ? (cost - bound) / cost : 0; }
+};
+
+/// DAG cost of what `choice` reaches from the roots; kInfiniteCost if a reached class has no chosen
+/// node, a chosen node is not in its class, or the selection is cyclic.
+double dag_cost(const ExtractionProblem& problem, std::span<const NodeId> choice);
+
+/// The extraction problem of a clean e-graph: live e-nodes that are not blacklisted, each costed by
+/// `cost` (precomputable e-nodes and leaves cost 0). `roots` are canonicalized.
+ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> roots, const CostModel& cost,
+                               const std::vector<bool>& blacklist = {});
+
+/// The graph that `choice` selects, with the roots in order. Throws std::logic_error if the selection
+/// is incomplete or cyclic (extractors never return such a selection).
+Expr build_expr(const EGraph& egraph, std::span<const NodeId> choice, std::span<const ClassId> roots);
+
+/// Cost of a graph as the optimizer counts it: each operator node once, precomputable nodes (that
+/// depend only on weights and constants) free.
+double graph_cost(const Expr& graph, const CostModel& cost);
+
+}  // namespace teq

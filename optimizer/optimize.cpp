@@ -1,0 +1,93 @@
+#include "optimizer/optimize.h"
+
+#include <chrono>
+
+#include "optimizer/cycles.h"
+#include "optimizer/egraph.h"
+#include "optimizer/extract.h"
+#include "optimizer/extract_greedy.h"
+#include "optimizer/extract_ilp.h"
+#include "rules/evaluator.h"
+
+namespace teq {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
+                              const OptimizeConfig& config) {
+  for (const ExprNode& n : graph.nodes())
+    if (n.op == OpKind::Var) throw ShapeError("optimize_graph: the graph has a pattern variable ?" + n.name);
+  infer_shapes(graph, {});  // throws ShapeError naming the ill-shaped subterm
+
+  OptimizeReport report;
+  report.optimized = graph;
+  report.original_cost = report.optimized_cost = graph_cost(graph, cost);
+
+  // Saturate.
+  const auto t0 = Clock::now();
+  EGraph egraph;
+  const std::vector<ClassId> ids = egraph.add_expr(graph);
+  std::vector<ClassId> roots;
+  for (ExprId r : graph.roots()) roots.push_back(ids[r.value]);
+  Runner runner(rules.rules, RunnerConfig{.node_limit = config.node_limit,
+                                          .iter_limit = config.iter_limit,
+                                          .time_limit_s = config.time_limit_s,
+                                          .k_multi = config.k_multi,
+                                          .match_limit = config.match_limit,
+                                          .ban_length = config.ban_length,
+                                          .on_iteration = config.on_iteration});
+  const RunReport run = runner.run(egraph);
+  report.saturate_seconds = seconds_since(t0);
+  report.iterations = run.iterations;
+  report.enodes = egraph.num_nodes();
+  report.eclasses = egraph.num_classes();
+  report.stop_reason = std::string(to_string(run.stop));
+  report.notes = run.notes;
+
+  // Break cycles, then extract.
+  const auto t1 = Clock::now();
+  std::vector<bool> blacklist;
+  report.blacklisted = blacklist_cycles(egraph, blacklist).blacklisted;
+  const ExtractionProblem problem = make_problem(egraph, roots, cost, blacklist);
+  Extraction ex;
+  switch (config.extract) {
+    case ExtractMethod::Greedy: ex = extract_greedy(problem); break;
+    case ExtractMethod::DagGreedy: ex = extract_dag_greedy(problem); break;
+    case ExtractMethod::Ilp: ex = extract_ilp(problem, IlpConfig{.time_limit_s = config.ilp_time_limit_s}); break;
+  }
+  report.extract_seconds = seconds_since(t1);
+  report.extraction = ExtractionStats{ex.method, ex.cost, ex.bound, ex.gap()};
+  if (!ex.status.empty()) report.notes.push_back("extraction: " + ex.status);
+  if (!ex.ok()) {
+    report.stop_reason += "; extraction failed (" + ex.status + "), input returned unchanged";
+    return report;
+  }
+
+  Expr optimized = build_expr(egraph, ex.choice, roots);
+  const double optimized_cost = graph_cost(optimized, cost);
+  if (optimized_cost > report.original_cost) {
+    // A heuristic extractor can lose to the input (tree cost ignores sharing): keep the input.
+    report.notes.push_back("extracted graph costs more than the input; input kept");
+    return report;
+  }
+  // Explanation: which rules made the e-nodes of the extracted graph.
+  std::vector<bool> seen(egraph.class_slots(), false);
+  std::vector<ClassId> todo(problem.roots.begin(), problem.roots.end());
+  while (!todo.empty()) {
+    ClassId c = todo.back();
+    todo.pop_back();
+    if (seen[c.value]) continue;
+    seen[c.value] = true;
+    const NodeId n = ex.choice[c.value];
+    if (auto rule = egraph.origin(n)) ++report.rules_used[runner.rule_ids()[rule->value]];
+    for (ClassId d : problem.nodes[n.value].children) todo.push_back(d);
+  }
+  report.optimized = std::move(optimized);
+  report.optimized_cost = optimized_cost;
+  return report;
+}
+
+}  // namespace teq

@@ -1,0 +1,188 @@
+#include "optimizer/pattern.h"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "rules/semantics.h"
+
+namespace teq {
+
+uint32_t VarTable::slot(const std::string& name) {
+  if (auto s = find(name)) return *s;
+  names.push_back(name);
+  return static_cast<uint32_t>(names.size() - 1);
+}
+
+std::optional<uint32_t> VarTable::find(const std::string& name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<uint32_t>(i);
+  return std::nullopt;
+}
+
+Pattern::Pattern(const Expr& expr, VarTable& vars) {
+  const ExprId root = expr.root();
+  // Keep only what the root reaches; children precede parents in an Expr, so the root comes last.
+  std::vector<bool> needed(root.value + 1, false);
+  needed[root.value] = true;
+  for (uint32_t i = root.value + 1; i-- > 0;)
+    if (needed[i])
+      for (ExprId c : expr[ExprId(i)].children) needed[c.value] = true;
+  std::unordered_map<uint32_t, uint32_t> mapped;
+  for (uint32_t i = 0; i <= root.value; ++i) {
+    if (!needed[i]) continue;
+    const ExprNode& n = expr[ExprId(i)];
+    if (n.op == OpKind::Input || n.op == OpKind::Weight)
+      throw std::invalid_argument("pattern contains a " + std::string(op_name(n.op)) + " leaf '" + n.name + "'");
+    PatternNode p{n.op, n.attrs, {}, kUnbound};
+    if (n.op == OpKind::Var) {
+      p.var = vars.slot(n.name);
+      if (std::find(var_slots_.begin(), var_slots_.end(), p.var) == var_slots_.end()) var_slots_.push_back(p.var);
+    }
+    for (ExprId c : n.children) p.children.push_back(mapped.at(c.value));
+    mapped.emplace(i, static_cast<uint32_t>(nodes_.size()));
+    nodes_.push_back(std::move(p));
+  }
+}
+
+std::string Pattern::canonical_key() const {
+  std::unordered_map<uint32_t, size_t> renamed;
+  std::string out;
+  std::function<void(uint32_t)> print = [&](uint32_t i) {
+    const PatternNode& n = nodes_[i];
+    if (n.op == OpKind::Var) {
+      auto [it, _] = renamed.try_emplace(n.var, renamed.size());
+      out += "?" + std::to_string(it->second);
+      return;
+    }
+    out += "(";
+    out += op_name(n.op);
+    for (int64_t a : n.attrs) out += " " + std::to_string(a);
+    for (uint32_t c : n.children) {
+      out += " ";
+      print(c);
+    }
+    out += ")";
+  };
+  print(root());
+  return out;
+}
+
+std::vector<uint32_t> Pattern::canonical_vars() const {
+  std::vector<uint32_t> order;
+  std::function<void(uint32_t)> walk = [&](uint32_t i) {
+    const PatternNode& n = nodes_[i];
+    if (n.op == OpKind::Var) {
+      if (std::find(order.begin(), order.end(), n.var) == order.end()) order.push_back(n.var);
+      return;
+    }
+    for (uint32_t c : n.children) walk(c);
+  };
+  walk(root());
+  return order;
+}
+
+ClassIndex::ClassIndex(const EGraph& egraph) : by_op_(all_ops().size()) {
+  for (ClassId c : egraph.class_ids()) {
+    const std::vector<NodeId>& nodes = egraph.eclass(c).nodes;
+    for (NodeId n : nodes) {
+      std::vector<ClassId>& list = by_op_[static_cast<size_t>(egraph.node(n).op)];
+      if (list.empty() || list.back() != c) list.push_back(c);
+    }
+  }
+}
+
+namespace {
+
+/// Appends to `out` every extension of `s` under which pattern node `pi` matches class `c`.
+void match(const EGraph& g, const Pattern& p, uint32_t pi, ClassId c, const Subst& s, std::vector<Subst>& out) {
+  const PatternNode& pn = p.nodes()[pi];
+  if (pn.op == OpKind::Var) {
+    ClassId bound = s[pn.var];
+    if (bound.value == kUnbound) {
+      out.push_back(s);
+      out.back()[pn.var] = c;
+    } else if (bound == c) {
+      out.push_back(s);
+    }
+    return;
+  }
+  std::vector<Subst> cur, next;
+  for (NodeId nid : g.eclass(c).nodes) {
+    const ENode& n = g.node(nid);
+    if (n.op != pn.op || n.children.size() != pn.children.size() || n.attrs != pn.attrs) continue;
+    cur.assign(1, s);
+    for (size_t i = 0; i < pn.children.size() && !cur.empty(); ++i) {
+      next.clear();
+      for (const Subst& t : cur) match(g, p, pn.children[i], n.children[i], t, next);
+      cur.swap(next);
+    }
+    for (Subst& t : cur) out.push_back(std::move(t));
+  }
+}
+
+}  // namespace
+
+std::vector<Match> search_class(const EGraph& egraph, ClassId root, const Pattern& pattern, size_t num_slots) {
+  std::vector<Subst> substs;
+  root = egraph.find(root);
+  match(egraph, pattern, pattern.root(), root, Subst(num_slots, ClassId(kUnbound)), substs);
+  std::vector<Match> out;
+  for (Subst& s : substs) out.push_back(Match{root, std::move(s)});
+  return out;
+}
+
+std::vector<Match> search(const EGraph& egraph, const ClassIndex& index, const Pattern& pattern, size_t num_slots,
+                          size_t limit) {
+  std::vector<Match> out;
+  std::vector<Subst> substs;
+  const Subst empty(num_slots, ClassId(kUnbound));
+  for (ClassId c : index.classes_with(pattern.root_op())) {
+    substs.clear();
+    match(egraph, pattern, pattern.root(), c, empty, substs);
+    for (Subst& s : substs) {
+      out.push_back(Match{c, std::move(s)});
+      if (out.size() >= limit) return out;
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, const Pattern& pattern,
+                                                      const Subst& subst) {
+  std::vector<Shape> shapes(pattern.nodes().size());
+  std::vector<Shape> in;
+  for (size_t i = 0; i < pattern.nodes().size(); ++i) {
+    const PatternNode& n = pattern.nodes()[i];
+    if (n.op == OpKind::Var) {
+      shapes[i] = egraph.shape(subst[n.var]);
+      continue;
+    }
+    in.clear();
+    for (uint32_t c : n.children) in.push_back(shapes[c]);
+    try {
+      shapes[i] = infer_shape(n.op, n.attrs, in);
+    } catch (const ShapeError&) {
+      return std::nullopt;
+    }
+  }
+  return shapes;
+}
+
+ClassId instantiate(EGraph& egraph, const Pattern& pattern, const Subst& subst, std::optional<RuleId> origin) {
+  std::vector<ClassId> ids(pattern.nodes().size());
+  for (size_t i = 0; i < pattern.nodes().size(); ++i) {
+    const PatternNode& n = pattern.nodes()[i];
+    if (n.op == OpKind::Var) {
+      ids[i] = egraph.find(subst[n.var]);
+      continue;
+    }
+    ENode e{n.op, n.attrs, {}, {}};
+    for (uint32_t c : n.children) e.children.push_back(ids[c]);
+    ids[i] = egraph.add(std::move(e), origin);
+  }
+  return ids[pattern.root()];
+}
+
+}  // namespace teq

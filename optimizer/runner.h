@@ -1,0 +1,82 @@
+// Runner: equality saturation of an EGraph with a rule list. Each iteration searches every rule on the
+// clean e-graph, applies the matches whose right side is well-shaped, and rebuilds once. Single-pattern
+// rules go through an egg-style backoff scheduler; multi-pattern rules are joined as in Tensat and applied
+// only in the first k_multi iterations, behind a cycle pre-filter (cycles.h). Extraction is elsewhere.
+// Usage:
+//   EGraph g; auto ids = g.add_expr(graph);
+//   Runner runner(corpus.rules, RunnerConfig{.iter_limit = 10});
+//   RunReport r = runner.run(g);   // r.stop == StopReason::Saturated, ...
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "optimizer/egraph.h"
+#include "optimizer/pattern.h"
+#include "rules/corpus.h"
+
+namespace teq {
+
+/// One line of progress per saturation iteration.
+struct IterationStats {
+  size_t iteration = 0;
+  size_t enodes = 0;
+  size_t eclasses = 0;
+  size_t matches = 0;
+  double seconds = 0;  // since saturation started
+};
+/// "iter 3: 1234 e-nodes, 567 e-classes, 89 matches, 0.012 s"
+std::string to_string(const IterationStats& s);
+
+enum class StopReason { Saturated, NodeLimit, IterLimit, TimeLimit };
+std::string_view to_string(StopReason reason);  // "saturated", "node-limit", "iter-limit", "time-limit"
+
+struct RunnerConfig {
+  size_t node_limit = 100'000;
+  size_t iter_limit = 30;
+  double time_limit_s = 60;
+  int k_multi = 1;                   // multi-pattern rules apply in iterations [0, k_multi)
+  bool backoff = true;               // egg's BackoffScheduler for single-pattern rules
+  size_t match_limit = 1'000;        // a rule with more matches in one iteration is banned ...
+  size_t ban_length = 5;             // ... for this many iterations; both double with every ban
+  size_t multi_limit = 50'000;       // most joined matches one multi-pattern rule may apply per iteration
+  std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
+};
+
+struct RunReport {
+  StopReason stop = StopReason::Saturated;
+  size_t iterations = 0;
+  double seconds = 0;
+  std::vector<IterationStats> per_iteration;
+  size_t applied = 0;          // instantiations added (a no-op union counts too)
+  size_t rejected_shape = 0;   // matches whose right side is ill-shaped (or of another shape)
+  size_t rejected_cycle = 0;   // multi-pattern applications the cycle pre-filter refused
+  std::vector<std::string> notes;  // e.g. rules that could not be used, and why
+};
+
+class Runner {
+ public:
+  /// Compiles the rules. RuleId i (as recorded in the e-graph) is rules[i]. A multi-pattern rule whose
+  /// patterns share no variable becomes independent single rules; one with more than two patterns is
+  /// not used (noted in every report).
+  explicit Runner(std::span<const Rule> rules, RunnerConfig config = {});
+  ~Runner();
+  Runner(Runner&&) noexcept;
+
+  /// Saturates `egraph` until a limit or saturation; leaves it clean (rebuilt).
+  RunReport run(EGraph& egraph);
+  /// Rule id strings, indexed by RuleId.
+  const std::vector<std::string>& rule_ids() const { return rule_ids_; }
+
+ private:
+  struct Compiled;
+  std::vector<std::string> rule_ids_;
+  std::vector<Compiled> single_, multi_;
+  std::vector<std::string> notes_;
+  RunnerConfig config_;
+};
+
+}  // namespace teq
