@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"
 
@@ -64,6 +66,79 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"(input x 0 3)", 1, 2, "dimensions must be >= 1"},
                       BadInput{"(relu 3)", 1, 7, "unexpected integer"},
                       BadInput{"(relu \"abc", 1, 7, "unterminated string"}));
+
+TEST(Sexpr, EveryOperatorFormRoundTrips) {
+  // One pattern per operator of op_list.inc (attributes first, negative ones included); printing a
+  // parsed pattern gives the same text back.
+  const std::vector<std::string> forms = {
+      "(ewadd ?a ?b)", "(ewsub ?a ?b)", "(ewmul ?a ?b)", "(ewdiv ?a ?b)", "(smul ?a ?s)", "(relu ?a)",
+      "(tanh ?a)", "(sigmoid ?a)", "(gelu ?a)", "(broadcast 2 3 ?a)", "(noop ?a ?b ?c)", "(matmul 2 ?a ?b)",
+      "(conv2d 2 1 -1 0 3 ?x ?w)", "(enlarge 5 3 ?w)", "(maxpool 3 3 2 2 -1 -1 ?x)",
+      "(avgpool 3 3 1 1 1 1 0 ?x)", "(global_avgpool ?x)", "(concat -1 ?a ?b ?c)", "(split 1 0 -1 ?x ?r)",
+      "(slice 0 1 3 ?x)", "(transpose 2 0 1 ?x)", "(reshape 6 ?x)", "(batchnorm ?x ?s ?b ?m ?v)",
+      "(softmax -1 ?x)", "(ones ?x)", "(eye ?x)", "(iconv 3 3 ?x)", "(pool_kernel 3 1 ?x)",
+      "(opaque 4 0 2 3 ?x ?y)", "(opaque 4 1 7)", "(relu (input \"a b\" 2 3))", "(tanh (weight w))"};
+  std::set<OpKind> seen;
+  for (const std::string& text : forms) {
+    Expr p = parse_pattern(text);
+    EXPECT_EQ(to_sexpr(p, p.root()), text);
+    seen.insert(p[p.root()].op);
+    for (const ExprNode& n : p.nodes()) seen.insert(n.op);
+  }
+  for (const OpInfo& info : all_ops()) EXPECT_TRUE(seen.contains(info.kind)) << "no form for " << info.name;
+}
+
+TEST(Sexpr, CommentsEscapesAndLets) {
+  Expr g = parse_expr(
+      "; a comment line\n"
+      "(let \"q\\\"name\" (input x 2)) ; trailing comment\n"
+      "(relu \"q\\\"name\")\n");
+  ASSERT_EQ(g.roots().size(), 1u);
+  EXPECT_EQ(to_sexpr(g, g.root()), "(relu (input x 2))");
+  Expr h = parse_expr("(input \"a\\\"b\" 1)");
+  EXPECT_EQ(h[h.root()].name, "a\"b");
+  EXPECT_EQ(print_graph(h), "(input \"a\\\"b\" 1)\n");
+  EXPECT_EQ(parse_expr(print_graph(h)), h);
+}
+
+TEST(Sexpr, PrintGraphRoundTripsSharedWork) {
+  Expr g = parse_expr(
+      "(let c (conv2d 1 1 -1 -1 2 (input x 1 2 4 4) (weight w 2 2 3 3)))"
+      "(let s (split 1 0 1 c (weight r 1 1)))"
+      "(concat 1 s (split 1 1 1 c (weight r 1 1)))"
+      "(maxpool 2 2 2 2 0 0 s)");
+  const std::string printed = print_graph(g);
+  Expr back = parse_expr(printed);
+  EXPECT_EQ(back.size(), g.size());
+  EXPECT_EQ(back.roots().size(), 2u);
+  EXPECT_EQ(print_graph(back), printed);
+  for (size_t i = 0; i < g.roots().size(); ++i)
+    EXPECT_EQ(to_sexpr(back, back.roots()[i]), to_sexpr(g, g.roots()[i]));
+}
+
+TEST(Sexpr, LetErrors) {
+  auto error_of = [](const char* text) -> std::string {
+    try {
+      parse_expr(text);
+    } catch (const ParseError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(error_of("(let a (input x 2)) (let a (input y 2)) a"), "line 1, column 26: name 'a' is bound twice");
+  EXPECT_EQ(error_of("(let ?a (input x 2)) ?a"), "line 1, column 6: let cannot bind a ?variable");
+  EXPECT_EQ(error_of("(let 3 (input x 2))"), "line 1, column 6: expected a name after let");
+  EXPECT_EQ(error_of("(relu ?x) (tanh ?y)").substr(0, 10), "(no error)");
+  EXPECT_EQ(error_of("(ewadd 1 ?a ?b)"), "line 1, column 8: unexpected integer 1 where a term is expected");
+  EXPECT_EQ(error_of("(? ?a)"), "line 1, column 2: unknown operator '?'");
+  EXPECT_EQ(error_of("(relu ?)"), "line 1, column 7: empty variable name '?'");
+  try {
+    parse_pattern("(relu ?x) (tanh ?x)");
+    FAIL();
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected exactly one term, got 2"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Shapes, ErrorNamesOperatorAndShapes) {
   Expr g = parse_expr("(matmul 0 (input x 2 3) (input y 4 5))");
