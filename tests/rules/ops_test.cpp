@@ -519,6 +519,15 @@ TEST(OpsIdentity, EnlargedKernelWithSamePaddingGivesTheSameConv) {
   }
 }
 
+TEST(OpsIdentity, EnlargeWithSamePaddingDiffersAtStride2OnEvenInputs) {
+  // Not an identity: with stride 2 on a 6-wide input, SAME gives a 1x1 kernel no padding (windows at 0, 2,
+  // 4) but the enlarged 3x3 kernel one column of padding at the end, so its centre reads 1, 3, 5. A rule
+  // "conv(x, w) = conv(x, enlarge(w))" must therefore be limited to stride 1; the verifier has to refuse it.
+  Leaves in{{"x", iota({1, 1, 1, 6}, 1)}, {"w", t({1, 1, 1, 1}, {1})}};
+  EXPECT_TRUE(same(eval("(conv2d 1 2 -1 -1 0 ?x ?w)", in), {1, 1, 1, 3}, {1, 3, 5}));
+  EXPECT_TRUE(same(eval("(conv2d 1 2 -1 -1 0 ?x (enlarge 1 3 ?w))", in), {1, 1, 1, 3}, {2, 4, 6}));
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The operator reference cannot fall behind the code.
 
