@@ -12,6 +12,8 @@ std::vector<Shape> infer_shapes(const Expr& expr, const VarShapes& vars) {
       auto it = vars.find(n.name);
       if (it == vars.end()) throw ShapeError("no shape for variable ?" + n.name);
       shapes[i] = it->second;
+      for (int64_t d : shapes[i])
+        if (d < 1) throw ShapeError("variable ?" + n.name + ": dimensions must be >= 1, got " + to_string(shapes[i]));
     } else if (n.op == OpKind::Input || n.op == OpKind::Weight) {
       shapes[i] = n.attrs;
       for (int64_t d : n.attrs)
