@@ -5,15 +5,17 @@
 # not stop the later ones. Exit status: 0 when every stage passed, 1 otherwise.
 #   tools/gpu-check.sh [OUT_DIR]          (default: gpu-results/)
 # Environment: TEQ_JOBS (build jobs, default nproc), TEQ_GPU_BUILD (build dir, default build-gpu),
-#   TEQ_GPU_MODELS (space-separated model names; default: all built-ins), TEQ_GPU_MODEL_TIMEOUT (s, 90),
-#   TEQ_GPU_DEADLINE (s after start when no further model is started, 400).
+#   TEQ_GPU_MODELS (space-separated model names; default: all built-ins), TEQ_GPU_MODEL_TIMEOUT (s, 75),
+#   TEQ_GPU_DEADLINE (s after start when no further model is started, 360),
+#   TEQ_GPU_OPT_LIMIT (saturation and ILP seconds per model, 20).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(mkdir -p "${1:-$root/gpu-results}" && cd "${1:-$root/gpu-results}" && pwd)
 build=${TEQ_GPU_BUILD:-$root/build-gpu}
 jobs=${TEQ_JOBS:-$(nproc)}
-model_timeout=${TEQ_GPU_MODEL_TIMEOUT:-90}
-deadline=${TEQ_GPU_DEADLINE:-400}
+model_timeout=${TEQ_GPU_MODEL_TIMEOUT:-75}
+deadline=${TEQ_GPU_DEADLINE:-360}
+opt_limit=${TEQ_GPU_OPT_LIMIT:-20}
 start=$(date +%s)
 status=0
 log() { echo "[gpu-check $(( $(date +%s) - start ))s] $*" | tee -a "$out/summary.txt"; }
@@ -60,17 +62,21 @@ else
   else
     models=${TEQ_GPU_MODELS:-}
     if [[ -z $models ]]; then
-      models=$("$bin/eqsat-run" --list-models 2>/dev/null | tr -s ' \n' ' ')
-      [[ -z $models ]] && models="bert nasrnn nasneta resnext50 resnet50 inceptionv3 vgg19 squeezenet"
+      models=""
+      if has '--list-models'; then models=$("$bin/eqsat-run" --list-models 2>/dev/null | tr -s ' \n' ' ') || models=""; fi
+      [[ $models =~ ^[a-z0-9_\ -]+$ ]] || models="bert nasrnn nasneta resnext50 resnet50 inceptionv3 vgg19 squeezenet"
     fi
     # One shared cost DB across models, so a node measured for one model is reused by the next.
     cost=measured
     has 'measured:FILE' && cost="measured:$out/costs.json"
-    measure=(); has '--measure' && measure=(--measure) || fail "eqsat-run has no --measure: no end-to-end latency"
+    extra=()
+    if has '--measure'; then extra+=(--measure); else fail "eqsat-run has no --measure: no end-to-end latency"; fi
+    has '--time-limit' && extra+=(--time-limit "$opt_limit")
+    has '--ilp-time-limit' && extra+=(--ilp-time-limit "$opt_limit")
     for m in $models; do
       if (( $(date +%s) - start > deadline )); then fail "deadline reached: $m and later models not measured"; continue; fi
       log "model $m"
-      timeout "$model_timeout" "$bin/eqsat-run" --model "$m" --cost "$cost" "${measure[@]}" \
+      timeout "$model_timeout" "$bin/eqsat-run" --model "$m" --cost "$cost" "${extra[@]}" \
         --report "$out/$m.report.json" -o "$out/$m.opt.onnx" >"$out/$m.log" 2>&1
       rc=$?
       if [[ $rc -ne 0 ]]; then fail "$m: eqsat-run exit $rc (see $m.log)"; else log "$m done"; fi

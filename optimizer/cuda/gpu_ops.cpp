@@ -40,6 +40,11 @@ cudnnActivationMode_t activation_mode(int64_t act) {
 
 void copy2d(const Copy2d& c, const float* src, float* dst, cudaStream_t stream) {
   if (c.rows == 0 || c.width == 0) return;
+  if (c.rows == 1 || (c.width == c.src_pitch && c.width == c.dst_pitch)) {  // contiguous: one plain copy
+    TEQ_GPU_CHECK(cudaMemcpyAsync(dst + c.dst_offset, src + c.src_offset, c.rows * c.width * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
   TEQ_GPU_CHECK(cudaMemcpy2DAsync(dst + c.dst_offset, c.dst_pitch * sizeof(float), src + c.src_offset,
                                   c.src_pitch * sizeof(float), c.width * sizeof(float), c.rows,
                                   cudaMemcpyDeviceToDevice, stream));
@@ -137,8 +142,9 @@ void build_conv2d(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Sh
           cx->cudnn, &kOne, s->x.d, conv_in, s->w.d, w, s->conv.d, s->algo.algo, pl->workspace_ptr(),
           s->algo.workspace_bytes, &kZero, s->y.d, y, s->bias.d, s->zero_bias, s->act->d, s->y.d, y);
       if (st == CUDNN_STATUS_SUCCESS) return;
-      if (st != CUDNN_STATUS_NOT_SUPPORTED) check(st, "cudnnConvolutionBiasActivationForward");
-      s->fused = false;  // this algorithm has no fused form: convolution, then activation, from now on
+      // No fused form for this problem or algorithm: convolution, then activation, from now on. A real
+      // failure shows up again, with its own message, in the unfused calls.
+      s->fused = false;
     }
     TEQ_GPU_CHECK(cudnnConvolutionForward(cx->cudnn, &kOne, s->x.d, conv_in, s->w.d, w, s->conv.d, s->algo.algo,
                                           pl->workspace_ptr(), s->algo.workspace_bytes, &kZero, s->y.d, y));
@@ -331,11 +337,21 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       set_around_axis(*xd, shape, 1);
       TEQ_GPU_CHECK(cudnnDeriveBNTensorDescriptor(bn->d, xd->d, CUDNN_BATCHNORM_SPATIAL));
       const std::vector<const float*> a = arg;
-      // The vocabulary folds epsilon into `var`, so cuDNN gets epsilon 0 (CUDNN_BN_MIN_EPSILON is 0).
-      out.push_back([cx, xd, bn, a, y] {
-        TEQ_GPU_CHECK(cudnnBatchNormalizationForwardInference(cx->cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero,
-                                                              xd->d, a[0], xd->d, y, bn->d, a[1], a[2], a[3], a[4],
-                                                              CUDNN_BN_MIN_EPSILON));
+      const AxisSplit split = split_at_axis(shape, 1);
+      auto use_kernel = std::make_shared<bool>(false);
+      // The vocabulary folds epsilon into `var`, so cuDNN gets epsilon 0 (CUDNN_BN_MIN_EPSILON is 0 in
+      // cuDNN 9). Should a cuDNN build refuse that, the runtime's own kernel takes over.
+      out.push_back([cx, xd, bn, a, y, split, use_kernel] {
+        if (!*use_kernel) {
+          const cudnnStatus_t status = cudnnBatchNormalizationForwardInference(
+              cx->cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd->d, a[0], xd->d, y, bn->d, a[1], a[2], a[3], a[4],
+              CUDNN_BN_MIN_EPSILON);
+          if (status == CUDNN_STATUS_SUCCESS) return;
+          if (status != CUDNN_STATUS_BAD_PARAM && status != CUDNN_STATUS_NOT_SUPPORTED)
+            check(status, "cudnnBatchNormalizationForwardInference");
+          *use_kernel = true;
+        }
+        kernels::batchnorm(a[0], a[1], a[2], a[3], a[4], y, split.outer, split.extent, split.inner, cx->stream);
       });
       return;
     }

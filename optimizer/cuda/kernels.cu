@@ -84,6 +84,14 @@ __global__ void global_avgpool_kernel(const float* in, float* out, int64_t plane
   }
 }
 
+__global__ void batchnorm_kernel(const float* x, const float* scale, const float* bias, const float* mean,
+                                 const float* var, float* y, int64_t n, int64_t channels, int64_t inner) {
+  TEQ_GRID_LOOP(i, n) {
+    const int64_t c = (i / inner) % channels;
+    y[i] = (x[i] - mean[c]) * scale[c] * rsqrtf(var[c]) + bias[c];
+  }
+}
+
 __global__ void fill_kernel(float* out, int64_t n, float value) {
   TEQ_GRID_LOOP(i, n) out[i] = value;
 }
@@ -162,6 +170,13 @@ void global_avgpool(const float* in, float* out, int64_t planes, int64_t hw, cud
   const unsigned grid = static_cast<unsigned>(planes < 65535 ? (planes < 1 ? 1 : planes) : 65535);
   global_avgpool_kernel<<<grid, kThreads, 0, stream>>>(in, out, planes, hw);
   check_launch("global_avgpool");
+}
+
+void batchnorm(const float* x, const float* scale, const float* bias, const float* mean, const float* var, float* y,
+               int64_t outer, int64_t channels, int64_t inner, cudaStream_t stream) {
+  const int64_t n = outer * channels * inner;
+  batchnorm_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, bias, mean, var, y, n, channels, inner);
+  check_launch("batchnorm");
 }
 
 void fill(float* out, int64_t n, float value, cudaStream_t stream) {

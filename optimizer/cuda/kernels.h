@@ -28,6 +28,10 @@ void pool_direct(const PoolPlan& plan, const float* in, float* out, cudaStream_t
 /// out[p] = mean of in[p*hw .. (p+1)*hw).
 void global_avgpool(const float* in, float* out, int64_t planes, int64_t hw, cudaStream_t stream);
 
+/// y = (x - mean[c]) * scale[c] * rsqrt(var[c]) + bias[c] over x [outer, channels, inner].
+void batchnorm(const float* x, const float* scale, const float* bias, const float* mean, const float* var, float* y,
+               int64_t outer, int64_t channels, int64_t inner, cudaStream_t stream);
+
 void fill(float* out, int64_t n, float value, cudaStream_t stream);
 /// Uniform values in [lo, hi) from a counter-based hash of (seed, index): reproducible, no cuRAND.
 void fill_random(float* out, int64_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);

@@ -3,12 +3,14 @@
 // Without a GPU these tests skip and say why; the table's coverage of the vocabulary is checked always.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "tests/optimizer/gpu_test_util.h"
 
 #if TEQ_HAVE_CUDA
 #include "optimizer/cuda/gpu_runtime.h"
+#include "optimizer/measured_cost.h"
 #endif
 
 namespace teq {
@@ -180,6 +182,36 @@ TEST(GpuRuntime, TimesNodesAndGraphs) {
   EXPECT_EQ(gpu.time_node(OpKind::Reshape, std::vector<int64_t>{24}, view_in).median_ms, 0);
   const gpu::Timing whole = gpu.time_graph(parse_expr(graph_cases()[0]));
   EXPECT_GT(whole.median_ms, 0);
+}
+
+TEST(GpuRuntime, MeasuredCostModelTimesOnTheDevice) {
+  TEQ_REQUIRE_GPU();
+  const auto file = std::filesystem::temp_directory_path() / "teq-gpu-measured-costs.json";
+  std::filesystem::remove(file);
+  {
+    auto model = make_measured_cost_model({.warmup = 1, .repeats = 3}, nullptr, file);
+    const std::vector<Shape> in = {{1, 32, 16, 16}, {32, 32, 3, 3}};
+    const double s = model->node_cost(OpKind::Conv2d, std::vector<int64_t>{1, 1, -1, -1, 2}, in, {1, 32, 16, 16});
+    EXPECT_GT(s, 0);
+    EXPECT_LT(s, 1.0) << "a small convolution takes far less than a second";
+    EXPECT_EQ(model->node_cost(OpKind::Conv2d, std::vector<int64_t>{1, 1, -1, -1, 2}, in, {1, 32, 16, 16}), s);
+    EXPECT_EQ(model->stats().measured, 1u);
+    EXPECT_EQ(model->stats().hits, 1u);
+  }
+  const CostDb db = CostDb::load(file);
+  EXPECT_EQ(db.entries_ms.size(), 1u);
+  EXPECT_FALSE(db.device.empty());
+  std::filesystem::remove(file);
+}
+
+TEST(GpuRuntime, MeasuresEndToEndLatency) {
+  TEQ_REQUIRE_GPU();
+  const Expr g = parse_expr(graph_cases()[0]);
+  const LatencyComparison c = measure_latency(g, g, {.warmup = 1, .repeats = 5});
+  EXPECT_GT(c.original.median_ms, 0);
+  EXPECT_GT(c.optimized.median_ms, 0);
+  EXPECT_GT(c.speedup, 0);
+  EXPECT_EQ(c.to_json()["original"]["repeats"], 5);
 }
 
 #endif  // TEQ_HAVE_CUDA
