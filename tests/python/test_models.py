@@ -53,11 +53,12 @@ def random_feeds(path, seed):
     return {i.name: rng.uniform(-1, 1, i.shape).astype(ORT_TYPES[i.type]) for i in session.get_inputs()}
 
 
-def check_model(exe, model_path, rules, work):
+def check_model(exe, model_path, rules, work, numeric_check=True):
+    os.makedirs(work, exist_ok=True)
     name = os.path.splitext(os.path.basename(model_path))[0]
     out, report = os.path.join(work, name + ".opt.onnx"), os.path.join(work, name + ".report.json")
-    cmd = [exe, model_path, "-o", out, "--rules", rules, "--report", report, "--check", "--cost", "flops",
-           "--time-limit", "30", "--ilp-time-limit", "30", "-q"]
+    cmd = [exe, model_path, "-o", out, "--rules", rules, "--report", report, "--cost", "flops",
+           "--time-limit", "30", "--ilp-time-limit", "30", "-q"] + (["--check"] if numeric_check else [])
     proc = subprocess.run(cmd, capture_output=True, text=True)
     failures = []
     if proc.returncode != 0:
@@ -85,7 +86,7 @@ def check_model(exe, model_path, rules, work):
             failures.append(f"{name}: output {k} differs from the original's (max abs diff {diff})")
     with open(report) as f:
         data = json.load(f)
-    missing = [k for k in REPORT_FIELDS if k not in data]
+    missing = [k for k in REPORT_FIELDS if k not in data and (numeric_check or k != "check")]
     if missing:
         failures.append(f"{name}: report lacks {missing}")
     nodes = (len(original.graph.node), len(optimized.graph.node))
