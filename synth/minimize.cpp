@@ -1,0 +1,88 @@
+#include "synth/minimize.h"
+
+#include <set>
+
+#include "optimizer/egraph.h"
+#include "optimizer/runner.h"
+#include "synth/typing.h"
+
+namespace teq::synth {
+
+std::vector<Rule> both_directions(const std::vector<Rule>& rules) {
+  std::vector<Rule> out;
+  for (const Rule& r : rules) {
+    out.push_back(r);
+    Rule rev;
+    rev.id = r.id + "~rev";
+    rev.lhs = r.rhs;
+    rev.rhs = r.lhs;
+    try {
+      validate_rule(rev);
+      out.push_back(std::move(rev));
+    } catch (const CorpusError&) {
+      // Not a valid rule backwards (unbound variables or a bare-variable side): one way only.
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Replaces ?variables by input leaves carrying their shapes, so the pattern becomes a graph.
+Expr as_graph(const Expr& pattern, const VarShapes& shapes) {
+  Expr g;
+  std::vector<ExprId> map(pattern.size());
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    ExprNode n = pattern.nodes()[i];
+    if (n.op == OpKind::Var) {
+      n.op = OpKind::Input;
+      n.attrs = shapes.at(n.name);
+    }
+    for (ExprId& c : n.children) c = map[c.value];
+    map[i] = g.add(std::move(n));
+  }
+  g.add_root(map[pattern.root().value]);
+  return g;
+}
+
+}  // namespace
+
+DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
+                         const DeriveLimits& limits) {
+  auto typing = assign_types(target, types, {ShapeChoice{ShapeChoice::SetA, 0}});
+  if (!typing) return {false, "no leaf-type shapes make the rule well-shaped"};
+  VarShapes shapes = shapes_of(*typing, types, {ShapeChoice::SetA, 0});
+  EGraph egraph;
+  std::vector<std::pair<ClassId, ClassId>> goals;
+  try {
+    for (size_t i = 0; i < target.lhs.size(); ++i) {
+      Expr l = as_graph(target.lhs[i], shapes), r = as_graph(target.rhs[i], shapes);
+      ClassId cl = egraph.add_expr(l)[l.root().value];
+      ClassId cr = egraph.add_expr(r)[r.root().value];
+      goals.emplace_back(cl, cr);
+    }
+  } catch (const std::exception& e) {
+    return {false, std::string("cannot build the rule's graphs: ") + e.what()};
+  }
+  egraph.rebuild();
+  auto all_equal = [&] {
+    for (auto [a, b] : goals)
+      if (egraph.find(a) != egraph.find(b)) return false;
+    return true;
+  };
+  if (all_equal()) return {true, ""};
+  RunnerConfig config;
+  config.node_limit = limits.node_limit;
+  config.iter_limit = limits.iter_limit;
+  config.time_limit_s = limits.time_limit_s;
+  config.k_multi = limits.k_multi;
+  config.backoff = false;  // small e-graphs: every rule every iteration
+  Runner runner(rules, config);
+  RunReport report = runner.run(egraph);
+  if (all_equal()) return {true, ""};
+  return {false, "not equal after saturation (" + std::string(to_string(report.stop)) + ", " +
+                     std::to_string(egraph.num_nodes()) + " e-nodes, " + std::to_string(report.iterations) +
+                     " iterations)"};
+}
+
+}  // namespace teq::synth

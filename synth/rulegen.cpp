@@ -1,0 +1,451 @@
+#include "synth/rulegen.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_set>
+
+#include "rules/evaluator.h"
+#include "rules/sexpr.h"
+#include "synth/enumerate.h"
+#include "synth/fingerprint.h"
+#include "synth/typing.h"
+
+namespace teq::synth {
+
+nlohmann::json RulegenStats::to_json() const {
+  return {{"graphs_enumerated", enumerated},
+          {"fingerprint_classes", classes},
+          {"candidates", candidates},
+          {"separated_by_second_set", separated_by_second_set},
+          {"pruned_renaming", pruned_renaming},
+          {"pruned_common_subgraph", pruned_common_subgraph},
+          {"proved", proved},
+          {"wrong", wrong},
+          {"unknown", unknown},
+          {"multi_candidates", multi_candidates},
+          {"pruned_derivable", pruned_derivable},
+          {"kept", kept},
+          {"kept_multi", kept_multi},
+          {"enumerate_s", enumerate_s},
+          {"prove_s", prove_s},
+          {"minimize_s", minimize_s},
+          {"seconds", seconds},
+          {"truncated", truncated}};
+}
+
+RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
+  enumerated += o.enumerated, classes += o.classes, candidates += o.candidates;
+  separated_by_second_set += o.separated_by_second_set;
+  pruned_renaming += o.pruned_renaming, pruned_common_subgraph += o.pruned_common_subgraph;
+  proved += o.proved, wrong += o.wrong, unknown += o.unknown;
+  enumerate_s += o.enumerate_s, prove_s += o.prove_s;
+  truncated |= o.truncated;
+  return *this;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int thread_count(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string patterns_text(const std::vector<Expr>& ps) {
+  std::string out;
+  for (const Expr& p : ps) out += (out.empty() ? "" : " ; ") + to_sexpr(p, p.root());
+  return out;
+}
+
+/// Runs f(i) for i in [0, n) on `threads` threads.
+template <class F>
+void parallel_for(size_t n, int threads, F&& f) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) f(i);
+  };
+  if (threads <= 1 || n < 2) {
+    work();
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+}
+
+/// Rebuilds a pattern with the subterm printed as `sub` replaced by the variable ?name.
+Expr generalize(const Expr& p, const std::string& sub, const std::string& name) {
+  Expr out;
+  std::vector<ExprId> map(p.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!is_leaf(p.nodes()[i].op) && to_sexpr(p, ExprId(i)) == sub) {
+      map[i] = out.add_var(name);
+      continue;
+    }
+    ExprNode n = p.nodes()[i];
+    for (ExprId& c : n.children) c = map[c.value];
+    map[i] = out.add(std::move(n));
+  }
+  out.add_root(map[p.root().value]);
+  return out;
+}
+
+std::set<std::string> proper_operator_subterms(const Expr& p) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (!is_leaf(p.nodes()[i].op) && ExprId(i) != p.root()) out.insert(to_sexpr(p, ExprId(i)));
+  return out;
+}
+
+/// TASO's pruning: both sides contain the same operator subterm, and the rule with that subterm replaced
+/// by a fresh leaf of the same type still holds (checked on both fingerprint sets). The general rule is
+/// smaller and enumerated too, so this one adds nothing.
+bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>& types, uint64_t seed) {
+  std::set<std::string> left = proper_operator_subterms(eq.lhs), right = proper_operator_subterms(eq.rhs);
+  std::vector<std::string> common;
+  std::set_intersection(left.begin(), left.end(), right.begin(), right.end(), std::back_inserter(common));
+  if (common.empty()) return false;
+  Rule probe;
+  probe.lhs = {eq.lhs};
+  probe.rhs = {eq.rhs};
+  auto typing = assign_types(probe, types, {{ShapeChoice::SetA, 0}, {ShapeChoice::SetB, 0}});
+  if (!typing) return false;
+  for (const std::string& sub : common) {
+    Expr l = generalize(eq.lhs, sub, "__g"), r = generalize(eq.rhs, sub, "__g");
+    bool holds = true;
+    for (ShapeChoice choice : {ShapeChoice{ShapeChoice::SetA, 0}, ShapeChoice{ShapeChoice::SetB, 0}}) {
+      VarShapes shapes = shapes_of(*typing, types, choice);
+      // Shape of the subterm: evaluate its shape inside the original left side.
+      Expr s = parse_pattern(sub);
+      auto sub_shapes = try_infer_shapes(s, shapes);
+      if (!sub_shapes) return false;
+      const Shape& sub_shape = (*sub_shapes)[s.root().value];
+      bool is_leaf_type = false;
+      for (const LeafType& t : types)
+        is_leaf_type |= (choice.kind == ShapeChoice::SetA ? t.shape_a : t.shape_b) == sub_shape;
+      if (!is_leaf_type) { holds = false; break; }
+      std::mt19937_64 rng(mix64(seed ^ (choice.kind == ShapeChoice::SetA ? 11 : 23)));
+      std::map<std::string, Tensor<ModInt>> leaves;
+      for (const auto& [name, shape] : shapes) leaves.emplace(name, random_tensor(shape, rng));
+      leaves.emplace("__g", random_tensor(sub_shape, rng));
+      try {
+        Arith<ModInt> ar;
+        auto lv = evaluate<ModInt>(l, ar, leaves), rv = evaluate<ModInt>(r, ar, leaves);
+        if (lv[0].shape != rv[0].shape || lv[0].data != rv[0].data) holds = false;
+      } catch (const std::exception&) {
+        holds = false;
+      }
+      if (!holds) break;
+    }
+    if (holds) return true;
+  }
+  return false;
+}
+
+Rule equation_rule(const PatternEquation& eq) {
+  Rule r;
+  r.lhs = {eq.lhs};
+  r.rhs = {eq.rhs};
+  return r;
+}
+
+/// Operators in a rule's sides, the larger of the two (shared subterms counted once per side).
+int rule_size(const Rule& r) {
+  Expr l, rr;
+  for (const Expr& p : r.lhs) l.add_root(l.import(p, p.root()));
+  for (const Expr& p : r.rhs) rr.add_root(rr.import(p, p.root()));
+  return static_cast<int>(std::max(l.num_ops(), rr.num_ops()));
+}
+
+std::string rule_id(size_t index, const Rule& r) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "rg-%04zu", index);
+  std::string id = buf;
+  id += "-" + std::string(op_name(r.lhs[0][r.lhs[0].root()].op));
+  id += "-" + std::string(op_name(r.rhs[0][r.rhs[0].root()].op));
+  if (r.is_multi()) id += "-multi";
+  return id;
+}
+
+void log_line(const RulegenConfig& c, const std::string& s) {
+  if (c.log) c.log(s);
+}
+
+/// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
+/// every shard's results.
+void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, const RulegenConfig& config,
+            const std::vector<LeafType>& types, RulegenResult& result) {
+  auto start = Clock::now();
+  // Deterministic order whatever the order of the inputs (shards, threads).
+  std::sort(unbound.begin(), unbound.end(), [](const PatternEquation& a, const PatternEquation& b) {
+    return std::pair(to_sexpr(a.lhs, a.lhs.root()), to_sexpr(a.rhs, a.rhs.root())) <
+           std::pair(to_sexpr(b.lhs, b.lhs.root()), to_sexpr(b.rhs, b.rhs.root()));
+  });
+  std::vector<Rule> multis = pair_multi_rules(unbound, config.max_ops + 1);
+  result.stats.multi_candidates = multis.size();
+  for (Rule& m : multis) {
+    double ms = 0;
+    for (const PatternEquation& q : unbound) (void)q;
+    m.verification = Verification{"verified", "z3-elementwise (each pattern pair proved as an equation)", ms};
+  }
+  struct Entry {
+    int size;
+    std::string key, text;
+    Rule rule;
+  };
+  std::vector<Entry> entries;
+  for (auto* list : {&singles, &multis})
+    for (Rule& r : *list) {
+      bool both = r.lhs.size() == 1 && [&] {
+        auto a = r.lhs[0].variables(), b = r.rhs[0].variables();
+        return std::set(a.begin(), a.end()) == std::set(b.begin(), b.end());
+      }();
+      entries.push_back({rule_size(r), canonical_key(r.lhs, r.rhs, both),
+                         patterns_text(r.lhs) + " => " + patterns_text(r.rhs), std::move(r)});
+    }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.size, a.key, a.text) < std::tie(b.size, b.key, b.text);
+  });
+  std::vector<Entry> unique;
+  for (Entry& e : entries) {
+    if (!unique.empty() && unique.back().key == e.key) {
+      ++result.stats.pruned_renaming;
+      continue;
+    }
+    unique.push_back(std::move(e));
+  }
+  // Ruler's minimization, smallest first: checks run in parallel against the rules kept before the
+  // batch; a rule not derived then is re-checked against everything kept before it.
+  std::vector<Rule> kept, kept_both;
+  const int threads = thread_count(config.threads);
+  const size_t batch = static_cast<size_t>(threads) * 8;
+  size_t next_log = 0;
+  for (size_t begin = 0; begin < unique.size(); begin += batch) {
+    size_t end = std::min(unique.size(), begin + batch);
+    std::vector<char> derived(end - begin, 0);
+    if (config.minimize)
+      parallel_for(end - begin, threads, [&](size_t i) {
+        derived[i] = derive_rule(unique[begin + i].rule, kept_both, types, config.derive).derived;
+      });
+    const size_t kept_at_start = kept.size();
+    for (size_t i = begin; i < end; ++i) {
+      Rule& r = unique[i].rule;
+      bool drop = derived[i - begin];
+      if (!drop && config.minimize && kept.size() > kept_at_start)
+        drop = derive_rule(r, kept_both, types, config.derive).derived;
+      if (drop) {
+        ++result.stats.pruned_derivable;
+        continue;
+      }
+      kept.push_back(r);
+      for (Rule& d : both_directions({r})) kept_both.push_back(std::move(d));
+    }
+    if (end >= next_log) {
+      log_line(config, "rulegen: minimizing: " + std::to_string(end) + "/" + std::to_string(unique.size()) +
+                           " checked, " + std::to_string(kept.size()) + " kept, " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+      next_log = end + unique.size() / 10 + 1;
+    }
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    kept[i].id = rule_id(i, kept[i]);
+    result.stats.kept_multi += kept[i].is_multi();
+  }
+  result.stats.kept = kept.size();
+  result.corpus.rules = std::move(kept);
+  result.stats.minimize_s = since(start);
+}
+
+}  // namespace
+
+RulegenResult run_rulegen(const RulegenConfig& config) {
+  auto start = Clock::now();
+  Vocabulary vocab = make_vocabulary(config.ops, default_leaf_types(config.leaves_per_type));
+  if (config.max_inputs < 1) throw std::invalid_argument("--max-inputs must be at least 1");
+  EnumerateConfig ec;
+  ec.max_ops = config.max_ops;
+  ec.max_inputs = config.max_inputs;
+  ec.threads = thread_count(config.threads);
+  ec.seed = config.seed;
+  ec.time_limit_s = config.time_limit_s;
+  ec.shard_index = config.shard_index;
+  ec.shard_count = config.shard_count;
+  double last_t = 0;
+  uint64_t last_terms = 0;
+  ec.on_progress = [&](const EnumerateProgress& p) {
+    double rate = p.seconds > last_t ? (p.terms - last_terms) / (p.seconds - last_t) : 0;
+    last_t = p.seconds, last_terms = p.terms;
+    log_line(config, "rulegen: size " + std::to_string(p.level) + ": " + std::to_string(p.terms) + " graphs (" +
+                         std::to_string(static_cast<uint64_t>(rate)) + "/s), " + std::to_string(p.classes) +
+                         " classes, " + std::to_string(p.candidates) + " candidates, " +
+                         std::to_string(static_cast<int>(p.seconds)) + " s");
+  };
+  Enumeration e = enumerate_terms(vocab, ec);
+  RulegenResult result;
+  result.is_shard = config.shard_count > 1;
+  RulegenStats& st = result.stats;
+  st.enumerated = e.total_terms();
+  st.classes = e.classes.size();
+  st.candidates = e.equations.size();
+  st.truncated = e.truncated;
+  for (const LevelStats& l : e.levels) st.separated_by_second_set += l.separated;
+  st.enumerate_s = e.seconds;
+
+  // Renamings and common subgraphs are dropped before proving: proofs are the expensive part.
+  std::vector<PatternEquation> eqs = collect_equations(e);
+  std::vector<PatternEquation> todo;
+  std::unordered_set<std::string> seen;
+  for (PatternEquation& q : eqs) {
+    bool both = q.bound && [&] {
+      auto a = q.lhs.variables(), b = q.rhs.variables();
+      return std::set(a.begin(), a.end()) == std::set(b.begin(), b.end());
+    }();
+    std::string key = (q.bound ? "B" : "U") + canonical_key({q.lhs}, {q.rhs}, both);
+    if (!seen.insert(key).second) {
+      ++st.pruned_renaming;
+      continue;
+    }
+    todo.push_back(std::move(q));
+  }
+  std::vector<char> common(todo.size(), 0);
+  parallel_for(todo.size(), ec.threads, [&](size_t i) {
+    common[i] = todo[i].bound && has_common_subgraph(todo[i], vocab.leaf_types, config.seed);
+  });
+  std::vector<PatternEquation> to_prove;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (common[i]) ++st.pruned_common_subgraph;
+    else to_prove.push_back(std::move(todo[i]));
+  }
+  log_line(config, "rulegen: proving " + std::to_string(to_prove.size()) + " candidates (" +
+                       std::to_string(st.pruned_renaming) + " renamings and " +
+                       std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped)");
+  auto prove_start = Clock::now();
+  std::vector<ProofResult> proofs(to_prove.size());
+  std::atomic<size_t> done{0};
+  parallel_for(to_prove.size(), ec.threads, [&](size_t i) {
+    proofs[i] = prove_rule(equation_rule(to_prove[i]), vocab.leaf_types, config.prove);
+    size_t d = ++done;
+    if (d % 2000 == 0) log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(to_prove.size()));
+  });
+  st.prove_s = since(prove_start);
+  std::vector<Rule> singles;
+  for (size_t i = 0; i < to_prove.size(); ++i) {
+    const ProofResult& p = proofs[i];
+    if (p.status != "verified") {
+      (p.status == "wrong" ? st.wrong : st.unknown)++;
+      result.rejected.push_back({to_sexpr(to_prove[i].lhs, to_prove[i].lhs.root()),
+                                 to_sexpr(to_prove[i].rhs, to_prove[i].rhs.root()), p.status, p.reason});
+      continue;
+    }
+    ++st.proved;
+    if (to_prove[i].bound) {
+      Rule r = equation_rule(to_prove[i]);
+      r.id = "candidate";
+      r.verification = Verification{"verified", "z3-elementwise", p.ms};
+      singles.push_back(std::move(r));
+    } else {
+      result.unbound.push_back(std::move(to_prove[i]));
+    }
+  }
+  if (result.is_shard) {
+    result.shard_rules = std::move(singles);
+  } else {
+    std::vector<PatternEquation> unbound = std::move(result.unbound);
+    result.unbound.clear();
+    finish(std::move(singles), std::move(unbound), config, vocab.leaf_types, result);
+  }
+  st.seconds = since(start);
+  nlohmann::json gen = {{"program", "rulegen"},
+                        {"ops", vocab.op_names},
+                        {"max_ops", config.max_ops},
+                        {"max_inputs", config.max_inputs},
+                        {"seed", config.seed},
+                        {"stats", st.to_json()}};
+  if (result.is_shard) gen["shard"] = {{"index", config.shard_index}, {"count", config.shard_count}};
+  result.corpus.generator = gen;
+  return result;
+}
+
+RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& config) {
+  auto start = Clock::now();
+  RulegenResult result;
+  std::vector<Rule> singles;
+  std::vector<PatternEquation> unbound;
+  nlohmann::json sources = nlohmann::json::array();
+  nlohmann::json first_gen;
+  for (const auto& path : inputs) {
+    RuleCorpus c = load_corpus(path);
+    if (first_gen.is_null()) first_gen = c.generator;
+    sources.push_back(path.filename().string());
+    for (Rule& r : c.rules) singles.push_back(std::move(r));
+    if (c.generator.contains("unbound"))
+      for (const auto& pair : c.generator["unbound"]) {
+        PatternEquation q;
+        q.lhs = parse_pattern(pair.at(0).get<std::string>());
+        q.rhs = parse_pattern(pair.at(1).get<std::string>());
+        q.bound = false;
+        unbound.push_back(std::move(q));
+      }
+    if (c.generator.contains("stats")) {
+      const auto& s = c.generator["stats"];
+      RulegenStats part;
+      part.enumerated = s.value("graphs_enumerated", 0ull);
+      part.classes = s.value("fingerprint_classes", 0ull);
+      part.candidates = s.value("candidates", 0ull);
+      part.separated_by_second_set = s.value("separated_by_second_set", 0ull);
+      part.pruned_renaming = s.value("pruned_renaming", 0ull);
+      part.pruned_common_subgraph = s.value("pruned_common_subgraph", 0ull);
+      part.proved = s.value("proved", 0ull);
+      part.wrong = s.value("wrong", 0ull);
+      part.unknown = s.value("unknown", 0ull);
+      part.enumerate_s = s.value("enumerate_s", 0.0);
+      part.prove_s = s.value("prove_s", 0.0);
+      result.stats += part;
+    }
+  }
+  std::vector<LeafType> types = default_leaf_types(config.leaves_per_type);
+  finish(std::move(singles), std::move(unbound), config, types, result);
+  result.stats.seconds = since(start);
+  nlohmann::json gen = first_gen.is_object() ? first_gen : nlohmann::json::object();
+  gen.erase("shard");
+  gen.erase("unbound");
+  gen["merged_from"] = sources;
+  gen["stats"] = result.stats.to_json();
+  result.corpus.generator = gen;
+  return result;
+}
+
+void save_rulegen_output(const RulegenResult& result, const std::filesystem::path& path,
+                         const std::filesystem::path& rejected_path) {
+  RuleCorpus out = result.corpus;
+  if (result.is_shard) {
+    for (size_t i = 0; i < result.shard_rules.size(); ++i) {
+      Rule r = result.shard_rules[i];
+      r.id = "shard-" + std::to_string(i);
+      out.rules.push_back(std::move(r));
+    }
+    nlohmann::json unbound = nlohmann::json::array();
+    for (const PatternEquation& q : result.unbound)
+      unbound.push_back({to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root())});
+    out.generator["unbound"] = unbound;
+  }
+  save_corpus(out, path);
+  if (!rejected_path.empty()) {
+    nlohmann::json side = nlohmann::json::array();
+    for (const Rejected& r : result.rejected)
+      side.push_back({{"lhs", r.lhs}, {"rhs", r.rhs}, {"status", r.status}, {"reason", r.reason}});
+    std::ofstream f(rejected_path);
+    if (!f) throw CorpusError(rejected_path.string() + ": cannot write file");
+    f << nlohmann::json{{"unproved", side}}.dump(1) << "\n";
+  }
+}
+
+}  // namespace teq::synth

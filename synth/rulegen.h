@@ -1,0 +1,79 @@
+// rulegen's pipeline: enumerate -> candidate equations -> drop renamings and common-subgraph rules ->
+// prove (prove.h) -> pair unbound equations into two-pattern rules -> minimize by derivability
+// (minimize.h) -> corpus. A sharded run stops before pairing and minimizing and writes its verified
+// equations; `merge` unions shard files (or corpora) and finishes the pipeline, so that shards merged
+// give what one run gives. tools/rulegen.cpp is the command line over this header.
+// Usage:
+//   RulegenResult r = run_rulegen({.ops = {"matmul", "ewadd"}, .max_ops = 2});
+//   save_rulegen_output(r, "out.json");   // r.stats.kept rules, every one verified
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rules/corpus.h"
+#include "synth/candidates.h"
+#include "synth/minimize.h"
+#include "synth/prove.h"
+
+namespace teq::synth {
+
+struct RulegenConfig {
+  std::vector<std::string> ops = default_op_names();
+  int max_ops = 3;
+  int max_inputs = 4;
+  int threads = 0;  // 0 = all cores
+  uint64_t seed = 7;
+  double time_limit_s = 0;  // enumeration budget; 0 = none
+  int shard_index = 0, shard_count = 1;
+  int leaves_per_type = 3;
+  bool minimize = true;  // drop rules derivable from the smaller rules kept before them
+  ProveConfig prove;
+  DeriveLimits derive;
+  std::function<void(const std::string&)> log;  // progress lines (stderr in the CLI); may be empty
+};
+
+struct RulegenStats {
+  uint64_t enumerated = 0, classes = 0, candidates = 0, separated_by_second_set = 0;
+  uint64_t pruned_renaming = 0, pruned_common_subgraph = 0;
+  uint64_t proved = 0, wrong = 0, unknown = 0;
+  uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
+  double enumerate_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
+  bool truncated = false;
+  nlohmann::json to_json() const;
+  RulegenStats& operator+=(const RulegenStats& o);
+};
+
+/// A candidate that did not make it into the corpus because it was not proved.
+struct Rejected {
+  std::string lhs, rhs;  // pattern texts (" ; " between patterns)
+  std::string status, reason;
+};
+
+struct RulegenResult {
+  RuleCorpus corpus;                      // finished corpus (empty rules for a shard)
+  std::vector<Rule> shard_rules;          // a shard's verified single rules, before minimization
+  std::vector<PatternEquation> unbound;   // a shard's verified unbound equations
+  std::vector<Rejected> rejected;
+  RulegenStats stats;
+  bool is_shard = false;
+};
+
+/// Runs the pipeline. Throws VocabularyError for unknown operators, std::invalid_argument for bad
+/// numbers (max_ops outside 1..5, shard outside 0 <= i < n).
+RulegenResult run_rulegen(const RulegenConfig& config);
+
+/// Unions shard files and/or corpora written by rulegen and finishes the pipeline (pairing,
+/// minimization) with `config`'s limits. Throws CorpusError for unreadable inputs.
+RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& config);
+
+/// Writes the corpus (or a shard file: the corpus format plus "shard" and "unbound" fields) and, when
+/// `rejected_path` is non-empty, the side file of unproved candidates.
+void save_rulegen_output(const RulegenResult& result, const std::filesystem::path& path,
+                         const std::filesystem::path& rejected_path = {});
+
+}  // namespace teq::synth

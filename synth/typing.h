@@ -1,0 +1,30 @@
+// Typing: gives a rule's ?variables concrete shapes drawn from the leaf types (vocabulary.h). A variable
+// named after a leaf type ("?x2", "?k1") takes that type; any other name ("?input_3" from TASO or
+// Tensat) gets the first type, in leaf-type order, under which every pattern of the rule is well-shaped.
+// Local stand-in for verify/shape_assign.h, restricted to the leaf types rulegen enumerates.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "rules/corpus.h"
+#include "rules/evaluator.h"
+#include "synth/vocabulary.h"
+
+namespace teq::synth {
+
+/// Which of a leaf type's shapes to use.
+struct ShapeChoice {
+  enum Kind { SetA, SetB, Proof } kind = SetA;
+  int index = 0;  // for Proof: index into LeafType::proof_shapes
+};
+
+/// Leaf type of each variable (index into `types`), or nullopt when no assignment makes every
+/// pattern of the rule well-shaped under all of `choices`.
+std::optional<std::map<std::string, int>> assign_types(const Rule& rule, const std::vector<LeafType>& types,
+                                                       const std::vector<ShapeChoice>& choices);
+
+/// The variable shapes of a type assignment under one choice.
+VarShapes shapes_of(const std::map<std::string, int>& typing, const std::vector<LeafType>& types, ShapeChoice choice);
+
+}  // namespace teq::synth

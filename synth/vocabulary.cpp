@@ -1,0 +1,120 @@
+#include "synth/vocabulary.h"
+
+#include <algorithm>
+
+namespace teq::synth {
+
+std::vector<std::string> default_op_names() {
+  return {"matmul", "ewadd",   "ewmul",   "relu",    "smul", "transpose", "concat", "split",
+          "conv2d", "maxpool", "avgpool", "enlarge", "ones", "eye",       "iconv",  "pool_kernel"};
+}
+
+std::vector<std::string> known_op_names() {
+  std::vector<std::string> names = {"matmul", "ewadd",   "ewsub",   "ewmul",   "relu", "tanh",
+                                    "sigmoid", "smul",   "transpose", "concat", "split", "conv2d",
+                                    "maxpool", "avgpool", "enlarge", "ones", "eye",  "iconv",
+                                    "pool_kernel", "pooling", "constants"};
+  return names;
+}
+
+std::vector<LeafType> default_leaf_types(int per_type) {
+  int n = std::clamp(per_type, 1, 3);
+  // Set A follows TASO's test tensors (channels 4, 5x5 images, batch 1 to keep evaluation cheap);
+  // set B changes every dimension that an operator could confuse (batch, channels, extent).
+  return {
+      {"x", {2, 4}, {3, 5}, n, {{2, 3}, {3, 2}}},
+      {"w", {4, 4}, {5, 5}, n, {{3, 3}, {2, 2}}, true},
+      {"i", {1, 4, 5, 5}, {2, 3, 4, 4}, n, {{1, 2, 4, 4}, {2, 3, 3, 3}}},
+      {"k", {4, 4, 3, 3}, {3, 3, 3, 3}, n, {{2, 2, 3, 3}, {3, 3, 3, 3}}, true},
+      {"a", {4, 4, 1, 3}, {3, 3, 1, 3}, n, {{2, 2, 1, 3}, {3, 3, 1, 3}}, true},
+      {"b", {4, 4, 3, 1}, {3, 3, 3, 1}, n, {{2, 2, 3, 1}, {3, 3, 3, 1}}, true},
+      {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, {{2, 1, 3, 3}, {3, 1, 3, 3}}, true},
+      {"s", {}, {}, 1, {{}, {}}, true},
+  };
+}
+
+namespace {
+
+void add_variants(const std::string& name, std::vector<OpVariant>& out) {
+  auto add = [&](OpKind op, std::vector<int64_t> attrs, int arity, LastChild last = LastChild::Any) {
+    out.push_back(OpVariant{op, std::move(attrs), arity, last, op == OpKind::Conv2d});
+  };
+  if (name == "matmul") {
+    for (int64_t act : {0, 2}) add(OpKind::Matmul, {act}, 2);
+  } else if (name == "ewadd") {
+    add(OpKind::EwAdd, {}, 2);
+  } else if (name == "ewsub") {
+    add(OpKind::EwSub, {}, 2);
+  } else if (name == "ewmul") {
+    add(OpKind::EwMul, {}, 2);
+  } else if (name == "relu") {
+    add(OpKind::Relu, {}, 1);
+  } else if (name == "tanh") {
+    add(OpKind::Tanh, {}, 1);
+  } else if (name == "sigmoid") {
+    add(OpKind::Sigmoid, {}, 1);
+  } else if (name == "smul") {
+    add(OpKind::Smul, {}, 2);
+  } else if (name == "transpose") {
+    add(OpKind::Transpose, {1, 0}, 1);
+  } else if (name == "concat") {
+    for (int64_t axis : {0, 1}) add(OpKind::Concat, {axis}, 2);
+  } else if (name == "split") {
+    // The cut comes from a leaf's extent on the same axis (DESIGN.md: explicit split points).
+    for (int64_t axis : {0, 1})
+      for (int64_t part : {0, 1}) add(OpKind::Split, {axis, part, axis}, 2, LastChild::Leaf);
+  } else if (name == "conv2d") {
+    for (int64_t s : {1, 2})
+      for (int64_t pad : {-1, 0})
+        for (int64_t act : {0, 2}) add(OpKind::Conv2d, {s, s, pad, pad, act}, 2);
+  } else if (name == "maxpool") {
+    for (int64_t s : {1, 2})
+      for (int64_t pad : {-1, 0}) add(OpKind::MaxPool, {3, 3, s, s, pad, pad}, 1);
+  } else if (name == "avgpool") {
+    for (int64_t s : {1, 2})
+      for (int64_t pad : {-1, 0}) add(OpKind::AvgPool, {3, 3, s, s, pad, pad, 1}, 1);
+  } else if (name == "enlarge") {
+    add(OpKind::Enlarge, {3, 3}, 1);
+  } else if (name == "ones") {
+    add(OpKind::Ones, {}, 1, LastChild::Leaf);
+  } else if (name == "eye") {
+    add(OpKind::Eye, {}, 1, LastChild::Leaf);
+  } else if (name == "iconv") {
+    add(OpKind::IConv, {3, 3}, 1, LastChild::Leaf);
+  } else if (name == "pool_kernel") {
+    add(OpKind::PoolKernel, {3, 3}, 1, LastChild::Leaf);
+  } else {
+    std::string known;
+    for (const std::string& k : known_op_names()) known += (known.empty() ? "" : ", ") + k;
+    throw VocabularyError("unknown operator '" + name + "' in --ops (known: " + known + ")");
+  }
+}
+
+}  // namespace
+
+Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector<LeafType> leaf_types) {
+  Vocabulary vocab;
+  vocab.leaf_types = std::move(leaf_types);
+  std::vector<std::string> expanded;
+  for (const std::string& name : op_names) {
+    if (name == "pooling") {
+      expanded.insert(expanded.end(), {"maxpool", "avgpool"});
+    } else if (name == "constants") {
+      expanded.insert(expanded.end(), {"ones", "eye", "iconv", "pool_kernel"});
+    } else if (!name.empty()) {
+      expanded.push_back(name);
+    }
+  }
+  if (expanded.empty()) throw VocabularyError("--ops: the operator list is empty");
+  for (const std::string& name : expanded) {
+    if (std::find(vocab.op_names.begin(), vocab.op_names.end(), name) != vocab.op_names.end()) continue;
+    add_variants(name, vocab.variants);
+    vocab.op_names.push_back(name);
+  }
+  int leaves = 0;
+  for (const LeafType& t : vocab.leaf_types) leaves += t.count;
+  if (leaves > 32) throw VocabularyError("at most 32 leaf tensors are supported, got " + std::to_string(leaves));
+  return vocab;
+}
+
+}  // namespace teq::synth

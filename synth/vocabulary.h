@@ -1,0 +1,74 @@
+// Vocabulary: what rulegen enumerates. Operator variants (an operator with one concrete attribute tuple
+// from its domain) and typed leaf tensors with two concrete shapes each, one per fingerprint input set.
+// It does not compute anything: values come from rules/semantics.h, shapes from infer_shape.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rules/op.h"
+#include "rules/shape.h"
+
+namespace teq::synth {
+
+/// Restriction on an operator's last operand, so that enumeration stays meaningful and small.
+enum class LastChild : uint8_t {
+  Any,   // any term
+  Leaf,  // a leaf tensor only: split's reference, the `like` of constants
+};
+
+/// An operator with one attribute tuple, e.g. conv2d with stride 2, SAME padding, fused relu.
+struct OpVariant {
+  OpKind op = OpKind::Relu;
+  std::vector<int64_t> attrs;
+  int arity = 1;
+  LastChild last = LastChild::Any;
+  /// The last operand must be weight-only (conv2d's kernel): built from weight leaves and constants.
+  /// Convolving with an activation as kernel only adds shapes and coincidences, never a useful rule.
+  bool weight_operand = false;
+};
+
+/// A type of leaf tensor: `count` interchangeable leaves named prefix1..prefixN, with a shape in each
+/// fingerprint set. Set B differs from set A in values and in dimensions, so shape-dependent
+/// coincidences in set A are separated by set B.
+struct LeafType {
+  std::string prefix;
+  Shape shape_a, shape_b;
+  int count = 3;
+  /// Small shapes with distinct dimensions on which the Z3 proof instantiates rules (prove.h): small,
+  /// because every output element becomes a term; several, so that a wrong axis shows.
+  std::vector<Shape> proof_shapes;
+  bool weight = false;  // a weight (known at load time), not an activation
+};
+
+struct Vocabulary {
+  std::vector<std::string> op_names;  // the --ops list, resolved (aliases expanded), in order
+  std::vector<OpVariant> variants;
+  std::vector<LeafType> leaf_types;
+};
+
+/// Thrown for an unknown operator name or an operator rulegen cannot enumerate; the message lists
+/// the names it accepts.
+class VocabularyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The default --ops list: TASO's generator vocabulary.
+std::vector<std::string> default_op_names();
+/// Every name make_vocabulary accepts (operators and the aliases "pooling", "constants").
+std::vector<std::string> known_op_names();
+/// TASO-like typed inputs: 2-d matrices x (2x4) and w (4x4), NCHW activations i, OIHW kernels k (3x3),
+/// a (1x3), b (3x1), a depthwise kernel d and a 0-d scalar s; set B uses other dimensions.
+/// `per_type` caps the interchangeable leaves of each type (at most 3).
+std::vector<LeafType> default_leaf_types(int per_type = 3);
+
+/// Resolves operator names into variants with their attribute domains (conv2d: strides 1 and 2,
+/// padding SAME and VALID, activation none and relu; concat/split: axes 0 and 1; matmul: activation
+/// none and relu; pooling 3x3, strides 1 and 2, SAME and VALID; enlarge/iconv/pool_kernel to 3x3).
+/// Throws VocabularyError for unknown names or an empty list.
+Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector<LeafType> leaf_types);
+
+}  // namespace teq::synth

@@ -1,0 +1,123 @@
+// rulegen: discovers rewrite rules by enumeration and fingerprints, proves them, prunes them
+// (synth/rulegen.h); `merge` joins shard outputs; `derive` measures coverage of another rule set.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "rules/import/load_rules.h"
+#include "synth/coverage.h"
+#include "synth/rulegen.h"
+
+using namespace teq;
+using namespace teq::synth;
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void print_summary(const RulegenStats& s) {
+  std::cerr << "rulegen: summary: " << s.enumerated << " graphs enumerated, " << s.classes << " fingerprint classes, "
+            << s.candidates << " candidates (" << s.separated_by_second_set << " separated by the second input set), "
+            << s.pruned_renaming << " pruned as renamings, " << s.pruned_common_subgraph
+            << " pruned for a common subgraph, " << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
+            << " unproved, " << s.multi_candidates << " two-pattern candidates, " << s.pruned_derivable
+            << " pruned as derivable, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
+            << " s" << (s.truncated ? " (enumeration stopped by --time-limit)" : "") << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rulegen: discover, prove and minimize tensor rewrite rules"};
+  app.require_subcommand(0, 1);
+  RulegenConfig config;
+  config.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  std::string out, ops, shard, rejected;
+  app.add_option("--out", out, "output corpus (JSON)");
+  app.add_option("--ops", ops, "comma-separated operators (default: the TASO generator vocabulary)");
+  app.add_option("--max-ops", config.max_ops, "operators per graph")->check(CLI::Range(1, 5));
+  app.add_option("--max-inputs", config.max_inputs, "distinct input tensors per graph")->check(CLI::Range(1, 32));
+  app.add_option("--threads", config.threads, "worker threads (default: all cores)")->check(CLI::Range(0, 1024));
+  app.add_option("--seed", config.seed, "seed of the fingerprint inputs");
+  app.add_option("--time-limit", config.time_limit_s, "enumeration time limit in seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--shard", shard, "i/n: this process's part of the last enumeration level");
+  app.add_option("--rejected", rejected, "side file for unproved candidates (default: OUT.rejected.json)");
+  app.add_flag("!--no-minimize", config.minimize, "keep rules derivable from smaller ones");
+
+  auto* merge = app.add_subcommand("merge", "join shard outputs or corpora and finish the pipeline");
+  std::vector<std::string> merge_inputs;
+  std::string merge_out;
+  merge->add_option("inputs", merge_inputs, "shard files or corpora")->required()->check(CLI::ExistingFile);
+  merge->add_option("--out", merge_out, "output corpus")->required();
+  merge->add_option("--threads", config.threads, "worker threads");
+
+  auto* derive = app.add_subcommand("derive", "which rules of TARGET follow from USING by saturation");
+  std::string using_path, target_path;
+  derive->add_option("--using", using_path, "our JSON corpus")->required()->check(CLI::ExistingFile);
+  derive->add_option("--target", target_path, "rules to derive: JSON, Tensat text or TASO .pb")
+      ->required()
+      ->check(CLI::ExistingFile);
+  derive->add_option("--node-limit", config.derive.node_limit, "e-graph node limit per rule");
+  derive->add_option("--iter-limit", config.derive.iter_limit, "saturation iterations per rule");
+  derive->add_option("--time-limit", config.derive.time_limit_s, "seconds per rule");
+  derive->add_option("--threads", config.threads, "worker threads");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*derive) {
+      RuleCorpus base = load_corpus(using_path);
+      ImportResult target = load_rules_file(target_path);
+      CoverageReport r = derive_coverage(base, target, default_leaf_types(config.leaves_per_type), config.derive,
+                                         config.threads > 0 ? config.threads : std::thread::hardware_concurrency());
+      std::cout << format_coverage(r, target_path);
+      return 0;
+    }
+    if (*merge) {
+      RulegenResult r = merge_rulegen({merge_inputs.begin(), merge_inputs.end()}, config);
+      save_rulegen_output(r, merge_out);
+      print_summary(r.stats);
+      return 0;
+    }
+    if (out.empty()) {
+      std::cerr << "rulegen: --out is required\n";
+      return 2;
+    }
+    if (!ops.empty()) config.ops = split_list(ops);
+    if (!shard.empty()) {
+      int i = -1, n = -1;
+      char slash = 0;
+      std::istringstream in(shard);
+      if (!(in >> i >> slash >> n) || slash != '/' || !in.eof() || n < 1 || i < 0 || i >= n) {
+        std::cerr << "rulegen: --shard must be i/n with 0 <= i < n, got '" << shard << "'\n";
+        return 2;
+      }
+      config.shard_index = i, config.shard_count = n;
+    }
+    RulegenResult r = run_rulegen(config);
+    save_rulegen_output(r, out, rejected.empty() ? out + ".rejected.json" : rejected);
+    print_summary(r.stats);
+    return 0;
+  } catch (const VocabularyError& e) {
+    std::cerr << "rulegen: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "rulegen: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "rulegen: " << e.what() << "\n";
+    return 1;
+  }
+}
