@@ -203,7 +203,9 @@ Rule convert_rule(const taso::Rule& r, const std::string& id) {
 // Protobuf accepts many byte strings as a message with only unknown fields (text happens to parse), so
 // a RuleCollection must also have no unknown top-level fields.
 bool parse_collection(const std::string& bytes, taso::RuleCollection& out) {
-  return out.ParseFromString(bytes) && out.GetReflection()->GetUnknownFields(out).empty();
+  // ParsePartial + IsInitialized: the same check as ParseFromString without protobuf's stderr logging.
+  return out.ParsePartialFromString(bytes) && out.IsInitialized() &&
+         out.GetReflection()->GetUnknownFields(out).empty();
 }
 
 }  // namespace
