@@ -102,7 +102,8 @@ std::vector<Site> find_sites(const CompiledRule& rule, const Graph& g,
       continue;
     }
     std::vector<Site> joined;  // join on shared variables; distinct roots only
-    for (const Site& s : sites)
+    for (const Site& s : sites) {
+      if (joined.size() >= kMaxCombosPerRule) break;
       for (const Site& m : matches) {
         if (std::find(s.roots.begin(), s.roots.end(), m.roots[0]) != s.roots.end()) continue;
         Site merged = s;
@@ -117,6 +118,7 @@ std::vector<Site> find_sites(const CompiledRule& rule, const Graph& g,
         joined.push_back(std::move(merged));
         if (joined.size() >= kMaxCombosPerRule) break;
       }
+    }
     sites = std::move(joined);
     if (sites.empty()) break;
   }

@@ -28,7 +28,7 @@ struct SequentialConfig {
   double alpha = 1.05;         // TASO's relaxation: keep candidates with cost < alpha * best
   size_t budget = 1'000;       // graphs taken from the queue (TASO's "budget")
   double time_limit_s = 60;
-  size_t max_queue = 2'000;    // bound on waiting graphs (memory); the costliest are dropped beyond it
+  size_t max_queue = 1'000;    // bound on waiting graphs (memory); the costliest are dropped beyond it
   std::function<void(const SequentialProgress&)> on_progress = {};  // may be empty
 };
 

@@ -46,6 +46,7 @@ struct Options {
 struct Run {
   std::string label;  // "greedy k=1", ..., "sequential"
   OptimizeReport report;
+  double cpu_seconds = 0;  // process CPU time of the call (wall time is in report, and grows with load)
   double seconds() const { return report.saturate_seconds + report.extract_seconds; }
 };
 
@@ -64,6 +65,19 @@ struct ModelResult {
     return *b;
   }
 };
+
+double cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "unknown" : one;
+}
 
 double speedup_pct(double original, double optimized) {
   return optimized > 0 ? (original / optimized - 1) * 100 : 0;
@@ -109,16 +123,20 @@ ModelResult run_model(const std::string& name, const RuleCorpus& rules, const Co
     const int k = spec.find(':') == std::string::npos ? 1 : std::stoi(spec.substr(spec.find(':') + 1));
     OptimizeConfig c{.node_limit = o.node_limit, .iter_limit = o.iter_limit, .time_limit_s = o.sat_time,
                      .k_multi = k, .extract = method, .ilp_time_limit_s = o.ilp_time};
+    const double cpu0 = cpu_now();
     Run r{std::string(method == ExtractMethod::Ilp ? "ilp" : "greedy") + " k=" + std::to_string(k),
           optimize_graph(graph, rules, cost, c)};
+    r.cpu_seconds = cpu_now() - cpu0;
     std::cerr << "  " << name << " " << r.label << ": " << us(r.report.optimized_cost) << " us, "
               << fmt(r.report.saturate_seconds) << " + " << fmt(r.report.extract_seconds) << " s, "
               << r.report.enodes << " e-nodes, " << r.report.stop_reason << "\n";
     m.saturation.push_back(std::move(r));
   }
+  const double cpu0 = cpu_now();
   m.sequential = {"sequential", optimize_sequential(graph, rules, cost,
                                                     {.alpha = o.alpha, .budget = o.seq_budget,
                                                      .time_limit_s = o.seq_time})};
+  m.sequential.cpu_seconds = cpu_now() - cpu0;
   const OptimizeReport& s = m.sequential.report;
   std::cerr << "  " << name << " sequential: " << us(s.optimized_cost) << " us, " << fmt(s.saturate_seconds)
             << " s, " << s.iterations << " expanded, " << s.enodes << " graphs, " << s.stop_reason << "\n";
@@ -133,7 +151,7 @@ std::string command_line(int argc, char** argv) {
 
 std::string render_page(const std::vector<ModelResult>& results, const RuleCorpus& rules, const CostModel& cost,
                         const Options& o, const std::string& command, const std::string& svg_name,
-                        double total_seconds) {
+                        double total_seconds, const std::string& load) {
   std::ostringstream md;
   size_t multi = 0;
   for (const Rule& r : rules.rules) multi += r.is_multi();
@@ -146,7 +164,7 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
         "hand, rerun it.\n\n"
      << "- Command: `" << command << "`\n"
      << "- Date: " << date << "; machine: " << machine() << "; whole run " << fmt(total_seconds, "%.0f")
-     << " s, one process, models one after another\n"
+     << " s, one process, models one after another; load average (1 min) " << load << "\n"
      << "- Rules: `" << o.rules << "`, " << rules.rules.size() << " rules (" << multi << " multi-pattern)\n"
      << "- Cost model: `" << cost.name() << "` (docs/cost-model.md): estimated GPU time of the graph, batch 1\n"
      << "- Saturation limits: " << o.sat_time << " s, " << o.iter_limit << " iterations, " << o.node_limit
@@ -218,9 +236,9 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
      << lines.str();
 
   md << "\n## All runs\n\n"
-     << "| Model | Run | Cost (µs) | Speedup | Saturate s | Extract s | Iterations | E-nodes | E-classes | Stop "
+     << "| Model | Run | Cost (µs) | Speedup | Saturate s | Extract s | CPU s | Iterations | E-nodes | E-classes | Stop "
         "| Extraction (gap) |\n"
-     << "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
+     << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
   for (const ModelResult& m : results) {
     std::vector<const Run*> runs;
     for (const Run& r : m.saturation) runs.push_back(&r);
@@ -229,13 +247,14 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
       const OptimizeReport& p = r->report;
       md << "| " << m.name << " | " << r->label << " | " << us(p.optimized_cost) << " | "
          << fmt(speedup_pct(m.original, p.optimized_cost), "%.1f") << "% | " << fmt(p.saturate_seconds) << " | "
-         << fmt(p.extract_seconds) << " | " << p.iterations << " | " << p.enodes << " | "
+         << fmt(p.extract_seconds) << " | " << fmt(r->cpu_seconds) << " | " << p.iterations << " | " << p.enodes << " | "
          << (r->label == "sequential" ? "—" : std::to_string(p.eclasses)) << " | " << p.stop_reason << " | "
          << p.extraction.method << " (" << fmt(p.extraction.gap * 100, "%.1f") << "%) |\n";
     }
   }
-  md << "\nFor the sequential baseline, Iterations counts graphs taken from its queue and E-nodes the distinct "
-        "graphs it generated.\n\n## Rules that made the best graphs\n\n";
+  md << "\nSeconds are wall-clock; CPU s is the process CPU time of the same call (it stays near the wall time "
+        "on an idle machine and is the fairer figure on a loaded one). For the sequential baseline, Iterations "
+        "counts graphs taken from its queue and E-nodes the distinct graphs it generated.\n\n## Rules that made the best graphs\n\n";
   for (const ModelResult& m : results) {
     md << "- **" << m.name << "** (saturation, " << m.best().label << "): ";
     bool first = true;
@@ -291,6 +310,7 @@ int run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string load_start = load_average();
   RuleCorpus rules = load_corpus(o.rules);
   std::unique_ptr<CostModel> cost = make_cost_model(o.cost, o.corpus_dir);
   std::vector<std::string> models = o.models == "all" ? builtin_model_names() : split_list(o.models);
@@ -305,7 +325,8 @@ int run(int argc, char** argv) {
   std::filesystem::path svg =
       o.svg.empty() ? out.parent_path() / (out.stem().string() + "-speedup.svg") : std::filesystem::path(o.svg);
   std::string page = render_page(results, rules, *cost, o, command_line(argc, argv),
-                                 svg.parent_path() == out.parent_path() ? svg.filename().string() : svg.string(), total);
+                                 svg.parent_path() == out.parent_path() ? svg.filename().string() : svg.string(), total,
+                                 load_start + " at the start, " + load_average() + " at the end");
   if (!o.notes.empty()) {
     std::ifstream notes(o.notes);
     if (!notes) throw std::runtime_error("cannot read notes file " + o.notes);
