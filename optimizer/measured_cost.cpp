@@ -233,7 +233,11 @@ std::shared_ptr<gpu::GpuRuntime> open_runtime(const GpuMeasureOptions& o, const 
   if (!a.ok)
     throw GpuUnavailableError(std::string(purpose) + " needs an NVIDIA GPU: " + a.reason +
                               " (a cost DB measured elsewhere works anywhere: --cost db:FILE)");
-  return std::make_shared<gpu::GpuRuntime>(runtime_options(o));
+  try {
+    return std::make_shared<gpu::GpuRuntime>(runtime_options(o));
+  } catch (const gpu::GpuError& e) {  // a device that answers but cannot start (driver, cuDNN, cuBLAS)
+    throw GpuUnavailableError(std::string(purpose) + " needs a working NVIDIA GPU: " + e.what());
+  }
 }
 
 GraphLatency latency_of(const gpu::Timing& t) {

@@ -183,11 +183,11 @@ void build_matmul(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Sh
   steps.push_back([cx, s, a, b, c, m, n, k, batch, out_elems] {
     const MatmulPlan& p = s->plan;
     if (p.strided) {
-      TEQ_GPU_CHECK(cublasSgemmStridedBatched(cx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &kOne, b, n,
+      TEQ_GPU_CHECK(cublas_api().sgemm_strided_batched(cx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &kOne, b, n,
                                               p.stride_b, a, k, p.stride_a, &kZero, c, n, p.m * p.n, batch));
     } else {
       auto** ptrs = static_cast<const float**>(s->pointers.get());
-      TEQ_GPU_CHECK(cublasSgemmBatched(cx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &kOne, ptrs + p.batch, n,
+      TEQ_GPU_CHECK(cublas_api().sgemm_batched(cx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &kOne, ptrs + p.batch, n,
                                        ptrs, k, &kZero, const_cast<float**>(ptrs + 2 * p.batch), n, batch));
     }
     kernels::activate_inplace(s->activation, c, out_elems, cx->stream);

@@ -1,8 +1,11 @@
 #include "optimizer/cuda/gpu_runtime.h"
 
 #include <algorithm>
+#include <dlfcn.h>
+
 #include <climits>
 #include <cstdio>
+#include <mutex>
 
 #include "optimizer/cuda/detail/gpu_context.h"
 #include "optimizer/cuda/kernels.h"
@@ -18,7 +21,47 @@ void check(cudnnStatus_t status, const char* call) {
   if (status != CUDNN_STATUS_SUCCESS) throw GpuError(std::string(call) + ": " + cudnnGetErrorString(status));
 }
 void check(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) throw GpuError(std::string(call) + ": " + cublasGetStatusString(status));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw GpuError(std::string(call) + ": " + cublas_api().status_string(status));
+}
+
+const CublasApi& cublas_api() {
+  static CublasApi api;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    std::vector<std::string> tried;
+#ifdef TEQ_CUBLAS_DIR
+    tried.push_back(std::string(TEQ_CUBLAS_DIR) + "/" + soname);
+#endif
+    tried.push_back(soname);
+    tried.push_back("libcublas.so");
+    void* lib = nullptr;
+    std::string reasons;
+    for (const std::string& name : tried) {
+      if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+      const char* why = dlerror();
+      reasons += "\n  " + name + ": " + (why ? why : "not found");
+    }
+    if (!lib) {
+      error = "gpu: cannot load cuBLAS:" + reasons;
+      return;
+    }
+    auto load = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+      if (!fn && error.empty()) error = std::string("gpu: cuBLAS has no symbol ") + symbol;
+    };
+    load(api.create, "cublasCreate_v2");
+    load(api.destroy, "cublasDestroy_v2");
+    load(api.set_stream, "cublasSetStream_v2");
+    load(api.set_math_mode, "cublasSetMathMode");
+    load(api.sgemm_strided_batched, "cublasSgemmStridedBatched");
+    load(api.sgemm_batched, "cublasSgemmBatched");
+    load(api.status_string, "cublasGetStatusString");
+  });
+  if (!error.empty()) throw GpuError(error);
+  return api;
 }
 
 int to_int(int64_t v, const char* what) {
@@ -186,16 +229,16 @@ GpuRuntime::GpuRuntime(RuntimeOptions options) : impl_(std::make_unique<Impl>())
   TEQ_GPU_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
   TEQ_GPU_CHECK(cudnnCreate(&impl_->cudnn));
   TEQ_GPU_CHECK(cudnnSetStream(impl_->cudnn, impl_->stream));
-  TEQ_GPU_CHECK(cublasCreate(&impl_->cublas));
-  TEQ_GPU_CHECK(cublasSetStream(impl_->cublas, impl_->stream));
-  TEQ_GPU_CHECK(cublasSetMathMode(impl_->cublas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  TEQ_GPU_CHECK(cublas_api().create(&impl_->cublas));
+  TEQ_GPU_CHECK(cublas_api().set_stream(impl_->cublas, impl_->stream));
+  TEQ_GPU_CHECK(cublas_api().set_math_mode(impl_->cublas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 GpuRuntime::~GpuRuntime() {
   if (!impl_) return;
   if (impl_->stream) cudaStreamSynchronize(impl_->stream);
   impl_->search_workspace.reset();
-  if (impl_->cublas) cublasDestroy(impl_->cublas);
+  if (impl_->cublas) cublas_api().destroy(impl_->cublas);
   if (impl_->cudnn) cudnnDestroy(impl_->cudnn);
   if (impl_->stream) cudaStreamDestroy(impl_->stream);
 }

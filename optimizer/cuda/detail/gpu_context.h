@@ -22,6 +22,21 @@ void check(cudnnStatus_t status, const char* call);
 void check(cublasStatus_t status, const char* call);
 #define TEQ_GPU_CHECK(call) ::teq::gpu::detail::check((call), #call)
 
+/// cuBLAS entry points, loaded with dlopen when the first GpuRuntime is created. Linking libcublas would
+/// make every program that links teq_optimizer pay for mapping and relocating cuBLAS at start-up
+/// (~0.15 s of CPU per process, paid by each of CI's test processes) although most never touch a GPU.
+struct CublasApi {
+  decltype(&::cublasCreate_v2) create = nullptr;
+  decltype(&::cublasDestroy_v2) destroy = nullptr;
+  decltype(&::cublasSetStream_v2) set_stream = nullptr;
+  decltype(&::cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&::cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
+  decltype(&::cublasSgemmBatched) sgemm_batched = nullptr;
+  decltype(&::cublasGetStatusString) status_string = nullptr;
+};
+/// Loads libcublas on first use; throws GpuError naming the files tried when it cannot.
+const CublasApi& cublas_api();
+
 /// Narrows a dimension for the int-typed cuDNN/cuBLAS interfaces; throws GpuError when it does not fit.
 int to_int(int64_t v, const char* what);
 
