@@ -1,9 +1,499 @@
 #include "verify/axioms.h"
 
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "rules/sexpr.h"
+
 namespace teq {
+namespace {
+
+constexpr AxiomTemplate kAxioms[] = {
+    // Element-wise algebra.
+    {"ewadd-comm", "(ewadd ?x ?y)", "(ewadd ?y ?x)"},
+    {"ewadd-assoc", "(ewadd ?x (ewadd ?y ?z))", "(ewadd (ewadd ?x ?y) ?z)"},
+    {"ewmul-comm", "(ewmul ?x ?y)", "(ewmul ?y ?x)"},
+    {"ewmul-assoc", "(ewmul ?x (ewmul ?y ?z))", "(ewmul (ewmul ?x ?y) ?z)"},
+    {"ewmul-dist", "(ewmul (ewadd ?x ?y) ?z)", "(ewadd (ewmul ?x ?z) (ewmul ?y ?z))"},
+    {"smul-comm", "(smul (smul ?x ?s) ?t)", "(smul (smul ?x ?t) ?s)"},
+    {"smul-dist", "(smul (ewadd ?x ?y) ?s)", "(ewadd (smul ?x ?s) (smul ?y ?s))"},
+    {"smul-ewmul", "(ewmul (smul ?x ?s) ?y)", "(smul (ewmul ?x ?y) ?s)"},
+    {"relu-idempotent", "(relu (relu ?x))", "(relu ?x)"},
+    // Matrix multiplication.
+    {"matmul-assoc", "(matmul 0 ?x (matmul 0 ?y ?z))", "(matmul 0 (matmul 0 ?x ?y) ?z)"},
+    {"matmul-dist-left", "(matmul 0 ?x (ewadd ?y ?z))", "(ewadd (matmul 0 ?x ?y) (matmul 0 ?x ?z))"},
+    {"matmul-dist-right", "(matmul 0 (ewadd ?x ?y) ?z)", "(ewadd (matmul 0 ?x ?z) (matmul 0 ?y ?z))"},
+    {"matmul-smul-left", "(smul (matmul 0 ?x ?y) ?s)", "(matmul 0 (smul ?x ?s) ?y)"},
+    {"matmul-smul-right", "(smul (matmul 0 ?x ?y) ?s)", "(matmul 0 ?x (smul ?y ?s))"},
+    {"matmul-transpose", "(transpose 1 0 (matmul 0 ?x ?y))", "(matmul 0 (transpose 1 0 ?y) (transpose 1 0 ?x))"},
+    {"matmul-relu", "(relu (matmul 0 ?x ?y))", "(matmul 2 ?x ?y)"},
+    {"matmul-sigmoid", "(sigmoid (matmul 0 ?x ?y))", "(matmul 1 ?x ?y)"},
+    {"matmul-tanh", "(tanh (matmul 0 ?x ?y))", "(matmul 3 ?x ?y)"},
+    {"matmul-concat-right", "(matmul {A} ?x (concat {X} ?y ?z))", "(concat {X} (matmul {A} ?x ?y) (matmul {A} ?x ?z))"},
+    {"matmul-concat-left", "(matmul {A} (concat {X} ?x ?y) ?z)", "(concat {X} (matmul {A} ?x ?z) (matmul {A} ?y ?z))"},
+    {"matmul-concat-inner", "(matmul 0 (concat {X} ?a ?b) (concat {Y} ?c ?d))", "(ewadd (matmul 0 ?a ?c) (matmul 0 ?b ?d))"},
+    {"matmul-eye", "(matmul 0 ?x (eye ?x))", "?x"},
+    // Transposition.
+    {"transpose-twice", "(transpose 1 0 (transpose 1 0 ?x))", "?x"},
+    {"transpose-ewadd", "(transpose 1 0 (ewadd ?x ?y))", "(ewadd (transpose 1 0 ?x) (transpose 1 0 ?y))"},
+    {"transpose-ewmul", "(transpose 1 0 (ewmul ?x ?y))", "(ewmul (transpose 1 0 ?x) (transpose 1 0 ?y))"},
+    {"transpose-relu", "(transpose 1 0 (relu ?x))", "(relu (transpose 1 0 ?x))"},
+    {"transpose-smul", "(transpose 1 0 (smul ?x ?s))", "(smul (transpose 1 0 ?x) ?s)"},
+    {"transpose-concat", "(transpose 1 0 (concat {X} ?x ?y))", "(concat {Y} (transpose 1 0 ?x) (transpose 1 0 ?y))"},
+    // Concatenation and split.
+    {"split-concat-0", "(split {X} 0 {R} (concat {X} ?x ?y) ?r)", "?x", true},
+    {"split-concat-1", "(split {X} 1 {R} (concat {X} ?x ?y) ?r)", "?y", true},
+    {"concat-split", "(concat {X} (split {X} 0 {R} ?x ?r) (split {X} 1 {R} ?x ?r))", "?x"},
+    {"concat-ewadd", "(concat {X} (ewadd ?a ?b) (ewadd ?c ?d))", "(ewadd (concat {X} ?a ?c) (concat {X} ?b ?d))"},
+    {"concat-ewmul", "(concat {X} (ewmul ?a ?b) (ewmul ?c ?d))", "(ewmul (concat {X} ?a ?c) (concat {X} ?b ?d))"},
+    {"concat-relu", "(relu (concat {X} ?x ?y))", "(concat {X} (relu ?x) (relu ?y))"},
+    {"concat-tanh", "(tanh (concat {X} ?x ?y))", "(concat {X} (tanh ?x) (tanh ?y))"},
+    {"concat-sigmoid", "(sigmoid (concat {X} ?x ?y))", "(concat {X} (sigmoid ?x) (sigmoid ?y))"},
+    {"concat-smul", "(smul (concat {X} ?x ?y) ?s)", "(concat {X} (smul ?x ?s) (smul ?y ?s))"},
+    {"concat-assoc", "(concat {X} (concat {X} ?x ?y) ?z)", "(concat {X} ?x (concat {X} ?y ?z))"},
+    {"concat-swap", "(concat {X} (concat {Y} ?a ?b) (concat {Y} ?c ?d))", "(concat {Y} (concat {X} ?a ?c) (concat {X} ?b ?d))"},
+    // Convolution.
+    {"conv-linear-weights", "(conv2d {C} 0 ?x (ewadd ?w ?v))", "(ewadd (conv2d {C} 0 ?x ?w) (conv2d {C} 0 ?x ?v))"},
+    {"conv-linear-input", "(conv2d {C} 0 (ewadd ?x ?y) ?w)", "(ewadd (conv2d {C} 0 ?x ?w) (conv2d {C} 0 ?y ?w))"},
+    {"conv-smul-weights", "(conv2d {C} 0 ?x (smul ?w ?s))", "(smul (conv2d {C} 0 ?x ?w) ?s)"},
+    {"conv-smul-input", "(conv2d {C} 0 (smul ?x ?s) ?w)", "(smul (conv2d {C} 0 ?x ?w) ?s)"},
+    {"conv-relu", "(relu (conv2d {C} 0 ?x ?w))", "(conv2d {C} 2 ?x ?w)"},
+    {"conv-sigmoid", "(sigmoid (conv2d {C} 0 ?x ?w))", "(conv2d {C} 1 ?x ?w)"},
+    {"conv-tanh", "(tanh (conv2d {C} 0 ?x ?w))", "(conv2d {C} 3 ?x ?w)"},
+    {"conv-concat-weights", "(conv2d {C} {A} ?x (concat 0 ?w ?v))", "(concat 1 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?x ?v))"},
+    {"conv-concat-channels", "(conv2d {C} 0 (concat 1 ?x ?y) (concat 1 ?w ?v))", "(ewadd (conv2d {C} 0 ?x ?w) (conv2d {C} 0 ?y ?v))"},
+    {"conv-concat-batch", "(conv2d {C} {A} (concat 0 ?x ?y) ?w)", "(concat 0 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?y ?w))"},
+    {"conv-iconv", "(conv2d {C} 0 ?x (iconv {K} ?x))", "?x"},
+    {"conv-enlarge", "(conv2d {C} {A} ?x ?w)", "(conv2d {C} {A} ?x (enlarge {K} ?w))"},
+    {"avgpool-conv", "(avgpool {P} 1 ?x)", "(conv2d {C} 0 ?x (pool_kernel {K} ?x))"},
+    {"maxpool-relu", "(relu (maxpool {P} ?x))", "(maxpool {P} (relu ?x))"},
+};
+
+// ---- instantiation -----------------------------------------------------------------------------------
+struct Instance {
+  std::string id;  // template id plus the placeholder values
+  Rule rule;       // lhs/rhs with attributes filled in
+  bool split_cut;
+  int64_t cut_axis = 0, ref_axis = 0;  // for split_cut: dim(?r, ref_axis) == dim(?x, cut_axis)
+};
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+
+/// Placeholder values the rule itself uses (the axioms only need those to talk about this rule).
+std::map<char, std::set<std::vector<int64_t>>> placeholder_values(const Rule& rule) {
+  std::map<char, std::set<std::vector<int64_t>>> v;
+  auto scan = [&](const Expr& e) {
+    for (const ExprNode& n : e.nodes()) {
+      const auto& a = n.attrs;
+      switch (n.op) {
+        case OpKind::Concat: v['X'].insert({a[0]}); break;
+        case OpKind::Split: v['X'].insert({a[0]}), v['R'].insert({a[2]}); break;
+        case OpKind::Matmul: v['A'].insert({a[0]}); break;
+        case OpKind::Conv2d: v['C'].insert({a[0], a[1], a[2], a[3]}), v['A'].insert({a[4]}); break;
+        case OpKind::Enlarge:
+        case OpKind::IConv:
+        case OpKind::PoolKernel: v['K'].insert({a[0], a[1]}); break;
+        case OpKind::MaxPool:
+        case OpKind::AvgPool: v['P'].insert({a.begin(), a.begin() + 6}); break;
+        default: break;
+      }
+    }
+  };
+  for (const Expr& e : rule.lhs) scan(e);
+  for (const Expr& e : rule.rhs) scan(e);
+  v['Y'] = v['X'];
+  return v;
+}
+
+std::set<OpKind> ops_of(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  std::set<OpKind> ops;
+  for (const auto* side : {&a, &b})
+    for (const Expr& e : *side)
+      for (const ExprNode& n : e.nodes())
+        if (n.op != OpKind::Var) ops.insert(n.op);
+  return ops;
+}
+
+/// Every instance of every template whose operators all occur in the rule.
+std::vector<Instance> instantiate(const Rule& rule) {
+  auto values = placeholder_values(rule);
+  std::set<OpKind> rule_ops = ops_of(rule.lhs, rule.rhs);
+  std::vector<Instance> out;
+  for (const AxiomTemplate& t : kAxioms) {
+    std::string lhs = t.lhs, rhs = t.rhs;
+    std::vector<char> used;
+    for (char c : std::string("XYRCAKP"))
+      if ((lhs + rhs).find(std::string("{") + c + "}") != std::string::npos) used.push_back(c);
+    // Cartesian product over the used placeholders.
+    std::vector<std::vector<std::vector<int64_t>>> choices;
+    bool empty = false;
+    for (char c : used) {
+      choices.emplace_back(values[c].begin(), values[c].end());
+      empty |= choices.back().empty();
+    }
+    if (empty) continue;
+    std::vector<size_t> pos(used.size(), 0);
+    while (true) {
+      std::string l = lhs, r = rhs, id = t.id;
+      std::map<char, std::vector<int64_t>> pick;
+      for (size_t k = 0; k < used.size(); ++k) pick[used[k]] = choices[k][pos[k]];
+      bool skip = pick.contains('X') && pick.contains('Y') && pick['X'] == pick['Y'];
+      if (!skip) {
+        if (!used.empty()) id += "[";
+        for (size_t k = 0; k < used.size(); ++k) {
+          std::string key = std::string("{") + used[k] + "}", val = join(pick[used[k]]);
+          for (std::string* s : {&l, &r})
+            for (size_t p; (p = s->find(key)) != std::string::npos;) s->replace(p, key.size(), val);
+          id += (k ? "," : "") + std::string(1, used[k]) + "=" + val;
+        }
+        if (!used.empty()) id += "]";
+        try {
+          Instance inst{id, make_rule(id, {l}, {r}), t.split_cut};
+          if (t.split_cut) inst.cut_axis = pick['X'][0], inst.ref_axis = pick['R'][0];
+          std::set<OpKind> ops = ops_of(inst.rule.lhs, inst.rule.rhs);
+          if (std::includes(rule_ops.begin(), rule_ops.end(), ops.begin(), ops.end())) out.push_back(std::move(inst));
+        } catch (const CorpusError&) {
+          // A placeholder value that makes no pattern (cannot happen with the templates above).
+        }
+      }
+      size_t k = 0;
+      while (k < used.size() && ++pos[k] == choices[k].size()) pos[k++] = 0;
+      if (k == used.size()) break;
+    }
+  }
+  return out;
+}
+
+/// Element-wise verdict on an axiom instance, with the ranks its variables took in the checked shapes.
+struct InstanceVerdict {
+  bool holds = false;
+  std::map<std::string, std::pair<int, int>> ranks;  // variable -> (lowest, highest) rank seen
+};
+
+/// Verdicts are shared by all threads (they do not depend on the Z3 context).
+InstanceVerdict check_instance(const Instance& inst, z3::context& ctx, const ElementwiseOptions& opt) {
+  static std::mutex mu;
+  static std::map<std::string, InstanceVerdict> cache;
+  const std::string key = to_sexpr(inst.rule.lhs[0], inst.rule.lhs[0].root()) + " = " +
+                          to_sexpr(inst.rule.rhs[0], inst.rule.rhs[0].root());
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  ElementwiseOptions o = opt;
+  o.grouped_conv = false;
+  // A split law is a conditional statement (the cut equals the first part's extent); the shape search
+  // with equal roots finds exactly the shapes that satisfy the condition.
+  o.shape_mismatch_is_wrong = !inst.split_cut;
+  ElementwiseResult r = prove_elementwise(inst.rule, ctx, o);
+  InstanceVerdict v;
+  v.holds = r.status == VerifyStatus::Verified;
+  for (const VarShapes& s : r.shapes)
+    for (const auto& [name, shape] : s) {
+      int rank = static_cast<int>(shape.size());
+      auto [it, added] = v.ranks.emplace(name, std::pair{rank, rank});
+      it->second.first = std::min(it->second.first, rank);
+      it->second.second = std::max(it->second.second, rank);
+    }
+  std::lock_guard lock(mu);
+  cache[key] = v;
+  return v;
+}
+
+// ---- Z3 encoding ---------------------------------------------------------------------------------------
+/// Terms over an uninterpreted sort T: one function per (operator, #attributes, #operands), attributes as
+/// Int arguments; dim(T, Int) and rank(T) describe shapes.
+class Encoder {
+ public:
+  explicit Encoder(z3::context& ctx)
+      : ctx_(ctx),
+        T_(ctx.uninterpreted_sort("Tensor")),
+        dim_(ctx.function("dim", T_, ctx.int_sort(), ctx.int_sort())),
+        rank_(ctx.function("rank", T_, ctx.int_sort())) {}
+
+  z3::sort tensor_sort() const { return T_; }
+  z3::expr dim(const z3::expr& t, const z3::expr& i) { return dim_(t, i); }
+  z3::expr dim(const z3::expr& t, int64_t i) { return dim_(t, ctx_.int_val(i)); }
+  z3::expr rank(const z3::expr& t) { return rank_(t); }
+
+  z3::func_decl op(OpKind kind, size_t attrs, size_t operands) {
+    auto key = std::make_tuple(kind, attrs, operands);
+    if (auto it = decls_.find(key); it != decls_.end()) return it->second;
+    z3::sort_vector dom(ctx_);
+    for (size_t i = 0; i < attrs; ++i) dom.push_back(ctx_.int_sort());
+    for (size_t i = 0; i < operands; ++i) dom.push_back(T_);
+    std::string name = std::string(op_name(kind)) + "/" + std::to_string(attrs) + "/" + std::to_string(operands);
+    z3::func_decl f = ctx_.function(name.c_str(), dom, T_);
+    decls_.emplace(key, f);
+    return f;
+  }
+
+  /// The term for `id` in `e`; variables come from `vars` (created on first use).
+  z3::expr term(const Expr& e, ExprId id, std::map<std::string, z3::expr>& vars, const std::string& prefix) {
+    const ExprNode& n = e[id];
+    if (n.op == OpKind::Var) {
+      auto it = vars.find(n.name);
+      if (it == vars.end()) it = vars.emplace(n.name, ctx_.constant((prefix + n.name).c_str(), T_)).first;
+      return it->second;
+    }
+    z3::expr_vector args(ctx_);
+    for (int64_t a : n.attrs) args.push_back(ctx_.int_val(a));
+    for (ExprId c : n.children) args.push_back(term(e, c, vars, prefix));
+    return op(n.op, n.attrs.size(), n.children.size())(args);
+  }
+
+  /// Shape facts for every operator function used so far, as quantified formulas (see shape_facts).
+  z3::expr_vector shape_facts();
+
+  /// forall vars: (cond =>) lhs == rhs, triggered by whichever side contains every variable.
+  z3::expr quantified(const std::map<std::string, z3::expr>& vars, const z3::expr& body,
+                      const std::vector<z3::expr>& triggers) {
+    z3::expr_vector bound(ctx_);
+    for (const auto& [name, v] : vars) bound.push_back(v);
+    if (bound.empty()) return body;
+    // Patterns are ASTs with a reference count: hold each in an expr so Z3 does not collect it early.
+    std::vector<Z3_pattern> pats;
+    z3::expr_vector keep(ctx_);
+    for (const z3::expr& t : triggers) {
+      Z3_ast a = t;
+      pats.push_back(Z3_mk_pattern(ctx_, 1, &a));
+      keep.push_back(z3::expr(ctx_, Z3_pattern_to_ast(ctx_, pats.back())));
+    }
+    std::vector<Z3_app> apps;
+    for (unsigned i = 0; i < bound.size(); ++i) apps.push_back(reinterpret_cast<Z3_app>(static_cast<Z3_ast>(bound[i])));
+    Z3_ast q = Z3_mk_forall_const(ctx_, 0, apps.size(), apps.data(), pats.size(), pats.data(), body);
+    return z3::expr(ctx_, q);
+  }
+
+ private:
+  z3::context& ctx_;
+  z3::sort T_;
+  z3::func_decl dim_, rank_;
+  std::map<std::tuple<OpKind, size_t, size_t>, z3::func_decl> decls_;
+  friend class ShapeFacts;
+};
+
+void collect_ids(const z3::expr& e, std::set<unsigned>& ids) {
+  if (!ids.insert(Z3_get_ast_id(e.ctx(), e)).second || !e.is_app()) return;
+  for (unsigned i = 0; i < e.num_args(); ++i) collect_ids(e.arg(i), ids);
+}
+
+bool contains_all(const z3::expr& e, const std::map<std::string, z3::expr>& vars) {
+  std::set<unsigned> ids;
+  collect_ids(e, ids);
+  for (const auto& [name, v] : vars)
+    if (!ids.contains(Z3_get_ast_id(v.ctx(), v))) return false;
+  return true;
+}
+
+z3::expr_vector Encoder::shape_facts() {
+  z3::expr_vector facts(ctx_);
+  z3::expr I = ctx_.int_const("i!");
+  for (const auto& [key, f] : decls_) {
+    auto [kind, na, nc] = key;
+    z3::expr_vector args(ctx_);
+    std::vector<z3::expr> attr, opnd;
+    for (size_t i = 0; i < na; ++i) attr.push_back(ctx_.int_const(("a!" + std::to_string(i)).c_str()));
+    for (size_t i = 0; i < nc; ++i) opnd.push_back(ctx_.constant(("t!" + std::to_string(i)).c_str(), T_));
+    for (auto& a : attr) args.push_back(a);
+    for (auto& t : opnd) args.push_back(t);
+    z3::expr app = f(args);
+    std::map<std::string, z3::expr> vars;
+    for (size_t i = 0; i < na; ++i) vars.emplace("a" + std::to_string(i), attr[i]);
+    for (size_t i = 0; i < nc; ++i) vars.emplace("t" + std::to_string(i), opnd[i]);
+    auto with_i = vars;
+    with_i.emplace("i", I);
+    // dim(app, i) == value for every i; and fixed-index facts.
+    auto all_dims = [&](const z3::expr& value) {
+      facts.push_back(quantified(with_i, dim_(app, I) == value, {dim_(app, I)}));
+    };
+    auto dim_at = [&](int64_t i, const z3::expr& value) {
+      facts.push_back(quantified(vars, dim(app, i) == value, {dim(app, i)}));
+    };
+    auto rank_is = [&](const z3::expr& value) { facts.push_back(quantified(vars, rank_(app) == value, {rank_(app)})); };
+    switch (kind) {
+      case OpKind::EwAdd:
+      case OpKind::EwSub:
+      case OpKind::EwMul:
+      case OpKind::EwDiv:
+      case OpKind::Smul:
+      case OpKind::Relu:
+      case OpKind::Tanh:
+      case OpKind::Sigmoid:
+      case OpKind::Gelu:
+      case OpKind::Noop:
+      case OpKind::Ones:
+      case OpKind::Softmax:
+      case OpKind::BatchNorm:
+        all_dims(dim_(opnd[0], I)), rank_is(rank_(opnd[0]));
+        break;
+      case OpKind::Concat: {
+        z3::expr sum = dim_(opnd[0], attr[0]);
+        for (size_t k = 1; k < nc; ++k) sum = sum + dim_(opnd[k], attr[0]);
+        all_dims(z3::ite(I == attr[0], sum, dim_(opnd[0], I)));
+        rank_is(rank_(opnd[0]));
+        break;
+      }
+      case OpKind::Split: {
+        z3::expr cut = dim_(opnd[1], attr[2]);
+        z3::expr part = z3::ite(attr[1] == 0, cut, dim_(opnd[0], attr[0]) - cut);
+        all_dims(z3::ite(I == attr[0], part, dim_(opnd[0], I)));
+        rank_is(rank_(opnd[0]));
+        break;
+      }
+      case OpKind::Slice: all_dims(z3::ite(I == attr[0], attr[2] - attr[1], dim_(opnd[0], I))), rank_is(rank_(opnd[0])); break;
+      case OpKind::Matmul: {
+        // Only the matrix dims: batch dims may broadcast, so nothing is claimed about them.
+        z3::expr r = z3::ite(rank_(opnd[0]) >= rank_(opnd[1]), rank_(opnd[0]), rank_(opnd[1]));
+        rank_is(r);
+        z3::expr d = dim_(app, I);
+        facts.push_back(quantified(with_i,
+                                   z3::implies(I == r - 1, d == dim_(opnd[1], rank_(opnd[1]) - 1)) &&
+                                       z3::implies(I == r - 2, d == dim_(opnd[0], rank_(opnd[0]) - 2)),
+                                   {d}));
+        break;
+      }
+      case OpKind::Conv2d:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[1], 0));
+        // Stride 1 with SAME padding keeps the spatial size.
+        facts.push_back(quantified(vars, z3::implies(attr[0] == 1 && attr[2] == -1, dim(app, 2) == dim(opnd[0], 2)), {dim(app, 2)}));
+        facts.push_back(quantified(vars, z3::implies(attr[1] == 1 && attr[3] == -1, dim(app, 3) == dim(opnd[0], 3)), {dim(app, 3)}));
+        break;
+      case OpKind::MaxPool:
+      case OpKind::AvgPool:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1));
+        break;
+      case OpKind::GlobalAvgPool:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1));
+        dim_at(2, ctx_.int_val(1)), dim_at(3, ctx_.int_val(1));
+        break;
+      case OpKind::Enlarge:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1)), dim_at(2, attr[0]), dim_at(3, attr[1]);
+        break;
+      case OpKind::IConv:
+      case OpKind::PoolKernel:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 1)), dim_at(1, kind == OpKind::IConv ? dim(opnd[0], 1) : ctx_.int_val(1));
+        dim_at(2, attr[0]), dim_at(3, attr[1]);
+        break;
+      case OpKind::Eye:
+        rank_is(ctx_.int_val(2));
+        dim_at(0, dim_(opnd[0], rank_(opnd[0]) - 1)), dim_at(1, dim_(opnd[0], rank_(opnd[0]) - 1));
+        break;
+      case OpKind::Transpose:
+        rank_is(ctx_.int_val(static_cast<int>(na)));
+        for (size_t k = 0; k < na; ++k) dim_at(static_cast<int64_t>(k), dim_(opnd[0], attr[k]));
+        break;
+      case OpKind::Reshape:
+      case OpKind::Broadcast:
+        rank_is(ctx_.int_val(static_cast<int>(na)));
+        for (size_t k = 0; k < na; ++k) dim_at(static_cast<int64_t>(k), attr[k]);
+        break;
+      default: break;
+    }
+  }
+  return facts;
+}
+
+}  // namespace
+
+std::span<const AxiomTemplate> axiom_templates() { return kAxioms; }
 
 AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options) {
-  return {false, {}, "not implemented"};
+  AxiomProof proof;
+  std::vector<Instance> instances = instantiate(rule);
+  Encoder enc(ctx);
+  z3::solver solver(ctx);
+  z3::params p(ctx);
+  p.set("timeout", options.timeout_ms);
+  p.set("mbqi", false);  // E-matching only: MBQI would search for models of the uninterpreted sort
+  solver.set(p);
+  z3::expr_vector axioms(ctx);
+  for (const Instance& inst : instances) {
+    InstanceVerdict verdict = check_instance(inst, ctx, options.elementwise);
+    if (!verdict.holds) {
+      proof.rejected.push_back(inst.id);
+      continue;
+    }
+    proof.axioms.push_back(inst.id);
+    std::map<std::string, z3::expr> vars;
+    const Expr &l = inst.rule.lhs[0], &r = inst.rule.rhs[0];
+    z3::expr lt = enc.term(l, l.root(), vars, "v!"), rt = enc.term(r, r.root(), vars, "v!");
+    // Untyped equations would be unsound: (transpose 1 0 (transpose 1 0 ?x)) = ?x for every tensor makes
+    // every tensor a transpose, hence of rank 2. So each axiom is guarded by the ranks its variables had
+    // where it was checked: exactly that rank when it never varied, at least the lowest one otherwise.
+    z3::expr guard = ctx.bool_val(true);
+    for (const auto& [name, v] : vars) {
+      auto [lo, hi] = verdict.ranks.at(name);
+      guard = guard && (lo == hi ? enc.rank(v) == lo : enc.rank(v) >= lo);
+    }
+    if (inst.split_cut) guard = guard && enc.dim(vars.at("r"), inst.ref_axis) == enc.dim(vars.at("x"), inst.cut_axis);
+    std::vector<z3::expr> triggers;
+    for (const z3::expr* side : {&lt, &rt})
+      if (side->num_args() > 0 && contains_all(*side, vars)) triggers.push_back(*side);
+    if (triggers.empty()) continue;
+    axioms.push_back(enc.quantified(vars, z3::implies(guard, lt == rt), triggers));
+    solver.add(axioms.back());
+  }
+  // The goal: some lhs[i] differs from its rhs[i] for fresh tensors of any shape.
+  std::map<std::string, z3::expr> vars;
+  z3::expr_vector equal(ctx);
+  for (size_t i = 0; i < rule.lhs.size(); ++i)
+    equal.push_back(enc.term(rule.lhs[i], rule.lhs[i].root(), vars, "") ==
+                    enc.term(rule.rhs[i], rule.rhs[i].root(), vars, ""));
+  solver.add(!z3::mk_and(equal));
+  // The rule's variables get the same kind of rank constraint as the axioms: the rank its well-shaped
+  // instances force, or at least the lowest rank they allow. The proof then covers every shape of those ranks.
+  std::vector<const Expr*> patterns;
+  for (const Expr& e : rule.lhs) patterns.push_back(&e);
+  for (const Expr& e : rule.rhs) patterns.push_back(&e);
+  std::map<std::string, std::pair<int, int>> rule_ranks;
+  for (const VarShapes& s : find_shape_assignments(patterns, options.elementwise.shapes).assignments)
+    for (const auto& [name, shape] : s) {
+      int rank = static_cast<int>(shape.size());
+      auto [it, added] = rule_ranks.emplace(name, std::pair{rank, rank});
+      it->second.first = std::min(it->second.first, rank);
+      it->second.second = std::max(it->second.second, rank);
+    }
+  z3::expr_vector rank_facts(ctx);
+  for (const auto& [name, v] : vars)
+    if (auto it = rule_ranks.find(name); it != rule_ranks.end())
+      rank_facts.push_back(it->second.first == it->second.second ? enc.rank(v) == it->second.first
+                                                                 : enc.rank(v) >= it->second.first);
+  for (const z3::expr& f : rank_facts) solver.add(f);
+  for (const z3::expr& f : enc.shape_facts()) solver.add(f);
+  z3::check_result res = solver.check();
+  proof.proved = res == z3::unsat;
+  if (!proof.proved) {
+    proof.detail = res == z3::sat ? "not derivable from the axioms" : "z3: " + solver.reason_unknown();
+    return proof;
+  }
+  // Sanity check: the same axioms must not refute a goal that is certainly satisfiable (a rule's lhs
+  // differing from a fresh tensor); if they do, the guarded axioms are inconsistent here and prove nothing.
+  solver.reset();
+  solver.set(p);
+  for (const z3::expr& a : axioms) solver.add(a);
+  for (const z3::expr& f : rank_facts) solver.add(f);
+  z3::expr fresh = ctx.constant("fresh!", enc.tensor_sort());
+  solver.add(enc.term(rule.lhs[0], rule.lhs[0].root(), vars, "") != fresh);
+  for (const z3::expr& f : enc.shape_facts()) solver.add(f);
+  z3::params quick(ctx);
+  quick.set("timeout", std::max(100u, options.timeout_ms / 4));
+  solver.set(quick);
+  if (solver.check() == z3::unsat) {
+    proof.proved = false;
+    proof.detail = "axioms inconsistent on this rule's terms";
+  }
+  return proof;
 }
 
 }  // namespace teq

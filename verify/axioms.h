@@ -1,9 +1,13 @@
-// Shape-generic proofs: operator axioms in the style of TASO's verify.py (matmul associativity,
-// distributivity, conv linearity, concat/split laws, activation fusion, ...), each itself proved
-// element-wise on several shapes, and a Z3 proof of a rule from them over an uninterpreted tensor sort.
-// A rule proved this way holds for every shape assignment under which the terms involved are well-shaped.
+// Shape-generic proofs, in the style of TASO's verify.py: operator axioms (matmul associativity and
+// distributivity, conv linearity, concat/split laws, activation fusion, ...) as equations over an
+// uninterpreted tensor sort, and a Z3 proof (E-matching) that a rule's sides are equal under them.
+// Axioms are templates whose attributes (axes, conv windows, kernels) are filled in with the values the
+// rule uses; each instance is itself proved element-wise on several shapes (verify/elementwise.h) before
+// Z3 may use it, and instances that fail are left out. Split laws carry their side condition on shapes
+// (the cut equals the first part's extent) through uninterpreted dim/rank functions with per-operator facts.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,17 +18,34 @@
 
 namespace teq {
 
+/// An axiom template: patterns with placeholders for attributes ({X} {Y} axes, {R} split ref axis,
+/// {C} conv window "sh sw ph pw", {A} activation, {K} kernel "kh kw", {P} pool window "kh kw sh sw ph pw").
+/// `split_cut` marks the split laws whose condition is dim(?r, {R}) == dim(?x, {X}).
+struct AxiomTemplate {
+  const char* id;
+  const char* lhs;
+  const char* rhs;
+  bool split_cut = false;
+};
+std::span<const AxiomTemplate> axiom_templates();
+
 struct AxiomOptions {
   unsigned timeout_ms = 2'000;
-  ElementwiseOptions elementwise;  // for proving the axioms themselves
+  ElementwiseOptions elementwise;  // for proving the axiom instances themselves
 };
 
 struct AxiomProof {
   bool proved = false;
-  std::vector<std::string> axioms;  // ids of the (instantiated) axioms offered to Z3
+  std::vector<std::string> axioms;  // the proved instances offered to Z3 ("matmul-assoc", "split-concat-0[X=1,R=1]")
+  std::vector<std::string> rejected;  // instances that did not hold element-wise (left out)
   std::string detail;               // why not proved
 };
 
+/// Tries to prove lhs[i] == rhs[i] for all i from the axioms. Thread-safe for distinct contexts; axiom
+/// instances proved element-wise are cached process-wide. Example:
+///   z3::context ctx;
+///   AxiomProof p = prove_from_axioms(make_rule("t", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?c ?b) ?a)"}), ctx);
+///   // p.proved: commutativity + associativity, for every shape
 AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options = {});
 
 }  // namespace teq

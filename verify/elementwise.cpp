@@ -246,7 +246,8 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
   ShapeSearchOptions loose = options.shapes;
   loose.equal_roots = false;
   loose.max_assignments = 1;
-  ShapeAssignments any = find_shape_assignments(patterns, loose);
+  ShapeAssignments any;
+  if (options.shape_mismatch_is_wrong) any = find_shape_assignments(patterns, loose);
   for (const VarShapes& s : any.assignments)
     for (size_t i = 0; i < rule.lhs.size(); ++i) {
       Shape l = root_shape(rule.lhs[i], s), r = root_shape(rule.rhs[i], s);

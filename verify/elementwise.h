@@ -25,6 +25,9 @@ struct ElementwiseOptions {
   bool random_probe = true;
   /// Also check one assignment in which every convolution is grouped (groups >= 2), when one exists.
   bool grouped_conv = false;
+  /// Reject a rule whose sides can be well-shaped together with different shapes. Off only for
+  /// conditional statements whose condition is "the shapes agree" (the split laws of verify/axioms.h).
+  bool shape_mismatch_is_wrong = true;
 };
 
 struct ElementwiseResult {
