@@ -3,15 +3,15 @@
 # (cost DB + end-to-end latency of original vs optimized) and writes everything into one folder.
 # Designed for an H200 in under 8 minutes; every stage has its own time limit and a failing stage does
 # not stop the later ones. Exit status: 0 when every stage passed, 1 otherwise.
-#   tools/gpu-check.sh [OUT_DIR]          (default: gpu-results/)
+#   tools/gpu-check.sh [OUT_DIR]          (default: build-gpu/gpu-results/, beside the build)
 # Environment: TEQ_JOBS (build jobs, default nproc), TEQ_GPU_BUILD (build dir, default build-gpu),
 #   TEQ_GPU_MODELS (space-separated model names; default: all built-ins), TEQ_GPU_MODEL_TIMEOUT (s, 75),
 #   TEQ_GPU_DEADLINE (s after start when no further model is started, 360),
 #   TEQ_GPU_OPT_LIMIT (saturation and ILP seconds per model, 20).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=$(mkdir -p "${1:-$root/gpu-results}" && cd "${1:-$root/gpu-results}" && pwd)
 build=${TEQ_GPU_BUILD:-$root/build-gpu}
+out=$(mkdir -p "${1:-$build/gpu-results}" && cd "${1:-$build/gpu-results}" && pwd)
 jobs=${TEQ_JOBS:-$(nproc)}
 model_timeout=${TEQ_GPU_MODEL_TIMEOUT:-75}
 deadline=${TEQ_GPU_DEADLINE:-360}
