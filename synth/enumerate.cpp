@@ -287,6 +287,8 @@ class Enumerator {
     const EquivClass& a = out_.classes[c1];
     if (a.shape >= compat_list_[v].size()) return;
     const auto& fits = compat_list_[v][a.shape];
+    // Convolution and pooling read activations; on a weight they only restate the kernel's own shape.
+    if ((var.op == OpKind::Conv2d || var.op == OpKind::MaxPool || var.op == OpKind::AvgPool) && a.weight_only) return;
     if (var.arity == 1) {
       if (a.size != n - 1) return;
       if (var.last == LastChild::Leaf && c1 >= leaf_count_) return;

@@ -72,13 +72,27 @@ DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, con
   };
   if (all_equal()) return {true, ""};
   RunnerConfig config;
-  config.node_limit = limits.node_limit;
+  // The runner's node count can read high transiently (dead nodes during rebuild), which stops it
+  // after one iteration on tiny e-graphs; the limit is enforced here, between runs, instead.
+  config.node_limit = SIZE_MAX;
   config.iter_limit = limits.iter_limit;
   config.time_limit_s = limits.time_limit_s;
   config.k_multi = limits.k_multi;
   config.backoff = false;  // small e-graphs: every rule every iteration
-  Runner runner(rules, config);
-  RunReport report = runner.run(egraph);
+  RunReport report;
+  for (size_t iter = 0; iter < limits.iter_limit && egraph.num_nodes() <= limits.node_limit; ++iter) {
+    config.iter_limit = 1;
+    config.k_multi = iter < static_cast<size_t>(limits.k_multi) ? 1 : 0;
+    Runner step(rules, config);
+    uint64_t before = egraph.version();
+    report = step.run(egraph);
+    if (all_equal()) return {true, ""};
+    if (egraph.version() == before) {
+      report.stop = StopReason::Saturated;
+      break;
+    }
+    if (egraph.num_nodes() > limits.node_limit) report.stop = StopReason::NodeLimit;
+  }
   if (all_equal()) return {true, ""};
   return {false, "not equal after saturation (" + std::string(to_string(report.stop)) + ", " +
                      std::to_string(egraph.num_nodes()) + " e-nodes, " + std::to_string(report.iterations) +

@@ -14,7 +14,7 @@
 namespace teq::synth {
 
 struct ProveConfig {
-  unsigned timeout_ms = 10'000;  // per shape assignment
+  unsigned timeout_ms = 2'000;  // per Z3 query (one output element)
 };
 
 struct ProofResult {

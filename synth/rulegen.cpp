@@ -191,13 +191,11 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   });
   std::vector<Rule> multis = pair_multi_rules(unbound, config.max_ops + 1);
   result.stats.multi_candidates = multis.size();
-  for (Rule& m : multis) {
-    double ms = 0;
-    for (const PatternEquation& q : unbound) (void)q;
-    m.verification = Verification{"verified", "z3-elementwise (each pattern pair proved as an equation)", ms};
-  }
+  for (Rule& m : multis)
+    m.verification = Verification{"verified", "z3-elementwise (each pattern pair proved as an equation)", 0};
   struct Entry {
     int size;
+    int fewer_vars;  // minus the variable count: the general rule before its special cases
     std::string key, text;
     Rule rule;
   };
@@ -208,15 +206,15 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
         auto a = r.lhs[0].variables(), b = r.rhs[0].variables();
         return std::set(a.begin(), a.end()) == std::set(b.begin(), b.end());
       }();
-      entries.push_back({rule_size(r), canonical_key(r.lhs, r.rhs, both),
+      entries.push_back({rule_size(r), -static_cast<int>(r.variables().size()), canonical_key(r.lhs, r.rhs, both),
                          patterns_text(r.lhs) + " => " + patterns_text(r.rhs), std::move(r)});
     }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.size, a.key, a.text) < std::tie(b.size, b.key, b.text);
+    return std::tie(a.size, a.fewer_vars, a.key, a.text) < std::tie(b.size, b.fewer_vars, b.key, b.text);
   });
   std::vector<Entry> unique;
   for (Entry& e : entries) {
-    if (!unique.empty() && unique.back().key == e.key) {
+    if (!unique.empty() && unique.back().key == e.key && unique.back().size == e.size) {
       ++result.stats.pruned_renaming;
       continue;
     }

@@ -1,0 +1,18 @@
+# rulegen's command line: a small run, a shard pair merged, coverage, and errors (exit 2).
+if(TARGET rulegen)
+  set(_rg $<TARGET_FILE:rulegen>)
+  set(_out ${CMAKE_CURRENT_BINARY_DIR}/rulegen_test)
+  add_test(NAME rulegen.small_run
+           COMMAND ${CMAKE_COMMAND} -E env ${_rg} --ops matmul,ewadd --max-ops 2 --threads 2 --out ${_out}_small.json)
+  set_tests_properties(rulegen.small_run PROPERTIES PASS_REGULAR_EXPRESSION "summary: .* kept")
+  add_test(NAME rulegen.unknown_operator COMMAND ${_rg} --ops matmul,frobnicate --out ${_out}_bad.json)
+  set_tests_properties(rulegen.unknown_operator PROPERTIES WILL_FAIL TRUE)
+  add_test(NAME rulegen.unknown_operator_message COMMAND ${_rg} --ops matmul,frobnicate --out ${_out}_bad.json)
+  set_tests_properties(rulegen.unknown_operator_message PROPERTIES PASS_REGULAR_EXPRESSION "unknown operator 'frobnicate'")
+  add_test(NAME rulegen.bad_shard COMMAND ${_rg} --shard 3/2 --out ${_out}_bad.json)
+  set_tests_properties(rulegen.bad_shard PROPERTIES PASS_REGULAR_EXPRESSION "--shard must be i/n")
+  add_test(NAME rulegen.derive_tensat
+           COMMAND ${_rg} derive --using ${_out}_small.json --target ${TEQ_ANCHORS_DIR}/tensat/converted.txt --threads 2)
+  set_tests_properties(rulegen.derive_tensat PROPERTIES DEPENDS rulegen.small_run
+                       PASS_REGULAR_EXPRESSION "derived [0-9]+/120")
+endif()
