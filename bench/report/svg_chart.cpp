@@ -33,8 +33,9 @@ std::string render_svg(const BarChart& chart) {
   for (const BarSeries& s : chart.series)
     for (const auto& v : s.values)
       if (v) vmax = std::max(vmax, *v), vmin = std::min(vmin, *v);
-  // A round axis maximum: 10, 20, 50, 100, ...
-  double step = std::pow(10, std::floor(std::log10(vmax)));
+  // About five grid lines at a round step (1, 2 or 5 times a power of ten).
+  const double raw = std::max(vmax, -vmin) / 5, mag = std::pow(10, std::floor(std::log10(raw)));
+  const double step = mag * (raw <= mag ? 1 : raw <= 2 * mag ? 2 : raw <= 5 * mag ? 5 : 10);
   double axis_max = std::ceil(vmax / step) * step;
   const double axis_min = vmin < 0 ? -std::ceil(-vmin / step) * step : 0;
   auto y = [&](double v) { return top + plot_h * (axis_max - v) / (axis_max - axis_min); };
