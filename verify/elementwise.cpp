@@ -144,6 +144,34 @@ bool is_linear(const z3::expr& e) {
   return is_linear(e, seen);
 }
 
+/// A normal form that survives fused activations: arithmetic is put in sum-of-monomials form bottom-up,
+/// comparisons become (a - b) OP 0 with a normalized difference, and ite/uninterpreted applications are
+/// rebuilt as they are. simplify() alone rewrites ite conditions in ways that depend on the term's
+/// history, so relu(conv(..)) on two equal-but-differently-built sums may not compare equal.
+z3::expr canonical(const z3::expr& e, const z3::params& sp, std::map<unsigned, z3::expr>& memo) {
+  if (!e.is_app() || e.num_args() == 0) return e;
+  unsigned id = Z3_get_ast_id(e.ctx(), e);
+  if (auto it = memo.find(id); it != memo.end()) return it->second;
+  z3::expr_vector args(e.ctx());
+  for (unsigned i = 0; i < e.num_args(); ++i) args.push_back(canonical(e.arg(i), sp, memo));
+  z3::expr out = e;
+  switch (e.decl().decl_kind()) {
+    case Z3_OP_ITE: out = z3::ite(args[0], args[1], args[2]); break;
+    case Z3_OP_GE: out = (args[0] - args[1]).simplify(sp) >= 0; break;
+    case Z3_OP_LE: out = (args[1] - args[0]).simplify(sp) >= 0; break;
+    case Z3_OP_GT: out = (args[0] - args[1]).simplify(sp) > 0; break;
+    case Z3_OP_LT: out = (args[1] - args[0]).simplify(sp) > 0; break;
+    case Z3_OP_ADD:
+    case Z3_OP_SUB:
+    case Z3_OP_MUL:
+    case Z3_OP_UMINUS:
+    case Z3_OP_DIV: out = e.decl()(args).simplify(sp); break;
+    default: out = e.decl()(args); break;
+  }
+  memo.emplace(id, out);
+  return out;
+}
+
 struct Pending {
   size_t output;
   int64_t element;
@@ -169,6 +197,7 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
   sp.set("som", true);
   sp.set("som_blowup", 100000u);  // the default (10) stops expanding products of sums early
   std::vector<Pending> pending;
+  std::map<unsigned, z3::expr> memo;
   for (size_t i = 0; i < rule.lhs.size(); ++i) {
     Tensor<z3::expr> l = evaluate<z3::expr>(rule.lhs[i], ar, leaves)[0];
     Tensor<z3::expr> r = evaluate<z3::expr>(rule.rhs[i], ar, leaves)[0];
@@ -179,7 +208,11 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     for (int64_t e = 0; e < l.size(); ++e) {
       z3::expr a = l.data[e].simplify(sp), b = r.data[e].simplify(sp);
       if (z3::eq(a, b) || is_zero((a - b).simplify(sp))) continue;
+      z3::expr ca = canonical(l.data[e], sp, memo), cb = canonical(r.data[e], sp, memo);
+      if (z3::eq(ca, cb)) continue;
       pending.push_back({i, e, a, b});
+      if ((e & 63) == 63 && Clock::now() > deadline)
+        return {VerifyStatus::Unknown, std::nullopt, "timeout while simplifying terms"};
     }
     if (Clock::now() > deadline) return {VerifyStatus::Unknown, std::nullopt, "timeout while building terms"};
   }

@@ -63,6 +63,9 @@ class RankSolver {
 
 int axis_bound(int64_t axis) { return axis >= 0 ? static_cast<int>(axis) + 1 : static_cast<int>(-axis); }
 
+// Preferred sizes per dimension class, from the conv/pool axes in it (higher wins when they meet).
+enum class AxisRole { None, Batch, Spatial, Kernel };
+
 // Preferred values per axis for variables with a recognisable role, so conv rules get small images and
 // kernels of the sizes conv rules are about.
 enum class Role { None, ConvInput, ConvKernel };
@@ -230,6 +233,13 @@ class DimClasses {
 
   size_t class_of_var_axis(size_t v, size_t axis) { return find(var_base_[v] + axis); }
   int64_t constant(size_t cls) { return value_[find(cls)]; }
+  /// The role of a class: a kernel axis anywhere in it wins (small sizes), then a spatial or batch axis.
+  AxisRole role(size_t cls) {
+    AxisRole best = AxisRole::None;
+    for (const auto& [slot, r] : roles_)
+      if (find(slot) == find(cls) && static_cast<int>(r) > static_cast<int>(best)) best = r;
+    return best;
+  }
   size_t num_slots() const { return parent_.size(); }
   bool conflict = false;
 
@@ -328,8 +338,10 @@ class DimClasses {
         if (rank_[x] != 4 || rank_[w] != 4) return;
         unite(slot(g, 0), slot(x, 0));
         unite(slot(g, 1), slot(w, 0));
-        bool constant_kernel = pr_.node(w).op == OpKind::PoolKernel;
-        if (groups == ConvGroups::Ungrouped && !constant_kernel) unite(slot(x, 1), slot(w, 1));
+        roles_[slot(x, 0)] = AxisRole::Batch;
+        roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
+        roles_[slot(w, 2)] = roles_[slot(w, 3)] = AxisRole::Kernel;
+        if (groups == ConvGroups::Ungrouped && pr_.node_var[w] >= 0) unite(slot(x, 1), slot(w, 1));
         if (n.attrs[0] == 1 && n.attrs[2] == -1) unite(slot(g, 2), slot(x, 2));
         if (n.attrs[1] == 1 && n.attrs[3] == -1) unite(slot(g, 3), slot(x, 3));
         break;
@@ -339,6 +351,8 @@ class DimClasses {
         size_t x = c(0);
         if (rank_[x] != 4) return;
         unite(slot(g, 0), slot(x, 0)), unite(slot(g, 1), slot(x, 1));
+        roles_[slot(x, 0)] = AxisRole::Batch;
+        roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
         if (n.attrs[2] == 1 && n.attrs[4] == -1) unite(slot(g, 2), slot(x, 2));
         if (n.attrs[3] == 1 && n.attrs[5] == -1) unite(slot(g, 3), slot(x, 3));
         break;
@@ -390,6 +404,7 @@ class DimClasses {
   std::vector<int> rank_;
   std::vector<size_t> parent_;
   std::vector<int64_t> value_;  // 0 = not pinned
+  std::map<size_t, AxisRole> roles_;
 };
 
 class DimSearch {
@@ -432,6 +447,7 @@ class DimSearch {
         size_t cls = unified_ ? dc.class_of_var_axis(v, a) : next_own++;
         axis_class_[v].push_back(cls);
         if (unified_ && dc.constant(cls)) pinned_[cls] = dc.constant(cls);
+        if (unified_) class_role_[cls] = dc.role(cls);
       }
   }
 
@@ -454,6 +470,14 @@ class DimSearch {
 
  private:
   std::vector<int64_t> domain(size_t v, size_t axis) const {
+    if (auto it = class_role_.find(axis_class_[v][axis]); it != class_role_.end()) {
+      switch (it->second) {
+        case AxisRole::Kernel: return {3, 1, 5, 2};
+        case AxisRole::Spatial: return {4, 5, 3, 6, 7};
+        case AxisRole::Batch: return {1, 2};
+        case AxisRole::None: break;
+      }
+    }
     const Role r = pr_.role[v];
     if (r == Role::ConvInput && axis == 0) return {1, 2};
     if (r == Role::ConvInput && axis >= 2) return {4, 5, 3, 6, 7};
@@ -533,8 +557,7 @@ class DimSearch {
       return false;
     }
     if (num_elements(shapes_[g]) > opt_.max_elements) return false;
-    if (n.op == OpKind::Conv2d && opt_.conv_groups != ConvGroups::Any &&
-        pr_.node(pr_.global(p, n.children[1])).op != OpKind::PoolKernel) {
+    if (n.op == OpKind::Conv2d && opt_.conv_groups != ConvGroups::Any && pr_.node_var[pr_.global(p, n.children[1])] >= 0) {
       bool grouped = in[0][1] != in[1][1];
       if (grouped != (opt_.conv_groups == ConvGroups::Grouped)) return false;
     }
@@ -583,6 +606,7 @@ class DimSearch {
   std::vector<Shape> var_shapes_;
   std::vector<std::vector<size_t>> axis_class_;
   std::map<size_t, int64_t> pinned_, assigned_;
+  std::map<size_t, AxisRole> class_role_;
   bool unified_ = false;
   int64_t checks_ = 0;
   std::chrono::steady_clock::time_point deadline_;

@@ -16,8 +16,9 @@ namespace teq {
 
 /// Which convolutions the search may produce. A conv's group count comes from the shapes (C / w.dim(1)),
 /// and many textbook conv rules (concat of convs on concatenated weights) hold only for ungrouped ones,
-/// as TASO's issue #62 found; so the default keeps every conv whose weight is not a constant kernel
-/// (pool_kernel) ungrouped, and `Grouped` asks for groups >= 2 to test a rule on grouped convs.
+/// as TASO's issue #62 found; so by default every conv whose weight is a pattern variable is ungrouped
+/// (convs on computed weights, e.g. (concat 0 ?w1 ?w2) or (pool_kernel ..), get the groups their operands
+/// imply), and `Grouped` asks for groups >= 2 on those convs to test a rule on grouped convs.
 enum class ConvGroups { Ungrouped, Any, Grouped };
 
 struct ShapeSearchOptions {
