@@ -124,6 +124,7 @@ bool EGraph::merge(ClassId a, ClassId b) {
   ca->nodes.insert(ca->nodes.end(), cb->nodes.begin(), cb->nodes.end());
   ca->parents.insert(ca->parents.end(), cb->parents.begin(), cb->parents.end());
   *cb = EClass{};
+  dirty_.push_back(a);
   --num_classes_;
   ++version_;
   return true;
@@ -146,6 +147,8 @@ void EGraph::rebuild() {
         NodeId keep = it->second;
         dead_[n.value] = true;
         ++num_dead_;
+        dirty_.insert(dirty_.end(), nodes_[n.value].children.begin(), nodes_[n.value].children.end());
+        dirty_.push_back(node_class_[n.value]);
         merge(node_class_[n.value], node_class_[keep.value]);
       }
     }
@@ -160,10 +163,12 @@ void EGraph::rebuild() {
       }
     }
   }
-  // Drop dead nodes from the class lists and canonicalize the parent lists (sorted, unique).
-  for (uint32_t i = 0; i < classes_.size(); ++i) {
-    if (parent_[i].value != i) continue;
-    EClass& c = classes_[i];
+  // Drop dead nodes from the touched classes' lists and make the lists sorted and unique.
+  for (ClassId& d : dirty_) d = find(d);
+  std::sort(dirty_.begin(), dirty_.end());
+  dirty_.erase(std::unique(dirty_.begin(), dirty_.end()), dirty_.end());
+  for (ClassId d : dirty_) {
+    EClass& c = classes_[d.value];
     std::erase_if(c.nodes, [&](NodeId n) { return dead_[n.value]; });
     std::sort(c.nodes.begin(), c.nodes.end());
     c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
@@ -171,6 +176,7 @@ void EGraph::rebuild() {
     std::sort(c.parents.begin(), c.parents.end());
     c.parents.erase(std::unique(c.parents.begin(), c.parents.end()), c.parents.end());
   }
+  dirty_.clear();
 }
 
 std::vector<ClassId> EGraph::class_ids() const {

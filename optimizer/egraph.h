@@ -112,6 +112,7 @@ class EGraph {
   std::unordered_map<ENode, NodeId, ENodeHash> memo_;
   std::vector<NodeId> pending_;           // nodes whose children changed class
   std::vector<NodeId> analysis_pending_;  // nodes whose children may have become weight-only
+  std::vector<ClassId> dirty_;            // classes whose node or parent lists need cleaning in rebuild()
   size_t num_classes_ = 0;
   size_t num_dead_ = 0;
   uint64_t version_ = 0;

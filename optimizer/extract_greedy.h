@@ -17,8 +17,8 @@ Extraction extract_greedy(const ExtractionProblem& problem);
 std::vector<double> tree_costs(const ExtractionProblem& problem);
 
 struct DagGreedyConfig {
-  size_t set_budget = 20'000'000;  // total entries of all class sets; beyond it, tree greedy answers
-  size_t max_passes = 100;
+  size_t set_budget = 4'000'000;  // total entries of all class sets (16 bytes each); beyond it, tree greedy answers
+  size_t max_passes = 30;
 };
 
 /// DAG-cost greedy; the better of it and extract_greedy (by DAG cost).

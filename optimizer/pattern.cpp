@@ -95,41 +95,67 @@ ClassIndex::ClassIndex(const EGraph& egraph) : by_op_(all_ops().size()) {
 
 namespace {
 
-/// Appends to `out` every extension of `s` under which pattern node `pi` matches class `c`.
-void match(const EGraph& g, const Pattern& p, uint32_t pi, ClassId c, const Subst& s, std::vector<Subst>& out) {
-  const PatternNode& pn = p.nodes()[pi];
-  if (pn.op == OpKind::Var) {
-    ClassId bound = s[pn.var];
-    if (bound.value == kUnbound) {
-      out.push_back(s);
-      out.back()[pn.var] = c;
-    } else if (bound == c) {
-      out.push_back(s);
-    }
-    return;
+/// Backtracking matcher: `todo` holds the (pattern node, e-class) pairs still to match; `s` is the
+/// substitution so far. Every complete match is appended to `out`. No allocation per step.
+class Matcher {
+ public:
+  Matcher(const EGraph& g, const Pattern& p, size_t limit) : g_(g), p_(p), limit_(limit) {}
+
+  void run(ClassId root, Subst& s, std::vector<Subst>& out) {
+    todo_.clear();
+    todo_.push_back({p_.root(), root});
+    out_ = &out;
+    step(s);
   }
-  std::vector<Subst> cur, next;
-  for (NodeId nid : g.eclass(c).nodes) {
-    const ENode& n = g.node(nid);
-    if (n.op != pn.op || n.children.size() != pn.children.size() || n.attrs != pn.attrs) continue;
-    cur.assign(1, s);
-    for (size_t i = 0; i < pn.children.size() && !cur.empty(); ++i) {
-      next.clear();
-      for (const Subst& t : cur) match(g, p, pn.children[i], n.children[i], t, next);
-      cur.swap(next);
+
+ private:
+  void step(Subst& s) {
+    if (out_->size() >= limit_) return;
+    if (todo_.empty()) {
+      out_->push_back(s);
+      return;
     }
-    for (Subst& t : cur) out.push_back(std::move(t));
+    const auto [pi, c] = todo_.back();
+    todo_.pop_back();
+    const PatternNode& pn = p_.nodes()[pi];
+    if (pn.op == OpKind::Var) {
+      ClassId& slot = s[pn.var];
+      if (slot.value == kUnbound) {
+        slot = c;
+        step(s);
+        s[pn.var] = ClassId(kUnbound);
+      } else if (slot == c) {
+        step(s);
+      }
+    } else {
+      for (NodeId nid : g_.eclass(c).nodes) {
+        const ENode& n = g_.node(nid);
+        if (n.op != pn.op || n.children.size() != pn.children.size() || n.attrs != pn.attrs) continue;
+        // Children are matched left to right: push them in reverse.
+        for (size_t i = pn.children.size(); i-- > 0;) todo_.push_back({pn.children[i], n.children[i]});
+        step(s);
+        todo_.resize(todo_.size() - pn.children.size());
+      }
+    }
+    todo_.push_back({pi, c});
   }
-}
+
+  const EGraph& g_;
+  const Pattern& p_;
+  size_t limit_;
+  std::vector<std::pair<uint32_t, ClassId>> todo_;
+  std::vector<Subst>* out_ = nullptr;
+};
 
 }  // namespace
 
 std::vector<Match> search_class(const EGraph& egraph, ClassId root, const Pattern& pattern, size_t num_slots) {
   std::vector<Subst> substs;
   root = egraph.find(root);
-  match(egraph, pattern, pattern.root(), root, Subst(num_slots, ClassId(kUnbound)), substs);
+  Subst s(num_slots, ClassId(kUnbound));
+  Matcher(egraph, pattern, SIZE_MAX).run(root, s, substs);
   std::vector<Match> out;
-  for (Subst& s : substs) out.push_back(Match{root, std::move(s)});
+  for (Subst& m : substs) out.push_back(Match{root, std::move(m)});
   return out;
 }
 
@@ -137,12 +163,13 @@ std::vector<Match> search(const EGraph& egraph, const ClassIndex& index, const P
                           size_t limit) {
   std::vector<Match> out;
   std::vector<Subst> substs;
-  const Subst empty(num_slots, ClassId(kUnbound));
+  Subst s(num_slots, ClassId(kUnbound));
+  Matcher matcher(egraph, pattern, SIZE_MAX);
   for (ClassId c : index.classes_with(pattern.root_op())) {
     substs.clear();
-    match(egraph, pattern, pattern.root(), c, empty, substs);
-    for (Subst& s : substs) {
-      out.push_back(Match{c, std::move(s)});
+    matcher.run(c, s, substs);
+    for (Subst& m : substs) {
+      out.push_back(Match{c, std::move(m)});
       if (out.size() >= limit) return out;
     }
   }
