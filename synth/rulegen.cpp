@@ -266,7 +266,8 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
 
 RulegenResult run_rulegen(const RulegenConfig& config) {
   auto start = Clock::now();
-  Vocabulary vocab = make_vocabulary(config.ops, default_leaf_types(config.leaves_per_type));
+  Vocabulary vocab = make_vocabulary(
+      config.ops, config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
   if (config.max_inputs < 1) throw std::invalid_argument("--max-inputs must be at least 1");
   EnumerateConfig ec;
   ec.max_ops = config.max_ops;
@@ -409,7 +410,8 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
       result.stats += part;
     }
   }
-  std::vector<LeafType> types = default_leaf_types(config.leaves_per_type);
+  std::vector<LeafType> types =
+      config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types;
   finish(std::move(singles), std::move(unbound), config, types, result);
   result.stats.seconds = since(start);
   nlohmann::json gen = first_gen.is_object() ? first_gen : nlohmann::json::object();

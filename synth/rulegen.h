@@ -31,6 +31,7 @@ struct RulegenConfig {
   double time_limit_s = 0;  // enumeration budget; 0 = none
   int shard_index = 0, shard_count = 1;
   int leaves_per_type = 3;
+  std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
   ProveConfig prove;
   DeriveLimits derive;

@@ -27,7 +27,7 @@ RulegenConfig small(std::vector<std::string> ops, int max_ops) {
 
 /// The corpus derives `rule` by saturation, and an empty corpus does not.
 void expect_rediscovered(const RuleCorpus& corpus, const Rule& rule) {
-  auto types = default_leaf_types(2);
+  auto types = default_leaf_types(2);  // includes every type the test rules use
   EXPECT_FALSE(derive_rule(rule, {}, types).derived) << "trivially equal: " << rule.id;
   DeriveResult d = derive_rule(rule, both_directions(corpus.rules), types);
   EXPECT_TRUE(d.derived) << rule.id << ": " << d.reason;
@@ -46,7 +46,10 @@ std::set<std::string> rule_texts(const RuleCorpus& c) {
 }
 
 TEST(Rulegen, RediscoversMatmulAssociativityAndDistribution) {
-  RulegenResult r = run_rulegen(small({"matmul", "ewadd"}, 3));
+  RulegenConfig c = small({"matmul", "ewadd"}, 3);
+  for (const LeafType& t : default_leaf_types(2))
+    if (t.prefix == "x" || t.prefix == "w") c.leaf_types.push_back(t);
+  RulegenResult r = run_rulegen(c);
   ASSERT_GT(r.stats.kept, 0u);
   expect_rediscovered(r.corpus, make_rule("matmul-assoc", {"(matmul 0 (matmul 0 ?x1 ?w1) ?w2)"},
                                           {"(matmul 0 ?x1 (matmul 0 ?w1 ?w2))"}));
@@ -54,13 +57,16 @@ TEST(Rulegen, RediscoversMatmulAssociativityAndDistribution) {
                                           {"(ewadd (matmul 0 ?x1 ?w1) (matmul 0 ?x1 ?w2))"}));
   // Every emitted rule proves again.
   for (const Rule& rule : r.corpus.rules) {
-    ProofResult p = prove_rule(rule, default_leaf_types(2));
+    ProofResult p = prove_rule(rule, c.leaf_types);
     EXPECT_EQ(p.status, "verified") << rule.id << ": " << p.reason;
   }
 }
 
 TEST(Rulegen, RediscoversConvConcatBatching) {
   RulegenConfig c = small({"conv2d", "concat", "split"}, 3);
+  // Activations and 3x3 kernels only: the rule is about them, and the run stays small.
+  for (const LeafType& t : default_leaf_types(2))
+    if (t.prefix == "i" || t.prefix == "k") c.leaf_types.push_back(t);
   RulegenResult r = run_rulegen(c);
   expect_rediscovered(r.corpus, make_rule("conv-concat", {"(concat 1 (conv2d 1 1 -1 -1 0 ?i1 ?k1) (conv2d 1 1 -1 -1 0 ?i1 ?k2))"},
                                           {"(conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?k1 ?k2))"}));
