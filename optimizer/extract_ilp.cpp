@@ -181,6 +181,7 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
   CbcModel model(solver);
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
+  model.setUseElapsedTime(true);  // the limit is wall-clock time, as the user reads it
   model.setMaximumSeconds(config.time_limit_s);
   model.setNumberThreads(0);
   CglProbing probing;
