@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "optimizer/analytical_cost.h"
+#include "optimizer/measured_cost.h"
 
 namespace teq {
 namespace {
@@ -24,15 +25,22 @@ std::string join(const std::vector<std::string>& items) {
 std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir) {
   std::vector<std::string> specs = {"flops", "analytical"};
   for (const std::string& d : device_profile_names(corpus_dir / "devices")) specs.push_back("analytical:" + d);
+  specs.insert(specs.end(), {"measured", "measured:CACHE.json", "db:FILE.json"});
   return specs;
 }
 
 std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir) {
   if (spec == "flops") return std::make_unique<FlopCostModel>();
-  if (spec == "measured" || spec.starts_with("measured:") || spec.starts_with("db:"))
-    throw std::invalid_argument("cost model '" + std::string(spec) +
-                                "' is the measured cuDNN/cuBLAS model, which needs the GPU build "
-                                "(CUDA runtime, issue 8); this build has: " + join(cost_model_specs(corpus_dir)));
+  // The measured model times nodes on the GPU (or reads a cost DB); misses fall back to the default
+  // analytical model of this corpus, so a DB from one machine works on any other.
+  if (spec == "measured" || spec.starts_with("measured:"))
+    return make_measured_cost_model(GpuMeasureOptions{}, make_cost_model(kDefaultCostSpec, corpus_dir),
+                                    spec == "measured" ? std::filesystem::path{}
+                                                       : std::filesystem::path(spec.substr(9)));
+  if (spec.starts_with("db:")) {
+    if (spec.size() == 3) unknown(spec, corpus_dir, "db: needs a file name");
+    return make_db_cost_model(std::filesystem::path(spec.substr(3)), make_cost_model(kDefaultCostSpec, corpus_dir));
+  }
   std::string_view rest = spec;
   if (rest == "analytical") rest = kDefaultCostSpec;
   if (!rest.starts_with("analytical:")) unknown(spec, corpus_dir, "");

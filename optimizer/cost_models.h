@@ -2,7 +2,10 @@
 //   "flops"                        FlopCostModel (deterministic, for tests)
 //   "analytical" | "analytical:h200" (default) | "analytical:a100" | ... [":tf32" | ":fp16"]
 //                                  AnalyticalCostModel with corpus_dir/devices/<device>.json
-//   "measured", "db:FILE"          the measured cuDNN/cuBLAS model; comes with the GPU build (issue 8)
+//   "measured" | "measured:CACHE"  times nodes on the local GPU (measured_cost.h), cached in CACHE;
+//                                  throws GpuUnavailableError without a GPU
+//   "db:FILE"                      costs from a measured cost DB, on any machine (CostDbError if bad)
+//   Measured and DB models fall back to the default analytical model for nodes they do not know.
 #pragma once
 
 #include <filesystem>
@@ -19,8 +22,8 @@ namespace teq {
 inline constexpr std::string_view kDefaultCostSpec = "analytical:h200";
 
 /// Builds the cost model for `spec`. `corpus_dir` is the corpus folder (holding devices/*.json).
-/// Throws std::invalid_argument with a message that lists the valid specs for an unknown one, and says
-/// that "measured"/"db:" need the GPU build; DeviceProfileError for a broken profile file.
+/// Throws std::invalid_argument with a message that lists the valid specs for an unknown one;
+/// DeviceProfileError for a broken profile file; GpuUnavailableError / CostDbError as above.
 std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir);
 
 /// The specs make_cost_model accepts with this corpus folder, for help texts and error messages.

@@ -4,12 +4,11 @@
 #include <cstdio>
 #include <fstream>
 
-#include "optimizer/onnx/onnx_export.h"
-// The cost model factory arrives with the analytical model; until then only "flops" exists.
-#if __has_include("optimizer/cost_models.h")
 #include "optimizer/cost_models.h"
-#define TEQ_HAVE_COST_FACTORY 1
-#endif
+#include "optimizer/measured_cost.h"
+#include "optimizer/models/builtin.h"
+#include "optimizer/onnx/from_expr.h"
+#include "optimizer/onnx/onnx_export.h"
 
 namespace teq {
 
@@ -56,13 +55,33 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
   return j;
 }
 
-std::unique_ptr<CostModel> cost_model(const std::string& spec, const fs::path& corpus_dir) {
-#ifdef TEQ_HAVE_COST_FACTORY
-  return make_cost_model(spec, corpus_dir);
-#else
-  if (spec == "flops") return std::make_unique<FlopCostModel>();
-  throw std::invalid_argument("unknown cost model '" + spec + "'; this build knows only: flops");
-#endif
+onnx_io::OnnxModel load_model(const EqsatConfig& config) {
+  if (config.builtin.empty() == config.model.empty())
+    throw EqsatError("give either a model file or --model NAME (one of " + [] {
+      std::string names;
+      for (const std::string& n : builtin_model_names()) names += (names.empty() ? "" : ", ") + n;
+      return names;
+    }() + ")");
+  if (!config.builtin.empty()) {
+    try {
+      return onnx_io::model_from_expr(build_builtin_model(config.builtin), config.builtin, config.check_options.seed);
+    } catch (const std::invalid_argument& e) {
+      throw EqsatError(std::string("--model: ") + e.what());
+    }
+  }
+  try {
+    return onnx_io::import_onnx(config.model, config.import);
+  } catch (const onnx_io::OnnxError& e) {
+    throw EqsatError(e.what());
+  }
+}
+
+void write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path) {
+  try {
+    onnx_io::export_onnx(model, graph, path);
+  } catch (const onnx_io::OnnxError& e) {
+    throw EqsatError(e.what());
+  }
 }
 
 }  // namespace
@@ -93,22 +112,26 @@ EqsatResult optimize_model(const EqsatConfig& config) {
                        "the executable); pass --rules FILE");
     rules_path = corpus_dir / "rules.json";
   }
+  if (!config.export_original.empty()) {
+    // --export: the input model as ONNX, nothing else.
+    result.model = load_model(config);
+    write_onnx(result.model, result.model.graph, config.export_original);
+    if (log) *log << "eqsat-run: wrote " << config.export_original.string() << "\n";
+    return result;
+  }
   RuleCorpus rules = load_rules(rules_path);
   std::unique_ptr<CostModel> cost;
   try {
-    cost = cost_model(config.cost, corpus_dir);
+    cost = make_cost_model(config.cost, corpus_dir);
   } catch (const std::exception& e) {
     throw EqsatError(std::string("--cost: ") + e.what());
   }
 
-  try {
-    result.model = onnx_io::import_onnx(config.model, config.import);
-  } catch (const onnx_io::OnnxError& e) {
-    throw EqsatError(e.what());
-  }
+  result.model = load_model(config);
   const onnx_io::OnnxModel& model = result.model;
+  const std::string model_name = config.builtin.empty() ? config.model.string() : config.builtin;
   if (log) {
-    *log << "eqsat-run: " << config.model.string() << ": " << model.graph.num_ops() << " operators ("
+    *log << "eqsat-run: " << model_name << ": " << model.graph.num_ops() << " operators ("
          << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
          << rules.rules.size() << " rules from " << rules_path.string() << "; cost model " << cost->name() << "\n";
     for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
@@ -121,13 +144,25 @@ EqsatResult optimize_model(const EqsatConfig& config) {
            << " matches, " << fmt("%.3f", s.seconds) << " s\n";
     };
   OptimizeReport& r = result.report;
-  r = optimize_graph(model.graph, rules, *cost, oc);
+  if (config.search == SearchMethod::Sequential) {
+    SequentialConfig sc = config.sequential;
+    if (log)
+      sc.on_progress = [log](const SequentialProgress& p) {
+        *log << "  sequential: " << p.expanded << " graphs expanded, " << p.queued << " queued, best cost "
+             << fmt("%.6g", p.best_cost) << ", " << fmt("%.3f", p.seconds) << " s\n";
+      };
+    r = optimize_sequential(model.graph, rules, *cost, sc);
+  } else {
+    r = optimize_graph(model.graph, rules, *cost, oc);
+  }
 
-  if (!config.output.empty()) {
+  if (!config.output.empty()) write_onnx(model, r.optimized, config.output);
+  std::optional<LatencyComparison> latency;
+  if (config.measure) {
     try {
-      onnx_io::export_onnx(model, r.optimized, config.output);
-    } catch (const onnx_io::OnnxError& e) {
-      throw EqsatError(e.what());
+      latency = measure_latency(model.graph, r.optimized, GpuMeasureOptions{});
+    } catch (const GpuUnavailableError& e) {
+      throw EqsatError(std::string("--measure: ") + e.what());
     }
   }
   if (config.check) {
@@ -138,7 +173,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
 
   const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
   nlohmann::json& j = result.report_json;
-  j = {{"model", config.model.string()},
+  j = {{"model", model_name},
+       {"search", config.search == SearchMethod::Sequential ? "sequential" : "saturation"},
        {"output", config.output.string()},
        {"rules", rules_path.string()},
        {"original_cost", r.original_cost},
@@ -159,6 +195,11 @@ EqsatResult optimize_model(const EqsatConfig& config) {
        {"operators", {{"original", model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
        {"opaque_operators", model.opaque.size()}};
   if (result.check) j["check"] = check_json(*result.check, config.check_options);
+  if (latency) j["latency"] = latency->to_json();
+  if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(cost.get())) {
+    j["cost_stats"] = measured->stats().to_json();
+    measured->save();
+  }
   if (!config.report.empty()) {
     std::ofstream f(config.report);
     if (!f) throw EqsatError(config.report.string() + ": cannot open for writing");
@@ -190,6 +231,9 @@ EqsatResult optimize_model(const EqsatConfig& config) {
              << (c.passed ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
              << fmt("%g", config.check_options.rtol) << ", atol " << fmt("%g", config.check_options.atol) << ")\n";
     }
+    if (latency)
+      *log << "  measured on " << latency->device << ": " << fmt("%.3f", latency->original.median_ms) << " ms -> "
+           << fmt("%.3f", latency->optimized.median_ms) << " ms, speedup " << fmt("%.3f", latency->speedup) << "x\n";
     if (!config.output.empty()) *log << "  wrote " << config.output.string() << "\n";
     if (!config.report.empty()) *log << "  report " << config.report.string() << "\n";
   }

@@ -17,16 +17,24 @@
 #include "optimizer/onnx/check.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "optimizer/optimize.h"
+#include "optimizer/sequential.h"
 
 namespace teq {
 
+enum class SearchMethod { Saturation, Sequential };
+
 struct EqsatConfig {
-  std::filesystem::path model;            // the .onnx file to optimize
+  std::filesystem::path model;            // the .onnx file to optimize, or
+  std::string builtin;                    // a built-in benchmark model (optimizer/models/builtin.h)
+  std::filesystem::path export_original;  // write the input model as ONNX here and stop (no optimization)
   std::filesystem::path output;           // the optimized .onnx to write; empty: write nothing
   std::filesystem::path rules;            // empty: <corpus>/rules.json (find_corpus_dir)
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
+  SearchMethod search = SearchMethod::Saturation;
   OptimizeConfig optimize;                // limits and extraction method; on_iteration is set by the app
+  SequentialConfig sequential;            // TASO-style baseline (--search sequential)
+  bool measure = false;                   // time original and optimized end to end on the GPU
   bool check = false;                     // compare original and optimized numerically
   onnx_io::CheckOptions check_options;
   onnx_io::ImportOptions import;
@@ -52,8 +60,9 @@ class EqsatError : public std::runtime_error {
 };
 
 /// Runs the whole pipeline. Throws EqsatError for a missing/unreadable/non-ONNX/truncated model, an
-/// unsupported opset, shapes that cannot be inferred, a missing or malformed rule file, an unknown cost
-/// model, or an output file that cannot be written.
+/// unknown built-in model, an unsupported opset, shapes that cannot be inferred, a missing or malformed
+/// rule file, an unknown cost model, --cost measured or --measure without a GPU, or an output file that
+/// cannot be written.
 EqsatResult optimize_model(const EqsatConfig& config);
 
 /// The corpus folder: ./corpus when it exists, else the first corpus/ beside an ancestor of the running

@@ -1,5 +1,6 @@
 // eqsat-run: optimize an ONNX model by equality saturation (docs/eqsat-run.md).
 //   eqsat-run MODEL.onnx -o OUT.onnx [--rules FILE] [--cost SPEC] [--extract greedy|ilp] [--check] ...
+//   eqsat-run --model resnet50 [--search sequential] [--measure] [--export FILE.onnx] ...
 // Options -> EqsatConfig -> optimize_model() -> exit code: 0 done, 1 --check found a difference,
 // 2 bad input (file, model, opset, shapes, rules, cost model), 3 internal error.
 #include <iostream>
@@ -8,19 +9,30 @@
 #include <CLI/CLI.hpp>
 
 #include "optimizer/eqsat_app.h"
+#include "optimizer/models/builtin.h"
 
 int main(int argc, char** argv) {
   teq::EqsatConfig c;
   c.log = &std::cerr;
-  std::string model, output, rules, report, extract = "ilp";
+  std::string model, output, rules, report, exported, extract = "ilp", search = "saturation";
   std::vector<std::string> dims;
-  bool quiet = false;
+  bool quiet = false, list_models = false;
 
   CLI::App app{"eqsat-run: optimize an ONNX model by equality saturation with a verified rule corpus"};
-  app.add_option("model", model, "ONNX model to optimize")->required();
+  app.add_option("model", model, "ONNX model to optimize (or use --model NAME)");
+  app.add_option("--model", c.builtin, "optimize a built-in benchmark model instead (see --list-models)");
+  app.add_flag("--list-models", list_models, "print the built-in model names and exit");
+  app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
   app.add_option("-o,--output", output, "where to write the optimized ONNX model");
   app.add_option("--rules", rules, "rule corpus JSON (default: corpus/rules.json)");
-  app.add_option("--cost", c.cost, "cost model: analytical[:DEVICE][:tf32|:fp16] or flops")->capture_default_str();
+  app.add_option("--cost", c.cost,
+                 "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
+      ->capture_default_str();
+  app.add_option("--search", search, "saturation, or sequential (TASO-style backtracking baseline)")
+      ->check(CLI::IsMember({"saturation", "sequential"}))
+      ->capture_default_str();
+  app.add_option("--alpha", c.sequential.alpha, "sequential: cost relaxation")->capture_default_str();
+  app.add_option("--budget", c.sequential.budget, "sequential: graphs to expand")->capture_default_str();
   app.add_option("--extract", extract, "extraction: greedy, dag-greedy or ilp")
       ->check(CLI::IsMember({"greedy", "dag-greedy", "ilp"}))
       ->capture_default_str();
@@ -31,6 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("--k-multi", c.optimize.k_multi, "apply multi-pattern rules in the first K iterations")
       ->capture_default_str();
   app.add_option("--report", report, "write a JSON report here");
+  app.add_flag("--measure", c.measure, "time original and optimized end to end on the GPU (needs one)");
   app.add_flag("--check", c.check, "compare original and optimized on seeded random inputs (exit 1 if they differ)");
   app.add_option("--seed", c.check_options.seed, "random seed of --check")->capture_default_str();
   app.add_option("--rtol", c.check_options.rtol, "relative tolerance of --check")->capture_default_str();
@@ -44,7 +57,14 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
+  if (list_models) {
+    for (const std::string& name : teq::builtin_model_names()) std::cout << name << "\n";
+    return 0;
+  }
   c.model = model;
+  c.export_original = exported;
+  c.search = search == "sequential" ? teq::SearchMethod::Sequential : teq::SearchMethod::Saturation;
+  c.sequential.time_limit_s = c.optimize.time_limit_s;
   c.output = output;
   c.rules = rules;
   c.report = report;

@@ -6,6 +6,7 @@
 
 #include "optimizer/analytical_cost.h"
 #include "optimizer/cost_models.h"
+#include "optimizer/measured_cost.h"
 #include "rules/semantics.h"
 
 namespace teq {
@@ -134,11 +135,33 @@ TEST(CostModelFactory, UnknownSpecListsValidOnes) {
   }
 }
 
-TEST(CostModelFactory, MeasuredNeedsTheGpuBuild) {
-  for (std::string_view spec : {"measured", "db:costs.json"}) {
-    std::string msg = error_of(spec);
-    EXPECT_NE(msg.find("needs the GPU build"), std::string::npos) << msg;
+TEST(CostModelFactory, MeasuredWithoutGpuSaysSo) {
+  if (gpu_status().available) GTEST_SKIP() << "a GPU is present: the measured model can be built here";
+  try {
+    make_cost_model("measured", kCorpus);
+    FAIL() << "no error for --cost measured without a GPU";
+  } catch (const GpuUnavailableError& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
   }
+}
+
+TEST(CostModelFactory, DbSpecReadsACostDbAndFallsBackToTheAnalyticalModel) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "teq_factory_db.json";
+  const Shape a{64, 128}, b{128, 32};
+  CostDb db;
+  db.device = "test device";
+  db.entries_ms[canonical_cost_key(OpKind::Matmul, std::vector<int64_t>{0}, std::vector<Shape>{a, b}).text] = 2.0;
+  db.save(file);
+  std::unique_ptr<CostModel> model = make_cost_model("db:" + file.string(), kCorpus);
+  const std::vector<int64_t> no_act{0};
+  EXPECT_DOUBLE_EQ(model->node_cost(OpKind::Matmul, no_act, std::vector<Shape>{a, b}, Shape{64, 32}), 2.0e-3);
+  // A node the DB lacks costs what the default analytical model says.
+  std::unique_ptr<CostModel> analytical = make_cost_model(kDefaultCostSpec, kCorpus);
+  const Shape x{8, 8};
+  EXPECT_DOUBLE_EQ(model->node_cost(OpKind::Relu, {}, std::vector<Shape>{x}, x),
+                   analytical->node_cost(OpKind::Relu, {}, std::vector<Shape>{x}, x));
+  std::filesystem::remove(file);
+  EXPECT_THROW(make_cost_model("db:" + file.string(), kCorpus), CostDbError);
 }
 
 }  // namespace

@@ -87,6 +87,15 @@ set(EQSAT_RUN_EXTRA "")
 eqsat_run_case(check_opaque 0 "check: skipped: cannot evaluate: .*LeakyRelu" ${EQSAT_RUN_MODELS}/opaque_ops.onnx
                ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx)
 
+# Built-in benchmark models (optimizer/models/builtin.h), the sequential baseline and cost specs.
+eqsat_run_case(builtin_unknown 2 "--model: unknown built-in model 'nope'; valid names: bert" --model nope)
+eqsat_run_case(no_model 2 "give either a model file or --model NAME")
+eqsat_run_case(builtin_export 0 "wrote .*squeezenet.onnx" --model squeezenet --export ${EQSAT_RUN_WORK}/squeezenet.onnx)
+eqsat_run_case(builtin_check 0 "check: .*equal within tolerance" --model squeezenet --extract greedy --check)
+eqsat_run_case(sequential_check 0 "sequential: .*check: .*equal within tolerance" --model nasrnn --search sequential
+               --budget 20 --check)
+eqsat_run_case(cost_db_missing 2 "--cost: .*missing-costs.json" --model vgg19 --cost db:${EQSAT_RUN_WORK}/missing-costs.json)
+
 # Every bundled model through onnx.checker and onnxruntime, when tools/setup-python.sh made .venv.
 set(EQSAT_RUN_VENV ${PROJECT_SOURCE_DIR}/.venv/bin/python)
 add_test(NAME eqsat_run.onnxruntime_models
