@@ -1,5 +1,7 @@
 #include "optimizer/pattern.h"
 
+#include "rules/rule_scope.h"
+
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
@@ -176,6 +178,18 @@ std::vector<Match> search(const EGraph& egraph, const ClassIndex& index, const P
   return out;
 }
 
+namespace {
+// rules/rule_scope.h has_free_shape, on a compiled pattern.
+bool pattern_has_free_shape(const Pattern& pattern, uint32_t i) {
+  const PatternNode& n = pattern.nodes()[i];
+  if (n.op == OpKind::Var) return true;
+  if (is_shape_constant(n.op)) return false;
+  for (uint32_t c : n.children)
+    if (pattern_has_free_shape(pattern, c)) return true;
+  return false;
+}
+}  // namespace
+
 std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, const Pattern& pattern,
                                                       const Subst& subst) {
   std::vector<Shape> shapes(pattern.nodes().size());
@@ -193,6 +207,9 @@ std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, cons
     } catch (const ShapeError&) {
       return std::nullopt;
     }
+    // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
+    if (n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) && pattern_has_free_shape(pattern, n.children[1]))
+      return std::nullopt;
   }
   return shapes;
 }

@@ -1,5 +1,7 @@
 #include "optimizer/sequential.h"
 
+#include "rules/rule_scope.h"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -230,6 +232,11 @@ class Rewriter {
       try {
         shape = infer_shape(n.op, n.attrs, in);
       } catch (const ShapeError&) {  // the right side does not fit these shapes: not applicable here
+        failed_ = true;
+        return result;
+      }
+      // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
+      if (n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) && has_free_shape(pat, pn.children[1])) {
         failed_ = true;
         return result;
       }

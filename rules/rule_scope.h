@@ -1,0 +1,25 @@
+// What a verified rule covers, for the rewriters that apply it (the e-graph and the sequential search).
+// The verifier (verify/shape_assign.h) keeps every convolution whose weight shape comes from a rule
+// variable ungrouped: rules that concatenate convolution weights are false for grouped convolutions
+// (TASO issue #62; docs/anchor-rules.md has a counterexample). So a rewriter instantiates a rule only
+// where each such convolution of the right side is ungrouped.
+#pragma once
+
+#include "rules/expr.h"
+#include "rules/shape.h"
+
+namespace teq {
+
+/// Constants whose shape comes from a reference tensor but which are not free tensors themselves.
+inline bool is_shape_constant(OpKind op) {
+  return op == OpKind::Ones || op == OpKind::Eye || op == OpKind::IConv || op == OpKind::PoolKernel;
+}
+
+/// A conv2d with input shape x and weight shape w is ungrouped (groups = x.dim(1) / w.dim(1) = 1).
+inline bool is_ungrouped_conv(const Shape& x, const Shape& w) { return x.size() == 4 && w.size() == 4 && x[1] == w[1]; }
+
+/// Whether the subterm `id` of a pattern has a shape that comes from a ?variable, rather than from a
+/// constant generator such as (pool_kernel 3 3 ?x).
+bool has_free_shape(const Expr& pattern, ExprId id);
+
+}  // namespace teq
