@@ -1,6 +1,7 @@
 #include "synth/candidates.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -22,12 +23,23 @@ bool subset(const std::set<std::string>& a, const std::set<std::string>& b) {
   return std::includes(b.begin(), b.end(), a.begin(), a.end());
 }
 
-/// Prints a pattern with variables renamed through `names` (assigning v0, v1, ... on first sight).
+bool g_keep_types = false;  // set by canonical_key for the duration of one call
+
+/// Prints a pattern with variables renamed through `names` (assigning v0, v1, ... on first sight;
+/// with types kept, a variable's leading letters stay: x1 -> xv0).
 void print_renamed(const Expr& p, ExprId id, std::map<std::string, std::string>& names, std::string& out) {
   const ExprNode& n = p[id];
   if (n.op == OpKind::Var) {
     auto it = names.find(n.name);
-    if (it == names.end()) it = names.emplace(n.name, "v" + std::to_string(names.size())).first;
+    if (it == names.end()) {
+      std::string type;
+      if (g_keep_types)
+        for (char c : n.name) {
+          if (std::isdigit(static_cast<unsigned char>(c))) break;
+          type += c;
+        }
+      it = names.emplace(n.name, type + "v" + std::to_string(names.size())).first;
+    }
     out += "?" + it->second;
     return;
   }
@@ -81,7 +93,9 @@ std::vector<PatternEquation> collect_equations(const Enumeration& e) {
   return out;
 }
 
-std::string canonical_key(const std::vector<Expr>& lhs, const std::vector<Expr>& rhs, bool both_ways) {
+std::string canonical_key(const std::vector<Expr>& lhs, const std::vector<Expr>& rhs, bool both_ways,
+                          bool keep_types) {
+  g_keep_types = keep_types;
   std::vector<const Expr*> l, r;
   for (const Expr& p : lhs) l.push_back(&p);
   for (const Expr& p : rhs) r.push_back(&p);
@@ -93,7 +107,7 @@ std::string canonical_key(const std::vector<Expr>& lhs, const std::vector<Expr>&
   }
   if (both_ways) {
     std::vector<Expr> none;
-    best = std::min(best, canonical_key(rhs, lhs, false));
+    best = std::min(best, canonical_key(rhs, lhs, false, keep_types));
   }
   return best;
 }

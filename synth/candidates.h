@@ -31,7 +31,10 @@ int pattern_size(const Expr& p);
 
 /// Canonical text of a rule up to renaming of variables (first occurrence order over lhs, then rhs),
 /// used to drop renamings. For a rule that is valid both ways the smaller of the two orientations.
-std::string canonical_key(const std::vector<Expr>& lhs, const std::vector<Expr>& rhs, bool both_ways);
+/// With `keep_types`, variables of different leaf types (by name prefix) stay apart.
+/// Not thread-safe (one call at a time).
+std::string canonical_key(const std::vector<Expr>& lhs, const std::vector<Expr>& rhs, bool both_ways,
+                          bool keep_types = false);
 
 /// Pairs unbound equations into two-pattern rules: (t1, t2) -> (u1, u2) when u1 and u2 share an
 /// operator subterm and t1, t2 together bind every variable of u1 and u2. `max_rhs_ops` bounds the

@@ -307,7 +307,8 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
       auto a = q.lhs.variables(), b = q.rhs.variables();
       return std::set(a.begin(), a.end()) == std::set(b.begin(), b.end());
     }();
-    std::string key = (q.bound ? "B" : "U") + canonical_key({q.lhs}, {q.rhs}, both);
+    // Types kept: which leaf type represents a rule is decided in finish(), the same way for shards.
+    std::string key = (q.bound ? "B" : "U") + canonical_key({q.lhs}, {q.rhs}, both, /*keep_types=*/true);
     if (!seen.insert(key).second) {
       ++st.pruned_renaming;
       continue;
