@@ -53,21 +53,44 @@ DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, con
   if (!typing) return {false, "no leaf-type shapes make the rule well-shaped"};
   VarShapes shapes = shapes_of(*typing, types, {ShapeChoice::SetA, 0});
   EGraph egraph;
-  std::vector<std::pair<ClassId, ClassId>> goals;
+  // A right side with variables its left side lacks (two-pattern rules) must be *built* by the rules
+  // from the left sides: it is looked up, never added, or it would hand the rules the very subterm
+  // (a concat of the kernels) that the two-pattern rule exists to create.
+  std::vector<std::pair<ClassId, Expr>> goals;
+  std::vector<std::pair<ClassId, ClassId>> equal_goals;
   try {
     for (size_t i = 0; i < target.lhs.size(); ++i) {
       Expr l = as_graph(target.lhs[i], shapes), r = as_graph(target.rhs[i], shapes);
       ClassId cl = egraph.add_expr(l)[l.root().value];
-      ClassId cr = egraph.add_expr(r)[r.root().value];
-      goals.emplace_back(cl, cr);
+      auto lv = target.lhs[i].variables(), rv = target.rhs[i].variables();
+      if (std::set(lv.begin(), lv.end()) == std::set(rv.begin(), rv.end()) && !target.is_multi())
+        equal_goals.emplace_back(cl, egraph.add_expr(r)[r.root().value]);
+      else
+        goals.emplace_back(cl, std::move(r));
     }
   } catch (const std::exception& e) {
     return {false, std::string("cannot build the rule's graphs: ") + e.what()};
   }
   egraph.rebuild();
+  auto lookup = [&](const Expr& g) -> std::optional<ClassId> {
+    std::vector<ClassId> ids(g.size());
+    for (size_t k = 0; k < g.size(); ++k) {
+      const ExprNode& n = g.nodes()[k];
+      ENode e{n.op, n.attrs, {}, n.name};
+      for (ExprId c : n.children) e.children.push_back(ids[c.value]);
+      auto found = egraph.lookup(std::move(e));
+      if (!found) return std::nullopt;
+      ids[k] = *found;
+    }
+    return ids[g.root().value];
+  };
   auto all_equal = [&] {
-    for (auto [a, b] : goals)
+    for (auto [a, b] : equal_goals)
       if (egraph.find(a) != egraph.find(b)) return false;
+    for (const auto& [a, r] : goals) {
+      auto c = lookup(r);
+      if (!c || egraph.find(*c) != egraph.find(a)) return false;
+    }
     return true;
   };
   if (all_equal()) return {true, ""};
