@@ -93,7 +93,7 @@ eqsat_run_case(no_model 2 "give either a model file or --model NAME")
 eqsat_run_case(builtin_export 0 "wrote .*squeezenet.onnx" --model squeezenet --export ${EQSAT_RUN_WORK}/squeezenet.onnx)
 eqsat_run_case(builtin_check 0 "check: .*equal within tolerance" --model squeezenet --extract greedy --check)
 eqsat_run_case(sequential_check 0 "sequential: .*check: .*equal within tolerance" --model nasrnn --search sequential
-               --budget 20 --check)
+               --budget 20 --time-limit 10 --check)
 eqsat_run_case(cost_db_missing 2 "--cost: .*missing-costs.json" --model vgg19 --cost db:${EQSAT_RUN_WORK}/missing-costs.json)
 
 # Every bundled model through onnx.checker and onnxruntime, when tools/setup-python.sh made .venv.
