@@ -58,7 +58,7 @@ ProofResult prove_on(const Rule& rule, const VarShapes& shapes, const ProveConfi
   // One small query per remaining element: Z3 decides many small non-linear problems far faster than
   // one disjunction of all of them.
   z3::params p(ctx);
-  p.set("timeout", config.timeout_ms);
+  p.set("rlimit", config.rlimit);
   for (unsigned k = 0; k < differs.size(); ++k) {
     z3::solver solver(ctx);
     solver.set(p);

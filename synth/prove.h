@@ -14,7 +14,10 @@
 namespace teq::synth {
 
 struct ProveConfig {
-  unsigned timeout_ms = 2'000;  // per Z3 query (one output element)
+  /// Z3 resource limit per query (one output element). A resource limit, not a timeout: Z3's timeouts
+  /// start timer threads that deadlocked when several threads proved at once, and rlimit is
+  /// deterministic (same verdicts on any machine load).
+  unsigned rlimit = 2'000'000;
 };
 
 struct ProofResult {

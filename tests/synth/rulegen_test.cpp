@@ -22,7 +22,7 @@ RulegenConfig small(std::vector<std::string> ops, int max_ops) {
   c.max_inputs = 3;
   c.leaves_per_type = 2;
   c.threads = 2;
-  c.prove.timeout_ms = 300;  // rules Z3 cannot settle quickly only cost time here
+  c.prove.rlimit = 300'000;  // rules Z3 cannot settle quickly only cost time here
   return c;
 }
 
