@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
       config.shard_index = i, config.shard_count = n;
     }
     RulegenResult r = run_rulegen(config);
+    std::string command = "rulegen";
+    for (int k = 1; k < argc; ++k) command += std::string(" ") + argv[k];
+    r.corpus.generator["command"] = command;  // how to regenerate this file
     save_rulegen_output(r, out, rejected.empty() ? out + ".rejected.json" : rejected);
     print_summary(r.stats);
     return 0;
