@@ -84,9 +84,14 @@ std::optional<std::map<std::string, int>> assign_types(const Rule& rule, const s
   // Depth-first over the variables, checking every fully typed subterm as soon as it is typed.
   std::function<bool(size_t)> search = [&](size_t k) {
     if (k == vars.size()) return true;
+    // The type a name suggests first; other files' names may mean something else (TASO's w4 is a
+    // 4x4x3x3 kernel), so the other types are tried after it.
     int named = named_type(vars[k], types);
-    for (int t = 0; t < static_cast<int>(types.size()); ++t) {
-      if (named >= 0 && t != named) continue;
+    std::vector<int> order;
+    if (named >= 0) order.push_back(named);
+    for (int t = 0; t < static_cast<int>(types.size()); ++t)
+      if (t != named) order.push_back(t);
+    for (int t : order) {
       typing[vars[k]] = t;
       if (ok() && search(k + 1)) return true;
     }

@@ -1,6 +1,6 @@
 // Typing: gives a rule's ?variables concrete shapes drawn from the leaf types (vocabulary.h). A variable
-// named after a leaf type ("?x2", "?k1") takes that type; any other name ("?input_3" from TASO or
-// Tensat) gets the first type, in leaf-type order, under which every pattern of the rule is well-shaped.
+// named after a leaf type ("?x2", "?k1") tries that type first; any variable gets the first type, in
+// that order, under which every pattern of the rule is well-shaped.
 // Local stand-in for verify/shape_assign.h, restricted to the leaf types rulegen enumerates.
 #pragma once
 
