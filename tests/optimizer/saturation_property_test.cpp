@@ -149,7 +149,7 @@ class GraphGenerator {
       }
       case 9: {
         ExprId x = four_d();
-        const Shape& sx = shape_of(x);
+        const Shape sx = shape_of(x);  // a copy: adding leaves below may reallocate the shape table
         int k = uniform(0, 1) ? 1 : 3;
         ExprId w = of_shape({uniform(1, 3), sx[1], k, k});  // groups = 1 (see test_rules.h)
         int64_t pad = uniform(0, 1) ? -1 : 0;
