@@ -179,14 +179,9 @@ std::vector<Match> search(const EGraph& egraph, const ClassIndex& index, const P
 }
 
 namespace {
-// rules/rule_scope.h has_free_shape, on a compiled pattern.
 bool pattern_has_free_shape(const Pattern& pattern, uint32_t i) {
-  const PatternNode& n = pattern.nodes()[i];
-  if (n.op == OpKind::Var) return true;
-  if (is_shape_constant(n.op)) return false;
-  for (uint32_t c : n.children)
-    if (pattern_has_free_shape(pattern, c)) return true;
-  return false;
+  return has_free_shape([&](uint32_t k) -> const PatternNode& { return pattern.nodes()[k]; },
+                        [](uint32_t c) { return c; }, i);
 }
 }  // namespace
 

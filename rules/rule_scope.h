@@ -18,8 +18,21 @@ inline bool is_shape_constant(OpKind op) {
 /// A conv2d with input shape x and weight shape w is ungrouped (groups = x.dim(1) / w.dim(1) = 1).
 inline bool is_ungrouped_conv(const Shape& x, const Shape& w) { return x.size() == 4 && w.size() == 4 && x[1] == w[1]; }
 
-/// Whether the subterm `id` of a pattern has a shape that comes from a ?variable, rather than from a
-/// constant generator such as (pool_kernel 3 3 ?x).
-bool has_free_shape(const Expr& pattern, ExprId id);
+/// Whether a pattern node has a shape that comes from a ?variable, rather than from a constant generator
+/// such as (pool_kernel 3 3 ?x). `node(i)` returns the node at index i (anything with .op and .children),
+/// `index(c)` turns a child reference into an index; one walk serves Expr and compiled patterns.
+template <class NodeAt, class IndexOf, class Index>
+bool has_free_shape(const NodeAt& node, const IndexOf& index, Index i) {
+  const auto& n = node(i);
+  if (n.op == OpKind::Var) return true;
+  if (is_shape_constant(n.op)) return false;
+  for (const auto& c : n.children)
+    if (has_free_shape(node, index, index(c))) return true;
+  return false;
+}
+
+inline bool has_free_shape(const Expr& pattern, ExprId id) {
+  return has_free_shape([&](ExprId i) -> const ExprNode& { return pattern[i]; }, [](ExprId c) { return c; }, id);
+}
 
 }  // namespace teq
