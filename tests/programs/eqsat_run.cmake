@@ -104,13 +104,4 @@ add_test(NAME eqsat_run.onnxruntime_models
                  ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/python)
 set_tests_properties(eqsat_run.onnxruntime_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 
-# PyTorch exports of torchvision models and a TransformerEncoder (tests/python/test_torch_models.py):
-# minutes of work and ~250 MB of models in the build tree, so only on request.
-option(TEQ_TEST_TORCH_MODELS "Test eqsat-run on torchvision exports (needs python3-torch, python3-torchvision)" OFF)
-if(TEQ_TEST_TORCH_MODELS)
-  add_test(NAME eqsat_run.torch_models
-           COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv (run tools/setup-python.sh)'; exit 77; fi"
-                   sh ${PROJECT_SOURCE_DIR}/tests/python/test_torch_models.py $<TARGET_FILE:eqsat-run> ${EQSAT_RUN_RULES}
-                   ${EQSAT_RUN_WORK}/torch)
-  set_tests_properties(eqsat_run.torch_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 3600)
-endif()
+# PyTorch exports (corpus/models/torch/): tests/programs/torch_models.cmake.

@@ -1,0 +1,22 @@
+# PyTorch exports in corpus/models/torch/ (tools/make_torch_models.py; weights are graph inputs) through
+# eqsat-run with the default rules (corpus/rules.json) and cost model, then onnx.checker and onnxruntime
+# (tests/python/test_models.py --weights-as-inputs): one test per model, eqsat_run.torch.NAME. Needs only the
+# .venv of tools/setup-python.sh (onnx, onnxruntime), not torch; skipped (77) without it.
+# The ILP is limited to 3 s (MobileNet-v2's ILP does not close its gap in minutes); the reference evaluator's
+# --check is left out (ResNet-50 takes ~80 s in it): onnxruntime decides.
+if(NOT TARGET eqsat-run)
+  return()
+endif()
+
+set(TEQ_TORCH_MODELS_DIR ${PROJECT_SOURCE_DIR}/corpus/models/torch)
+set(TEQ_TORCH_MODELS_VENV ${PROJECT_SOURCE_DIR}/.venv/bin/python)
+file(GLOB TEQ_TORCH_MODELS CONFIGURE_DEPENDS ${TEQ_TORCH_MODELS_DIR}/*.onnx)
+foreach(model ${TEQ_TORCH_MODELS})
+  get_filename_component(name ${model} NAME_WE)
+  add_test(NAME eqsat_run.torch.${name}
+           COMMAND sh -c "if [ -x '${TEQ_TORCH_MODELS_VENV}' ]; then exec '${TEQ_TORCH_MODELS_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                   sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${TEQ_TORCH_MODELS_DIR}
+                   ${PROJECT_SOURCE_DIR}/corpus/rules.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch ${model}
+                   --weights-as-inputs --no-eval-check "--eqsat-args=--ilp-time-limit 3")
+  set_tests_properties(eqsat_run.torch.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()
