@@ -12,6 +12,10 @@ export so that no two weights are equal (the exporter would merge equal ones int
 seeded random weights, the same to the original and to the optimized model (tests/python/test_models.py
 --weights-as-inputs).
 
+The encoder's attention is written by PyTorch 1.13 with int64 shape arithmetic (Shape, Gather, Add, Div, Mul
+feeding Slice); eqsat-run's importer folds it (optimizer/onnx/detail/fold_shapes.h), so the file is committed
+as exported.
+
 Needs Debian's python3-torch and python3-torchvision (run with /usr/bin/python3); CI does not: the files
 are committed. Usage: /usr/bin/python3 tools/make_torch_models.py [OUT_DIR] [NAME ...]
 (default OUT_DIR corpus/models/torch). Re-running gives the same graphs.

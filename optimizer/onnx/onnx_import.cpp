@@ -17,6 +17,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "optimizer/onnx/detail/fold_shapes.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "rules/semantics.h"
 
@@ -68,6 +69,7 @@ class Importer {
     check_header();
     make_shell();
     bind_symbolic_dims();
+    fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
     infer_shapes();
     onnx::GraphProto& g = *proto_.mutable_graph();
     collect_used(g);

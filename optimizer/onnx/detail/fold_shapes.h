@@ -1,0 +1,23 @@
+// Private to ONNX import: constant folding of integer shape arithmetic before the import maps nodes.
+// Exporters such as PyTorch's write a shape as computation on the input's shape (Shape, Gather, Add, Div,
+// Unsqueeze, Concat, ... feeding Reshape or Slice). ONNX shape inference cannot see through most of it, so the
+// outputs of the Reshape/Slice would stay unknown. With fixed input shapes every such value is a constant:
+// this pass evaluates it and replaces each folded node by a Constant node holding its value.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+namespace teq::onnx_io::detail {
+
+/// Repeats ONNX shape inference and a folding pass until nothing more folds. Folds a default-domain node
+/// when its output is an INT64/INT32 tensor of at most kMaxFoldedElements values computed from constants
+/// (Constant nodes, initializers that are not graph inputs, nodes folded before) and from the static shapes of
+/// any tensor: Shape, Size, Identity, Cast (to integers), Unsqueeze, Squeeze, Concat, Gather, Slice (1-d),
+/// Range, Add, Sub, Mul, Div (truncating, as onnxruntime), Min, Max. Float computation is never folded.
+/// Returns the number of nodes folded. Leaves the graph's value_info empty (the importer re-infers shapes);
+/// shape inference errors stop the pass quietly (the importer reports them).
+int fold_shape_arithmetic(onnx::ModelProto& model);
+
+inline constexpr int64_t kMaxFoldedElements = 4096;
+
+}  // namespace teq::onnx_io::detail
