@@ -124,6 +124,19 @@ TEST(OnnxFoldShapes, ArithmeticOnOverridableInitializersStays) {
   }
 }
 
+TEST(OnnxFoldShapes, MalformedConstantsAreNotFolded) {
+  // A Constant whose values do not fill its dims (5 declared, 1 given) is not read past its end (the
+  // sanitizer build checks it): it does not fold, and the import fails with a message or maps what it can.
+  onnx::ModelProto m = pytorch_style_model();
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (n.output(0) == "minus1") n.mutable_attribute(0)->mutable_t()->set_dims(0, 5);
+  try {
+    import_onnx_bytes(m.SerializeAsString(), "model.onnx", {.dims = {{"batch", 2}}});
+  } catch (const OnnxError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.onnx"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OnnxFoldShapes, TorchExportsImportAndRoundTrip) {
   const auto dir = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus" / "models" / "torch";
   int seen = 0;

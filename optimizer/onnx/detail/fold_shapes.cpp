@@ -1,6 +1,7 @@
 #include "optimizer/onnx/detail/fold_shapes.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -31,9 +32,16 @@ bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx
 std::optional<IntTensor> from_proto(const onnx::TensorProto& t) {
   if (!is_int_type(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
   Shape dims = tensor_dims(t);
-  if (num_elements(dims) > kMaxFoldedElements) return std::nullopt;
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || d > kMaxFoldedElements) return std::nullopt;
+    count *= d;
+    if (count > kMaxFoldedElements) return std::nullopt;
+  }
   try {
-    return IntTensor{dims, tensor_ints(t), t.data_type()};
+    IntTensor v{dims, tensor_ints(t), t.data_type()};
+    if (static_cast<int64_t>(v.v.size()) != count) return std::nullopt;  // malformed: values do not fit dims
+    return v;
   } catch (const OnnxError&) {
     return std::nullopt;
   }
@@ -288,6 +296,7 @@ class Folder {
       int64_t outer = num_elements(Shape(x->dims.begin(), x->dims.begin() + axis));
       int64_t inner = num_elements(Shape(x->dims.begin() + axis + 1, x->dims.end()));
       int64_t extent = x->dims[axis];
+      if (outer * inner * static_cast<int64_t>(idx->v.size()) > kMaxFoldedElements) return std::nullopt;
       Shape dims(x->dims.begin(), x->dims.begin() + axis);
       dims.insert(dims.end(), idx->dims.begin(), idx->dims.end());
       dims.insert(dims.end(), x->dims.begin() + axis + 1, x->dims.end());
@@ -333,7 +342,7 @@ class Folder {
       start = clamp(start);
       end = clamp(end);
       IntTensor y{{0}, {}, x->type};
-      for (int64_t k = start; step > 0 ? k < end : k > end; k += step) y.v.push_back(x->v[k]);
+      for (__int128 k = start; step > 0 ? k < end : k > end; k += step) y.v.push_back(x->v[static_cast<size_t>(k)]);
       y.dims[0] = static_cast<int64_t>(y.v.size());
       return y;
     }
@@ -342,10 +351,13 @@ class Folder {
       if (!limit || !delta || x->v.size() != 1 || limit->v.size() != 1 || delta->v.size() != 1 || delta->v[0] == 0)
         return std::nullopt;
       int64_t s = x->v[0], l = limit->v[0], d = delta->v[0];
-      int64_t count = std::max<int64_t>((l - s + d + (d > 0 ? -1 : 1)) / d, 0);
-      if (count > kMaxFoldedElements) return std::nullopt;
+      __int128 span = static_cast<__int128>(l) - s + d + (d > 0 ? -1 : 1);
+      __int128 steps = std::max<__int128>(span / d, 0);
+      if (steps > kMaxFoldedElements) return std::nullopt;
+      int64_t count = static_cast<int64_t>(steps);
       IntTensor y{{count}, {}, x->type};
-      for (int64_t k = 0; k < count; ++k) y.v.push_back(s + k * d);
+      for (int64_t k = 0; k < count; ++k)  // wraps on overflow instead of signed-overflow UB
+        y.v.push_back(static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(k) * static_cast<uint64_t>(d)));
       return y;
     }
     // Element-wise binary operators with broadcasting.
@@ -357,12 +369,14 @@ class Folder {
     Shape idx(dims->size(), 0);
     for (int64_t flat = 0; flat < num_elements(*dims); ++flat) {
       int64_t p = x->v[broadcast_index(x->dims, idx)], q = b->v[broadcast_index(b->dims, idx)];
+      // Two's-complement wrap-around on overflow (as onnxruntime), without signed overflow here.
+      auto wrap = [](uint64_t u) { return static_cast<int64_t>(u); };
       int64_t r;
-      if (op == "Add") r = p + q;
-      else if (op == "Sub") r = p - q;
-      else if (op == "Mul") r = p * q;
+      if (op == "Add") r = wrap(static_cast<uint64_t>(p) + static_cast<uint64_t>(q));
+      else if (op == "Sub") r = wrap(static_cast<uint64_t>(p) - static_cast<uint64_t>(q));
+      else if (op == "Mul") r = wrap(static_cast<uint64_t>(p) * static_cast<uint64_t>(q));
       else if (op == "Div") {
-        if (q == 0) return std::nullopt;
+        if (q == 0 || (q == -1 && p == std::numeric_limits<int64_t>::min())) return std::nullopt;
         r = p / q;  // truncates toward zero, as onnxruntime's integer Div
       } else if (op == "Min") r = std::min(p, q);
       else if (op == "Max") r = std::max(p, q);
