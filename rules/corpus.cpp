@@ -87,15 +87,18 @@ nlohmann::json rule_to_json(const Rule& rule) {
 }
 
 RuleCorpus parse_corpus(std::string_view text, const std::string& origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw CorpusError(origin + ": empty file, not a JSON rule corpus");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     throw CorpusError(origin + ": not valid JSON: " + e.what());
   }
   auto top_fail = [&](const std::string& what) { throw CorpusError(origin + ": " + what); };
   if (!j.is_object()) top_fail("top level must be a JSON object");
-  if (j.value("format", "") != "tensor-eqsat-rules") top_fail("field 'format' must be \"tensor-eqsat-rules\"");
+  if (!j.contains("format") || j["format"] != "tensor-eqsat-rules")
+    top_fail("field 'format' must be \"tensor-eqsat-rules\"");
   if (!j.contains("version") || j["version"] != 1) top_fail("field 'version' must be 1");
   if (!j.contains("rules") || !j["rules"].is_array()) top_fail("field 'rules' must be an array");
   RuleCorpus corpus;
@@ -130,6 +133,8 @@ RuleCorpus parse_corpus(std::string_view text, const std::string& origin) {
         std::string status = v["status"];
         if (status != "verified" && status != "wrong" && status != "unknown")
           fail(id, "verification.status", "must be verified, wrong or unknown, got '" + status + "'");
+        if (v.contains("method") && !v["method"].is_string()) fail(id, "verification.method", "must be a string");
+        if (v.contains("ms") && !v["ms"].is_number()) fail(id, "verification.ms", "must be a number");
         rule.verification = Verification{status, v.value("method", ""), v.value("ms", 0.0)};
       }
       if (!ids.insert(id).second) fail(id, "id", "duplicate id");

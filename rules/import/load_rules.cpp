@@ -19,6 +19,7 @@ std::string_view format_name(RuleFileFormat format) {
 
 RuleFileFormat detect_rule_format(const std::filesystem::path& path, std::string_view content) {
   size_t first = content.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) throw CorpusError(path.string() + ": empty file, no rules");
   if (first != std::string_view::npos && content[first] == '{') return RuleFileFormat::Json;
   // Protobuf is binary: text rule files never hold control bytes other than whitespace.
   bool binary = std::any_of(content.begin(), content.end(), [](char c) {
