@@ -69,6 +69,7 @@ class Importer {
     check_header();
     make_shell();
     bind_symbolic_dims();
+    check_nodes();
     fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
     infer_shapes();
     onnx::GraphProto& g = *proto_.mutable_graph();
@@ -130,18 +131,69 @@ class Importer {
     g.clear_value_info();
   }
 
+  /// Before shape inference: nodes in topological order (which also rules out cycles), and every node of the
+  /// default domain an operator of the model's opset with inputs, outputs and attributes its schema allows.
+  void check_nodes() {
+    const onnx::GraphProto& g = proto_.graph();
+    std::unordered_set<std::string> defined;
+    std::unordered_map<std::string, const onnx::NodeProto*> producer;
+    for (const auto& t : g.initializer()) defined.insert(t.name());
+    for (const auto& in : g.input()) defined.insert(in.name());
+    for (const auto& n : g.node())
+      for (const auto& out : n.output()) producer.emplace(out, &n);
+    for (const auto& n : g.node()) {
+      for (const auto& in : n.input()) {
+        if (in.empty() || defined.count(in)) continue;
+        auto it = producer.find(in);
+        if (it == producer.end())
+          fail(describe(n) + " reads '" + in + "', which no node, input or initializer defines");
+        fail(describe(n) + " reads '" + in + "' before " + describe(*it->second) +
+             " computes it: the graph has a cycle or is not in topological order");
+      }
+      for (const auto& out : n.output()) defined.insert(out);
+      if (!is_default_domain(n.domain())) continue;
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(m_.opset), "");
+      if (!schema)
+        fail(describe(n) + ": '" + n.op_type() + "' is not an operator of ONNX opset " + std::to_string(m_.opset) +
+             " (custom operators need their own domain)");
+      try {
+        schema->Verify(n);
+      } catch (const std::exception& e) {
+        fail(describe(n) + " does not fit its ONNX schema: " + e.what());
+      }
+      // Window sizes ONNX's schemas do not bound (its shape inference would compute negative extents).
+      for (const auto& a : n.attribute()) {
+        if (a.name() != "strides" && a.name() != "kernel_shape" && a.name() != "dilations") continue;
+        for (int64_t v : a.ints())
+          if (v < 1) fail(describe(n) + ": attribute '" + a.name() + "' holds " + std::to_string(v) + "; it must be >= 1");
+      }
+    }
+  }
+
   void infer_shapes() {
+    // Strict inference (errors of any node throw) when every node has an ONNX schema, so that a real shape
+    // mismatch is reported; with custom-domain operators, whose outputs ONNX cannot type, node errors are
+    // left to the checks below (shape_of says which tensor has no shape).
+    bool all_known = true;
+    for (const auto& n : proto_.graph().node()) all_known &= is_default_domain(n.domain());
     try {
       onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, true));
+                                         onnx::ShapeInferenceOptions(false, all_known ? 1 : 0, true));
     } catch (const std::exception& e) {
-      fail(std::string("ONNX shape inference failed: ") + e.what());
+      std::string what = e.what();
+      while (!what.empty() && what.back() == '\n') what.pop_back();
+      fail("ONNX shape inference failed: " + what);
     }
     const onnx::GraphProto& g = proto_.graph();
     for (const auto& t : g.initializer()) types_[t.name()] = {t.data_type(), tensor_dims(t)};
     for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
-      for (const auto& vi : *list)
+      for (const auto& vi : *list) {
         if (!types_.count(vi.name()) || !types_[vi.name()].shape) types_[vi.name()] = value_type(vi.type());
+        const ValueType& v = types_[vi.name()];
+        if (v.shape && num_elements(*v.shape) > kMaxElements)
+          fail("tensor '" + vi.name() + "' of shape " + to_string(*v.shape) +
+               " has more than 2^40 elements, the largest tensor tensor-eqsat handles");
+      }
   }
 
   void collect_used(const onnx::GraphProto& g) {
@@ -409,7 +461,7 @@ class Importer {
       set_output(n, kids.size() == 1 ? kids[0] : add(OpKind::Concat, {axis->i()}, kids));
     } else if (op == "Split") {
       ExprId x = in(n, 0);
-      const Shape& xs = shapes_[x.value];
+      const Shape xs = shapes_[x.value];  // a copy: add() below grows shapes_
       int64_t axis = normalize_axis(attr_int(n, "axis", 0), xs.size(), "Split", {});
       int64_t begin = 0;
       for (int k = 0; k < n.output_size(); ++k) {
@@ -495,7 +547,7 @@ class Importer {
 
   void import_conv(const onnx::NodeProto& n) {
     ExprId x = in(n, 0), w = in(n, 1);
-    const Shape &xs = shapes_[x.value], &ws = shapes_[w.value];
+    const Shape xs = shapes_[x.value], ws = shapes_[w.value];  // copies: add() grows shapes_
     if (xs.size() != 4 || ws.size() != 4) throw NotInVocabulary{"not a 2-d convolution"};
     auto a = window_attrs(n, xs, ws[2], ws[3]);
     ExprId y = add(OpKind::Conv2d, {a[0], a[1], a[2], a[3], 0}, {x, w});
