@@ -3,6 +3,7 @@
 //   eqsat-run --model resnet50 [--search sequential] [--measure] [--export FILE.onnx] ...
 // Options -> EqsatConfig -> optimize_model() -> exit code: 0 done, 1 --check found a difference,
 // 2 bad input (file, model, opset, shapes, rules, cost model), 3 internal error.
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -10,6 +11,17 @@
 
 #include "optimizer/eqsat_app.h"
 #include "optimizer/models/builtin.h"
+
+namespace {
+// CLI11's NonNegativeNumber prints its range as "0.000000 to 1797693...": this one says what it wants.
+const CLI::Validator kNonNegative(
+    [](std::string& s) {
+      char* end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      return end != s.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
+    },
+    "NUMBER>=0", "non-negative");
+}  // namespace
 
 int main(int argc, char** argv) {
   teq::EqsatConfig c;
@@ -22,7 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("model", model, "ONNX model to optimize (or use --model NAME)");
   app.add_option("--model", c.builtin, "optimize a built-in benchmark model instead (see --list-models)");
   app.add_flag("--list-models", list_models, "print the built-in model names and exit");
-  app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
+  auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
   app.add_option("-o,--output", output, "where to write the optimized ONNX model");
   app.add_option("--rules", rules, "rule corpus JSON (default: corpus/rules.json)");
   app.add_option("--cost", c.cost,
@@ -31,25 +43,45 @@ int main(int argc, char** argv) {
   app.add_option("--search", search, "saturation, or sequential (TASO-style backtracking baseline)")
       ->check(CLI::IsMember({"saturation", "sequential"}))
       ->capture_default_str();
-  app.add_option("--alpha", c.sequential.alpha, "sequential: cost relaxation")->capture_default_str();
-  app.add_option("--budget", c.sequential.budget, "sequential: graphs to expand")->capture_default_str();
+  app.add_option("--alpha", c.sequential.alpha, "sequential: cost relaxation")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--budget", c.sequential.budget, "sequential: graphs to expand")
+      ->check(kNonNegative)
+      ->capture_default_str();
   app.add_option("--extract", extract, "extraction: greedy, dag-greedy or ilp")
       ->check(CLI::IsMember({"greedy", "dag-greedy", "ilp"}))
       ->capture_default_str();
-  app.add_option("--node-limit", c.optimize.node_limit, "stop saturating beyond this many e-nodes")->capture_default_str();
-  app.add_option("--iter-limit", c.optimize.iter_limit, "stop after this many iterations")->capture_default_str();
-  app.add_option("--time-limit", c.optimize.time_limit_s, "stop saturating after this many seconds")->capture_default_str();
-  app.add_option("--ilp-time-limit", c.optimize.ilp_time_limit_s, "seconds for the ILP solver")->capture_default_str();
+  app.add_option("--node-limit", c.optimize.node_limit, "stop saturating beyond this many e-nodes")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--iter-limit", c.optimize.iter_limit, "stop after this many iterations")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--time-limit", c.optimize.time_limit_s, "stop saturating after this many seconds")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--ilp-time-limit", c.optimize.ilp_time_limit_s, "seconds for the ILP solver")
+      ->check(kNonNegative)
+      ->capture_default_str();
   app.add_option("--k-multi", c.optimize.k_multi, "apply multi-pattern rules in the first K iterations")
+      ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--report", report, "write a JSON report here");
   app.add_flag("--measure", c.measure, "time original and optimized end to end on the GPU (needs one)");
   app.add_flag("--check", c.check, "compare original and optimized on seeded random inputs (exit 1 if they differ)");
   app.add_option("--seed", c.check_options.seed, "random seed of --check")->capture_default_str();
-  app.add_option("--rtol", c.check_options.rtol, "relative tolerance of --check")->capture_default_str();
-  app.add_option("--atol", c.check_options.atol, "absolute tolerance of --check")->capture_default_str();
+  app.add_option("--rtol", c.check_options.rtol, "relative tolerance of --check")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--atol", c.check_options.atol, "absolute tolerance of --check")
+      ->check(kNonNegative)
+      ->capture_default_str();
   app.add_option("--dim", dims, "value of a symbolic input dimension, NAME=VALUE (repeatable)");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
+  // --export writes the input model and stops: options of the optimization make no sense with it.
+  for (const char* name : {"--output", "--report", "--check", "--measure", "--search"})
+    export_opt->excludes(app.get_option(name));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -75,9 +107,19 @@ int main(int argc, char** argv) {
     size_t eq = d.find('=');
     try {
       if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
-      c.import.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      size_t used = 0;
+      const std::string value = d.substr(eq + 1);
+      c.import.dims[d.substr(0, eq)] = std::stoll(value, &used);
+      if (used != value.size()) throw std::invalid_argument(d);
+    } catch (const std::out_of_range&) {
+      std::cerr << "eqsat-run: error: --dim " << d << ": the value does not fit in 64 bits\n";
+      return 2;
     } catch (const std::exception&) {
-      std::cerr << "eqsat-run: error: --dim expects NAME=VALUE, got '" << d << "'\n";
+      std::cerr << "eqsat-run: error: --dim expects NAME=VALUE with an integer VALUE, got '" << d << "'\n";
+      return 2;
+    }
+    if (c.import.dims[d.substr(0, eq)] < 1) {
+      std::cerr << "eqsat-run: error: --dim " << d << ": a dimension must be at least 1\n";
       return 2;
     }
   }

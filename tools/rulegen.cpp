@@ -76,6 +76,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  // The top-level options drive generation; merge and derive have their own, so a generation option given
+  // with a subcommand would be silently ignored.
+  if (CLI::App* sub = *merge ? merge : *derive ? derive : nullptr)
+    for (const char* name : {"--out", "--ops", "--max-ops", "--max-inputs", "--seed", "--time-limit", "--shard",
+                             "--rejected", "--no-minimize"})
+      if (app.count(name) > 0) {
+        std::cerr << "rulegen: " << name << " is a generation option; it cannot be combined with '" << sub->get_name()
+                  << "' (put the subcommand's own options after it)\n";
+        return 2;
+      }
   try {
     if (*derive) {
       RuleCorpus base = load_corpus(using_path);
@@ -113,6 +123,9 @@ int main(int argc, char** argv) {
     save_rulegen_output(r, out, rejected.empty() ? out + ".rejected.json" : rejected);
     print_summary(r.stats);
     return 0;
+  } catch (const CorpusError& e) {
+    std::cerr << "rulegen: " << e.what() << "\n";  // an unreadable or malformed input file
+    return 2;
   } catch (const VocabularyError& e) {
     std::cerr << "rulegen: " << e.what() << "\n";
     return 2;

@@ -1,9 +1,11 @@
 // ruleverify FILE...: proves every rule of JSON corpora, Tensat rule text or TASO graph_subst.pb files
 // with Z3 (verify/prover.h). One line per rule, counterexamples for wrong ones, a summary; exit 0 only if
-// every rule is verified, 1 if any is wrong, unknown or could not be imported, 2 on unreadable input.
+// every rule is verified, 1 if any is wrong, unknown or could not be imported, 2 on unreadable input or a
+// bad command line (docs/errors.md lists the messages).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 
@@ -15,6 +17,17 @@
 
 using namespace teq;
 
+namespace {
+// CLI11's NonNegativeNumber prints its range as "0.000000 to 1797693...": this one says what it wants.
+const CLI::Validator kNonNegative(
+    [](std::string& s) {
+      char* end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      return end != s.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
+    },
+    "NUMBER>=0", "non-negative");
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"ruleverify: prove tensor rewrite rules with Z3 (element-wise on concrete shapes, and for all "
                "shapes from operator axioms)"};
@@ -24,18 +37,28 @@ int main(int argc, char** argv) {
   bool no_axioms = false, no_probe = false, update = false;
   app.add_option("files", files, "rule files: JSON corpus, Tensat rule text, TASO graph_subst.pb")->required();
   app.add_option("--timeout-ms", opt.elementwise.timeout_ms, "element-wise proof budget per rule")
+      ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--axiom-timeout-ms", opt.axiom_timeout_ms, "axiom proof budget per rule")->capture_default_str();
-  app.add_option("--jobs,-j", opt.jobs, "worker threads (0 = all cores)")->capture_default_str();
+  app.add_option("--axiom-timeout-ms", opt.axiom_timeout_ms, "axiom proof budget per rule")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--jobs,-j", opt.jobs, "worker threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   app.add_option("--rule", only, "verify only the rule with this id (repeatable)");
   app.add_option("--json", json_path, "write a JSON report (statuses, methods, times, counterexamples)");
   app.add_option("--shapes", opt.elementwise.shapes.max_assignments, "shape assignments per rule")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_flag("--grouped-conv", opt.elementwise.grouped_conv, "also check an assignment with grouped convolutions");
   app.add_flag("--no-axioms", no_axioms, "skip the shape-generic proof from axioms");
   app.add_flag("--no-probe", no_probe, "let Z3 find every counterexample (no random probe in double first)");
   app.add_flag("--update", update, "write each rule's verification result back into its JSON corpus file");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // usage errors are bad input, like unreadable files
+  }
   opt.use_axioms = !no_axioms;
   opt.elementwise.random_probe = !no_probe;
 
@@ -55,6 +78,8 @@ int main(int argc, char** argv) {
       std::string head(1, '\0');
       in.read(head.data(), 1);
       bool is_json = in && head[0] == '{';
+      if (update && in.is_open() && !is_json)
+        throw std::invalid_argument(f + ": --update writes results into JSON corpora, and this is not one");
       loaded.push_back({f, load_rules_file(f), is_json});
       for (const ImportIssue& s : loaded.back().result.skipped)
         std::cerr << "ruleverify: " << f << ": skipped rule " << s.rule_id << ": " << s.reason << "\n";

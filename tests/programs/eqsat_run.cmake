@@ -2,8 +2,9 @@
 # and the onnxruntime/onnx.checker comparison of every bundled model (tests/python, needs .venv).
 #
 # This file has two roles: included by tests/CMakeLists.txt it registers the tests; run with
-# `cmake -P` it is the runner of one case (EXE, ARGS separated by '|', EXPECT_RC, EXPECT_MSG regex,
-# optional TRUNCATE_FROM/TRUNCATE_TO to make a truncated copy of a file first, REPORT to validate).
+# `cmake -P` it is the runner of one case (EXE, ARGS separated by '|', EXPECT_RC, EXPECT_MSG regex on stderr,
+# optional EXPECT_OUT regex on stdout, TRUNCATE_FROM/TRUNCATE_TO to make a truncated copy of a file first,
+# REPORT to validate). tests/programs/errors.cmake runs its cases through it too.
 if(CMAKE_SCRIPT_MODE_FILE)
   if(DEFINED TRUNCATE_FROM)
     file(SIZE "${TRUNCATE_FROM}" size)
@@ -21,6 +22,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
   endif()
   if(DEFINED EXPECT_MSG AND NOT err MATCHES "${EXPECT_MSG}")
     message(FATAL_ERROR "stderr does not match '${EXPECT_MSG}'")
+  endif()
+  if(DEFINED EXPECT_OUT AND NOT out MATCHES "${EXPECT_OUT}")
+    message(FATAL_ERROR "stdout does not match '${EXPECT_OUT}':\n${out}")
   endif()
   if(DEFINED REPORT)
     file(READ "${REPORT}" json)
