@@ -7,6 +7,7 @@ packages=(
   cmake g++ pkg-config
   libz3-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler
   coinor-libcbc-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  clang libclang-rt-14-dev   # the libFuzzer targets (tools/fuzz.sh); the runtime is only a Recommends of clang
 )
 
 missing=()
