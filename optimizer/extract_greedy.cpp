@@ -1,6 +1,7 @@
 #include "optimizer/extract_greedy.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace teq {
 
@@ -46,6 +47,11 @@ Extraction extract_greedy(const ExtractionProblem& problem) {
 }
 
 Extraction extract_dag_greedy(const ExtractionProblem& problem, const DagGreedyConfig& config) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto out_of_time = [&] {
+    return std::chrono::duration<double>(Clock::now() - t0).count() > config.time_limit_s;
+  };
   Extraction tree = extract_greedy(problem);
   const size_t nc = problem.classes.size();
   // set[c]: (class, cost of its chosen node) for every class below c's choice, sorted by class, c included.
@@ -54,11 +60,15 @@ Extraction extract_dag_greedy(const ExtractionProblem& problem, const DagGreedyC
   std::vector<double> total(nc, kInfiniteCost);
   std::vector<NodeId> choice(nc, kNoNode);
   size_t entries = 0;
-  bool over_budget = false;
+  bool over_budget = false, over_time = false;
   std::vector<Entry> merged, tmp;
   for (size_t pass = 0; pass < config.max_passes && !over_budget; ++pass) {
     bool changed = false;
-    for (uint32_t c = 0; c < nc && !over_budget; ++c)
+    for (uint32_t c = 0; c < nc && !over_budget; ++c) {
+      if (c % 256 == 0 && config.time_limit_s < kInfiniteCost && out_of_time()) {
+        over_budget = over_time = true;
+        break;
+      }
       for (NodeId n : problem.classes[c]) {
         const auto& node = problem.nodes[n.value];
         bool ready = true;
@@ -88,17 +98,22 @@ Extraction extract_dag_greedy(const ExtractionProblem& problem, const DagGreedyC
         changed = true;
         if (entries > config.set_budget) over_budget = true;
       }
+    }
     if (!changed) break;
   }
   Extraction out;
   out.method = "dag-greedy";
   out.choice = std::move(choice);
-  out.cost = over_budget ? kInfiniteCost : dag_cost(problem, out.choice);
+  // Stopped early, the selection is still one node per class, possibly incomplete or cyclic (dag_cost
+  // says so); where it is complete it is a valid answer.
+  out.cost = dag_cost(problem, out.choice);
+  const char* stopped = over_time ? "time limit" : over_budget ? "set budget exceeded" : nullptr;
   if (tree.cost <= out.cost) {
     tree.method = "dag-greedy";
-    tree.status = over_budget ? "set budget exceeded: tree greedy answer" : "tree greedy answer was as good";
+    tree.status = stopped ? std::string(stopped) + ": tree greedy answer" : "tree greedy answer was as good";
     return tree;
   }
+  if (stopped) out.status = std::string(stopped) + ": partial DAG greedy answer";
   return out;
 }
 

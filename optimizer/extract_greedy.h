@@ -17,8 +17,11 @@ Extraction extract_greedy(const ExtractionProblem& problem);
 std::vector<double> tree_costs(const ExtractionProblem& problem);
 
 struct DagGreedyConfig {
-  size_t set_budget = 4'000'000;  // total entries of all class sets (16 bytes each); beyond it, tree greedy answers
+  // Beyond either limit the passes stop; the answer is the better of the selection so far (if complete and
+  // acyclic) and tree greedy's.
+  size_t set_budget = 4'000'000;  // total entries of all class sets (16 bytes each)
   size_t max_passes = 30;
+  double time_limit_s = kInfiniteCost;  // wall clock
 };
 
 /// DAG-cost greedy; the better of it and extract_greedy (by DAG cost).

@@ -1,9 +1,11 @@
 #include "optimizer/extract_ilp.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
+#include "CbcEventHandler.hpp"
 #include "CbcHeuristic.hpp"
 #include "CbcHeuristicFPump.hpp"
 #include "CbcModel.hpp"
@@ -13,6 +15,7 @@
 #include "CglKnapsackCover.hpp"
 #include "CglMixedIntegerRounding2.hpp"
 #include "CglProbing.hpp"
+#include "ClpSimplex.hpp"
 #include "CoinPackedMatrix.hpp"
 #include "OsiClpSolverInterface.hpp"
 #include "optimizer/cycles.h"
@@ -23,16 +26,37 @@ namespace teq {
 namespace {
 
 constexpr int kNone = -1;
+using Clock = std::chrono::steady_clock;
 
+double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
+/// CBC checks its own time limit between branch-and-bound nodes only; root cut passes and heuristics on a
+/// large model run past it. This handler stops it at any event after the deadline.
+class DeadlineHandler : public CbcEventHandler {
+ public:
+  explicit DeadlineHandler(Clock::time_point deadline) : deadline_(deadline) {}
+  CbcAction event(CbcEvent e) override {
+    // Solution events decide whether a solution is accepted, not whether to go on: leave them alone.
+    if (e == solution || e == heuristicSolution || e == beforeSolution1 || e == beforeSolution2) return noAction;
+    return Clock::now() >= deadline_ ? stop : noAction;
+  }
+  CbcEventHandler* clone() const override { return new DeadlineHandler(*this); }
+
+ private:
+  Clock::time_point deadline_;
+};
+
+/// The MIP, row-wise as triplets (appending rows one at a time to a CoinPackedMatrix without spare room
+/// copies the matrix each time: quadratic, minutes on a 100k-node e-graph).
 struct Model {
   std::vector<int> node_col;   // by NodeId, kNone if not a column
   std::vector<int> class_col;  // by ClassId
   std::vector<int> order_col;  // by ClassId: order variable, kNone outside non-trivial SCCs
   std::vector<double> lb, ub, obj;
   std::vector<bool> integer;
-  CoinPackedMatrix rows{false, 0, 0};
-  std::vector<double> row_lb, row_ub;
-  std::vector<uint32_t> comp, comp_size;
+  std::vector<CoinBigIndex> row_start{0};
+  std::vector<int> row_len, index;
+  std::vector<double> value, row_lb, row_ub;
 
   int add_col(double l, double u, double c, bool is_int) {
     lb.push_back(l);
@@ -41,107 +65,204 @@ struct Model {
     integer.push_back(is_int);
     return static_cast<int>(lb.size() - 1);
   }
-  void add_row(const std::vector<int>& cols, const std::vector<double>& vals, double l, double u) {
-    rows.appendRow(static_cast<int>(cols.size()), cols.data(), vals.data());
+  void add(int col, double v) {
+    index.push_back(col);
+    value.push_back(v);
+  }
+  void end_row(double l, double u) {
+    row_len.push_back(static_cast<int>(index.size() - row_start.back()));
+    row_start.push_back(static_cast<CoinBigIndex>(index.size()));
     row_lb.push_back(l);
     row_ub.push_back(u);
   }
+  size_t rows() const { return row_lb.size(); }
+  CoinPackedMatrix matrix() const {
+    return CoinPackedMatrix(false, static_cast<int>(lb.size()), static_cast<int>(rows()),
+                            static_cast<CoinBigIndex>(index.size()), value.data(), index.data(), row_start.data(),
+                            row_len.data());
+  }
 };
+
+/// Sorted distinct child classes.
+std::vector<ClassId> child_set(const ExtractionProblem::Node& node) {
+  std::vector<ClassId> kids = node.children;
+  std::sort(kids.begin(), kids.end());
+  kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+  return kids;
+}
 
 }  // namespace
 
 Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config) {
-  Extraction greedy = extract_dag_greedy(problem);
-  greedy.method = "ilp";
-  if (!greedy.ok()) return greedy;
+  const auto t0 = Clock::now();
+  const double limit = std::max(0.0, config.time_limit_s);
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(limit, 1e9)));
+  auto left = [&] { return seconds(Clock::now(), deadline); };
+
+  // The incumbent: tree greedy, always computed whatever the limit (fast, linear passes).
+  Extraction best = extract_greedy(problem);
+  best.method = "ilp";
+  if (!best.ok()) return best;
   const std::vector<double> tree = tree_costs(problem);
   const size_t nc = problem.classes.size();
 
-  // Usable nodes: every child extractable and no self-loop. Keep the classes the roots reach through them.
-  auto usable = [&](NodeId n) {
-    const auto& node = problem.nodes[n.value];
-    for (ClassId d : node.children)
-      if (d == node.cls || tree[d.value] == kInfiniteCost) return false;
-    return true;
-  };
+  // Reduction. A node is usable if every child is extractable and it is not a self-loop. Within a class a
+  // usable node is dominated by another that costs no more and whose child classes are a subset of its
+  // own: any acyclic selection through it stays acyclic and costs no more through the other. Dominated
+  // nodes go (commutative twins op(a, b) / op(b, a) among them, which otherwise let the LP relaxation
+  // pay half of each child), and only classes the roots reach through what is left are modelled.
+  std::vector<std::vector<ClassId>> kids(problem.nodes.size());
+  std::vector<NodeId> dominator(problem.nodes.size(), kNoNode);
+  std::vector<std::vector<NodeId>> keep(nc);
+  size_t usable_nodes = 0, dominated = 0;
+  {
+    std::vector<NodeId> cand;
+    for (size_t c = 0; c < nc; ++c) {
+      cand.clear();
+      for (NodeId n : problem.classes[c]) {
+        const auto& node = problem.nodes[n.value];
+        bool ok = true;
+        for (ClassId d : node.children) ok = ok && d != node.cls && tree[d.value] < kInfiniteCost;
+        if (!ok) continue;
+        kids[n.value] = child_set(node);
+        cand.push_back(n);
+      }
+      usable_nodes += cand.size();
+      std::stable_sort(cand.begin(), cand.end(), [&](NodeId a, NodeId b) {
+        const double ca = problem.nodes[a.value].cost, cb = problem.nodes[b.value].cost;
+        return ca != cb ? ca < cb : kids[a.value].size() < kids[b.value].size();
+      });
+      for (NodeId n : cand) {
+        // Compare with (at most 64 of) the kept ones: cheaper or as cheap with no more children.
+        NodeId by = kNoNode;
+        const size_t k = std::min<size_t>(keep[c].size(), 64);
+        for (size_t i = 0; i < k && by == kNoNode; ++i) {
+          const NodeId m = keep[c][i];
+          if (std::includes(kids[n.value].begin(), kids[n.value].end(), kids[m.value].begin(), kids[m.value].end()))
+            by = m;
+        }
+        if (by == kNoNode) {
+          keep[c].push_back(n);
+        } else {
+          dominator[n.value] = by;
+          ++dominated;
+        }
+      }
+    }
+  }
   std::vector<bool> reached(nc, false);
-  std::vector<ClassId> todo, order;
-  for (ClassId r : problem.roots)
-    if (!reached[r.value]) reached[r.value] = true, todo.push_back(r);
-  while (!todo.empty()) {
-    ClassId c = todo.back();
-    todo.pop_back();
-    order.push_back(c);
-    for (NodeId n : problem.classes[c.value])
-      if (usable(n))
-        for (ClassId d : problem.nodes[n.value].children)
+  std::vector<ClassId> order;
+  {
+    std::vector<ClassId> todo;
+    for (ClassId r : problem.roots)
+      if (!reached[r.value]) reached[r.value] = true, todo.push_back(r);
+    while (!todo.empty()) {
+      ClassId c = todo.back();
+      todo.pop_back();
+      order.push_back(c);
+      for (NodeId n : keep[c.value])
+        for (ClassId d : kids[n.value])
           if (!reached[d.value]) reached[d.value] = true, todo.push_back(d);
+    }
+    std::sort(order.begin(), order.end());
   }
-  std::sort(order.begin(), order.end());
-  bool forced = true;  // one usable node per reached class: nothing to decide
-  for (ClassId c : order) {
-    size_t k = 0;
-    for (NodeId n : problem.classes[c.value]) k += usable(n);
-    forced = forced && k == 1;
+  ExtractionProblem reduced;
+  reduced.nodes = problem.nodes;
+  reduced.classes.resize(nc);
+  for (ClassId c : order) reduced.classes[c.value] = keep[c.value];
+  reduced.roots = problem.roots;
+
+  // Better incumbents: greedy's selection with dominated nodes swapped for their dominators (edges only
+  // go away, so it stays acyclic and costs no more), then DAG greedy on the reduced problem with part of
+  // the time (its answer counts only if it finishes or its partial selection is complete).
+  {
+    Extraction swapped = best;
+    for (NodeId& n : swapped.choice)
+      if (n != kNoNode && dominator[n.value] != kNoNode) n = dominator[n.value];
+    swapped.cost = dag_cost(problem, swapped.choice);
+    if (swapped.cost < best.cost) best.choice = std::move(swapped.choice), best.cost = swapped.cost;
+    Extraction dag = extract_dag_greedy(reduced, DagGreedyConfig{.time_limit_s = std::max(0.0, 0.25 * left())});
+    if (dag.ok() && dag.cost < best.cost) best.choice = std::move(dag.choice), best.cost = dag.cost;
   }
-  if (greedy.cost == 0 || forced) {
-    greedy.bound = greedy.cost;
-    greedy.optimal = true;
-    greedy.status = forced ? "no choice to make" : "zero cost";
-    return greedy;
+  const auto t_greedy = Clock::now();
+  auto finish = [&](Extraction out, const char* what) {
+    char pruned[96];
+    std::snprintf(pruned, sizeof pruned, "; %zu dominated of %zu usable e-nodes pruned", dominated, usable_nodes);
+    out.status = what + std::string(pruned);
+    return out;
+  };
+
+  bool forced = true;  // one node per reached class: nothing to decide
+  for (ClassId c : order) forced = forced && keep[c.value].size() == 1;
+  if (best.cost == 0 || forced) {
+    best.bound = best.cost;
+    best.optimal = true;
+    return finish(best, forced ? "no choice to make" : "zero cost");
   }
 
   Model m;
   m.node_col.assign(problem.nodes.size(), kNone);
   m.class_col.assign(nc, kNone);
   m.order_col.assign(nc, kNone);
-  const double scale = 1000.0 / greedy.cost;  // keeps CBC's tolerances meaningful for tiny costs (seconds)
+  const double scale = 1000.0 / best.cost;  // keeps CBC's tolerances meaningful for tiny costs (seconds)
   for (ClassId c : order) m.class_col[c.value] = m.add_col(0, 1, 0, true);
   for (ClassId r : problem.roots) m.lb[m.class_col[r.value]] = 1;
   for (ClassId c : order)
-    for (NodeId n : problem.classes[c.value])
-      if (usable(n)) m.node_col[n.value] = m.add_col(0, 1, problem.nodes[n.value].cost * scale, true);
+    for (NodeId n : keep[c.value]) m.node_col[n.value] = m.add_col(0, 1, problem.nodes[n.value].cost * scale, true);
 
   // Acyclicity only matters on edges inside strongly connected components of the class graph.
   std::vector<std::vector<uint32_t>> adj(nc);
   for (ClassId c : order)
-    for (NodeId n : problem.classes[c.value])
-      if (m.node_col[n.value] != kNone)
-        for (ClassId d : problem.nodes[n.value].children) adj[c.value].push_back(d.value);
-  m.comp = strongly_connected_components(adj);
-  m.comp_size.assign(nc, 0);
-  for (ClassId c : order) ++m.comp_size[m.comp[c.value]];
+    for (NodeId n : keep[c.value])
+      for (ClassId d : kids[n.value]) adj[c.value].push_back(d.value);
+  const std::vector<uint32_t> comp = strongly_connected_components(adj);
+  std::vector<uint32_t> comp_size(nc, 0);
+  for (ClassId c : order) ++comp_size[comp[c.value]];
   for (ClassId c : order) {
-    uint32_t size = m.comp_size[m.comp[c.value]];
+    uint32_t size = comp_size[comp[c.value]];
     if (size > 1) m.order_col[c.value] = m.add_col(0, size - 1, 0, false);
   }
 
+  // Sum of a class's chosen nodes == class chosen.
   for (ClassId c : order) {
-    std::vector<int> cols{m.class_col[c.value]};
-    std::vector<double> vals{-1};
-    for (NodeId n : problem.classes[c.value])
-      if (m.node_col[n.value] != kNone) cols.push_back(m.node_col[n.value]), vals.push_back(1);
-    m.add_row(cols, vals, 0, 0);  // sum of chosen nodes == class chosen
+    m.add(m.class_col[c.value], -1);
+    for (NodeId n : keep[c.value]) m.add(m.node_col[n.value], 1);
+    m.end_row(0, 0);
   }
-  for (ClassId c : order)
-    for (NodeId n : problem.classes[c.value]) {
-      const int x = m.node_col[n.value];
-      if (x == kNone) continue;
-      std::vector<ClassId> kids = problem.nodes[n.value].children;
-      std::sort(kids.begin(), kids.end());
-      kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
-      for (ClassId d : kids) {
-        m.add_row({x, m.class_col[d.value]}, {1, -1}, -COIN_DBL_MAX, 0);  // node chosen => child chosen
-        if (m.comp[d.value] == m.comp[c.value]) {
-          // t_c >= t_d + 1 when x = 1; vacuous when x = 0.
-          const double big = m.comp_size[m.comp[c.value]];
-          m.add_row({m.order_col[c.value], m.order_col[d.value], x}, {1, -1, -big}, 1 - big, COIN_DBL_MAX);
+  // Child rows, one per (class, child class) rather than per (node, child class): the nodes of a class
+  // that use d, summed, <= d chosen. Valid as at most one is chosen, and tighter in the LP relaxation.
+  // Likewise the order rows: t_c >= t_d + 1 when one of them is chosen.
+  {
+    std::vector<std::vector<int>> users(nc);  // by child class: the columns of c's nodes using it
+    std::vector<ClassId> touched;
+    for (ClassId c : order) {
+      for (NodeId n : keep[c.value])
+        for (ClassId d : kids[n.value]) {
+          if (users[d.value].empty()) touched.push_back(d);
+          users[d.value].push_back(m.node_col[n.value]);
         }
+      std::sort(touched.begin(), touched.end());
+      for (ClassId d : touched) {
+        for (int x : users[d.value]) m.add(x, 1);
+        m.add(m.class_col[d.value], -1);
+        m.end_row(-COIN_DBL_MAX, 0);
+        if (comp[d.value] == comp[c.value]) {
+          const double big = comp_size[comp[c.value]];
+          m.add(m.order_col[c.value], 1);
+          m.add(m.order_col[d.value], -1);
+          for (int x : users[d.value]) m.add(x, -big);
+          m.end_row(1 - big, COIN_DBL_MAX);
+        }
+        users[d.value].clear();
       }
+      touched.clear();
     }
+  }
 
-  // Warm start: the greedy selection, order variables = height inside its component.
+  // Warm start: the incumbent, order variables = height inside its component.
   std::vector<double> warm(m.lb.size(), 0);
+  bool warm_ok = config.warm_start;
   {
     std::vector<double> height(nc, -1);
     std::vector<std::pair<ClassId, bool>> stack;
@@ -149,11 +270,11 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
     while (!stack.empty()) {
       auto [c, expanded] = stack.back();
       stack.pop_back();
-      const NodeId n = greedy.choice[c.value];
+      const NodeId n = best.choice[c.value];
       if (expanded) {
         double h = 0;
         for (ClassId d : problem.nodes[n.value].children)
-          if (m.comp[d.value] == m.comp[c.value]) h = std::max(h, height[d.value] + 1);
+          if (comp[d.value] == comp[c.value]) h = std::max(h, height[d.value] + 1);
         height[c.value] = h;
         continue;
       }
@@ -163,79 +284,116 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
       for (ClassId d : problem.nodes[n.value].children)
         if (height[d.value] < 0) stack.push_back({d, false});
     }
-    for (ClassId c : order) {
-      if (height[c.value] < 0) continue;
-      warm[m.class_col[c.value]] = 1;
-      if (m.node_col[greedy.choice[c.value].value] != kNone) warm[m.node_col[greedy.choice[c.value].value]] = 1;
-      if (m.order_col[c.value] != kNone) warm[m.order_col[c.value]] = height[c.value];
+    for (size_t c = 0; c < nc; ++c) {
+      if (height[c] < 0) continue;
+      const int x = m.node_col[best.choice[c].value];
+      if (m.class_col[c] == kNone || x == kNone) {
+        warm_ok = false;  // a node the reduction dropped (cannot happen for greedy answers; be safe)
+        break;
+      }
+      warm[m.class_col[c]] = 1;
+      warm[x] = 1;
+      if (m.order_col[c] != kNone) warm[m.order_col[c]] = height[c];
     }
   }
+  const auto t_model = Clock::now();
 
   OsiClpSolverInterface solver;
-  solver.loadProblem(m.rows, m.lb.data(), m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
+  solver.loadProblem(m.matrix(), m.lb.data(), m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
   for (size_t i = 0; i < m.integer.size(); ++i)
     if (m.integer[i]) solver.setInteger(static_cast<int>(i));
   solver.messageHandler()->setLogLevel(0);
   solver.getModelPtr()->messageHandler()->setLogLevel(0);
 
-  CbcModel model(solver);
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  model.setUseElapsedTime(true);  // the limit is wall-clock time, as the user reads it
-  model.setMaximumSeconds(config.time_limit_s);
-  model.setNumberThreads(0);
-  CglProbing probing;
-  probing.setUsingObjective(1);
-  probing.setMaxPass(1);
-  probing.setMaxLook(50);
-  CglGomory gomory;
-  CglKnapsackCover knapsack;
-  CglClique clique;
-  clique.setStarCliqueReport(false);
-  clique.setRowCliqueReport(false);
-  CglMixedIntegerRounding2 mir;
-  CglFlowCover flow;
-  model.addCutGenerator(&probing, -1, "Probing");
-  model.addCutGenerator(&gomory, -1, "Gomory");
-  model.addCutGenerator(&knapsack, -1, "Knapsack");
-  model.addCutGenerator(&clique, -1, "Clique");
-  model.addCutGenerator(&mir, -1, "MIR");
-  model.addCutGenerator(&flow, -1, "FlowCover");
-  CbcRounding rounding(model);
-  model.addHeuristic(&rounding);
-  CbcHeuristicFPump pump(model);
-  model.addHeuristic(&pump);
-  const double warm_obj = greedy.cost * scale;
-  if (config.warm_start) model.setBestSolution(warm.data(), static_cast<int>(warm.size()), warm_obj, true);
-  model.branchAndBound();
+  // The root LP ourselves, under the limit: its value is a lower bound even if CBC gets no further.
+  double lp_bound = 0;
+  bool lp_solved = false;
+  if (left() > 0) {
+    solver.getModelPtr()->setMaximumWallSeconds(left());  // Clp: seconds from now
+    solver.initialSolve();
+    lp_solved = solver.isProvenOptimal();
+    if (lp_solved) lp_bound = solver.getObjValue() / scale;
+  }
+  const auto t_lp = Clock::now();
 
-  Extraction out;
+  Extraction out = best;
   out.method = "ilp";
-  const double* sol = model.bestSolution();
-  if (sol) {
-    out.choice.assign(nc, kNoNode);
-    for (ClassId c : order) {
-      if (sol[m.class_col[c.value]] < 0.5) continue;
-      for (NodeId n : problem.classes[c.value])
-        if (m.node_col[n.value] != kNone && sol[m.node_col[n.value]] > 0.5) out.choice[c.value] = n;
+  bool proven = false, cbc_ran = false, cbc_time_limit = false;
+  int cbc_nodes = 0;
+  double cbc_bound = 0;
+  // Integer costs are not assumed; stop when the LP bound already meets the incumbent.
+  if (lp_solved && lp_bound >= best.cost * (1 - 1e-9)) {
+    proven = true;
+  } else if (lp_solved && left() > 0) {
+    cbc_ran = true;
+    CbcModel model(solver);
+    model.setLogLevel(0);
+    model.messageHandler()->setLogLevel(0);
+    model.setUseElapsedTime(true);  // the limit is wall-clock time, as the user reads it
+    model.setMaximumSeconds(left());
+    model.setNumberThreads(0);
+    DeadlineHandler on_deadline(deadline);
+    model.passInEventHandler(&on_deadline);
+    if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver())) {
+      clp->getModelPtr()->setMaximumWallSeconds(left());
+      clp->messageHandler()->setLogLevel(0);
+      clp->getModelPtr()->messageHandler()->setLogLevel(0);
     }
-    out.cost = dag_cost(problem, out.choice);
+    CglProbing probing;
+    probing.setUsingObjective(1);
+    probing.setMaxPass(1);
+    probing.setMaxLook(50);
+    CglGomory gomory;
+    CglKnapsackCover knapsack;
+    CglClique clique;
+    clique.setStarCliqueReport(false);
+    clique.setRowCliqueReport(false);
+    CglMixedIntegerRounding2 mir;
+    CglFlowCover flow;
+    model.addCutGenerator(&probing, -1, "Probing");
+    model.addCutGenerator(&gomory, -1, "Gomory");
+    model.addCutGenerator(&knapsack, -1, "Knapsack");
+    model.addCutGenerator(&clique, -1, "Clique");
+    model.addCutGenerator(&mir, -1, "MIR");
+    model.addCutGenerator(&flow, -1, "FlowCover");
+    CbcRounding rounding(model);
+    model.addHeuristic(&rounding);
+    CbcHeuristicFPump pump(model);
+    model.addHeuristic(&pump);
+    if (warm_ok) model.setBestSolution(warm.data(), static_cast<int>(warm.size()), best.cost * scale, true);
+    model.branchAndBound();
+
+    cbc_nodes = model.getNodeCount();
+    cbc_time_limit = model.isSecondsLimitReached() || left() <= 0;
+    proven = model.isProvenOptimal() && !cbc_time_limit;
+    const double b = model.getBestPossibleObjValue() / scale;
+    if (std::isfinite(b) && !model.isProvenInfeasible()) cbc_bound = b;
+    if (const double* sol = model.bestSolution()) {
+      std::vector<NodeId> choice(nc, kNoNode);
+      for (ClassId c : order) {
+        if (sol[m.class_col[c.value]] < 0.5) continue;
+        for (NodeId n : keep[c.value])
+          if (sol[m.node_col[n.value]] > 0.5) choice[c.value] = n;
+      }
+      const double cost = dag_cost(problem, choice);
+      if (cost < out.cost) out.choice = std::move(choice), out.cost = cost;
+    }
   }
-  const bool proven = model.isProvenOptimal();
-  double bound = model.getBestPossibleObjValue() / scale;
-  if (!out.ok() || out.cost > greedy.cost) {
-    // CBC found nothing better than its start (or nothing at all within the limit): keep greedy's.
-    out.choice = greedy.choice;
-    out.cost = greedy.cost;
-  }
+  const auto t_end = Clock::now();
+
   out.optimal = proven;
-  out.bound = proven ? out.cost : std::clamp(std::isfinite(bound) ? bound : 0.0, 0.0, out.cost);
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s, %zu columns, %zu rows, %d nodes explored, gap %.2f%%",
-                proven ? "proved optimal" : (model.isSecondsLimitReached() ? "time limit" : "stopped"),
-                m.lb.size(), m.row_lb.size(), model.getNodeCount(), 100 * out.gap());
-  out.status = buf;
-  return out;
+  out.bound = proven ? out.cost : std::clamp(std::max(lp_bound, cbc_bound), 0.0, out.cost);
+  const char* how = proven                       ? "proved optimal"
+                    : !lp_solved                 ? "time limit before the LP relaxation was solved"
+                    : cbc_time_limit || !cbc_ran ? "time limit"
+                                                 : "stopped";
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s, %zu columns, %zu rows, %d nodes explored, gap %.2f%%; seconds: greedy %.2f, model %.2f, "
+                "LP %.2f, branch and cut %.2f",
+                how, m.lb.size(), m.rows(), cbc_nodes, 100 * out.gap(), seconds(t0, t_greedy),
+                seconds(t_greedy, t_model), seconds(t_model, t_lp), seconds(t_lp, t_end));
+  return finish(out, buf);
 }
 
 }  // namespace teq
