@@ -120,7 +120,9 @@ Rule single_rule(const std::string& id, const PatternEquation& eq) {
   return r;
 }
 
-std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, int max_rhs_ops) {
+std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, int max_rhs_ops,
+                                   std::vector<char>* paired) {
+  if (paired) paired->assign(unbound.size(), 0);
   struct Info {
     std::set<std::string> vl, vr;
     std::string lhs_text;
@@ -133,17 +135,21 @@ std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, 
     std::set<std::string> extra;
     for (const std::string& v : info[i].vr)
       if (!info[i].vl.contains(v)) extra.insert(v);
-    // Only subterms that hold a variable the lhs lacks can be what the two right sides share.
-    std::set<std::string> seen;
-    for (size_t k = 0; k < q.rhs.size(); ++k) {
-      if (is_leaf(q.rhs.nodes()[k].op) || ExprId(k) == q.rhs.root()) continue;
+    // The two right sides must be two outputs of one operator (the parts of one split, as in TASO's
+    // two-output graphs and Tensat's multi-pattern rules): the same operator over the same operands,
+    // different attributes. Keying on the root's operands keeps the groups small; keying on any shared
+    // subterm pairs every equation with every other (millions at size 3).
+    const ExprNode& root = q.rhs[q.rhs.root()];
+    if (is_leaf(root.op)) continue;
+    std::string key(op_name(root.op));
+    bool has_extra = false;
+    for (ExprId c : root.children) {
       Expr sub;
-      sub.add_root(sub.import(q.rhs, ExprId(k)));
-      bool has_extra = false;
+      sub.add_root(sub.import(q.rhs, c));
       for (const std::string& v : sub.variables()) has_extra |= extra.contains(v);
-      std::string text = to_sexpr(sub, sub.root());
-      if (has_extra && seen.insert(text).second) by_subterm[text].push_back(i);
+      key += " " + to_sexpr(sub, sub.root());
     }
+    if (has_extra) by_subterm[key].push_back(i);
   }
   std::vector<Rule> out;
   std::set<std::pair<size_t, size_t>> done;
@@ -157,6 +163,7 @@ std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, 
         size_t i = members[x], j = members[y];
         if (!done.insert({i, j}).second) continue;
         if (info[i].lhs_text == info[j].lhs_text) continue;
+        if (unbound[i].rhs[unbound[i].rhs.root()].attrs == unbound[j].rhs[unbound[j].rhs.root()].attrs) continue;
         std::set<std::string> bound = info[i].vl;
         bound.insert(info[j].vl.begin(), info[j].vl.end());
         if (!subset(info[i].vr, bound) || !subset(info[j].vr, bound)) continue;
@@ -164,6 +171,7 @@ std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, 
         joint.add_root(joint.import(unbound[i].rhs, unbound[i].rhs.root()));
         joint.add_root(joint.import(unbound[j].rhs, unbound[j].rhs.root()));
         if (static_cast<int>(joint.num_ops()) > max_rhs_ops) continue;
+        if (paired) (*paired)[i] = (*paired)[j] = 1;
         Rule r;
         r.lhs = {unbound[i].lhs, unbound[j].lhs};
         r.rhs = {unbound[i].rhs, unbound[j].rhs};

@@ -36,10 +36,12 @@ int pattern_size(const Expr& p);
 std::string canonical_key(const std::vector<Expr>& lhs, const std::vector<Expr>& rhs, bool both_ways,
                           bool keep_types = false);
 
-/// Pairs unbound equations into two-pattern rules: (t1, t2) -> (u1, u2) when u1 and u2 share an
-/// operator subterm and t1, t2 together bind every variable of u1 and u2. `max_rhs_ops` bounds the
-/// operators of the joint right side.
-std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, int max_rhs_ops);
+/// Pairs unbound equations into two-pattern rules: (t1, t2) -> (u1, u2) when u1 and u2 are two outputs
+/// of one operator (same operator and operands, other attributes: the parts of one split) and t1, t2
+/// together bind every variable of u1 and u2. `max_rhs_ops` bounds the operators of the joint right
+/// side. `paired`, when given, marks the equations that are in at least one pair.
+std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, int max_rhs_ops,
+                                   std::vector<char>* paired = nullptr);
 
 /// Makes a rule (id given) from one bound equation.
 Rule single_rule(const std::string& id, const PatternEquation& eq);

@@ -1,5 +1,6 @@
 #include "synth/minimize.h"
 
+#include <chrono>
 #include <set>
 
 #include "optimizer/egraph.h"
@@ -47,79 +48,150 @@ Expr as_graph(const Expr& pattern, const VarShapes& shapes) {
 
 }  // namespace
 
-DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
-                         const DeriveLimits& limits) {
-  auto typing = assign_types(target, types, {ShapeChoice{ShapeChoice::SetA, 0}});
-  if (!typing) return {false, "no leaf-type shapes make the rule well-shaped"};
-  VarShapes shapes = shapes_of(*typing, types, {ShapeChoice::SetA, 0});
+struct EGraphHolder {
   EGraph egraph;
-  // A right side with variables its left side lacks (two-pattern rules) must be *built* by the rules
-  // from the left sides: it is looked up, never added, or it would hand the rules the very subterm
-  // (a concat of the kernels) that the two-pattern rule exists to create.
-  std::vector<std::pair<ClassId, Expr>> goals;
-  std::vector<std::pair<ClassId, ClassId>> equal_goals;
+};
+
+struct EquationBatch::Equation {
+  struct Side {
+    ClassId lhs;
+    std::optional<ClassId> rhs;  // added right side
+    Expr rhs_graph;              // looked-up right side (when rhs is empty)
+  };
+  std::vector<Side> sides;
+};
+
+EquationBatch::EquationBatch(std::vector<LeafType> types)
+    : types_(std::move(types)), graph_(std::make_unique<EGraphHolder>()) {}
+
+EquationBatch::~EquationBatch() = default;
+
+size_t EquationBatch::num_nodes() const { return graph_->egraph.num_nodes(); }
+
+std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_not) {
+  auto typing = assign_types(target, types_, {ShapeChoice{ShapeChoice::SetA, 0}});
+  if (!typing) {
+    if (why_not) *why_not = "no leaf-type shapes make the rule well-shaped";
+    return std::nullopt;
+  }
+  VarShapes shapes = shapes_of(*typing, types_, {ShapeChoice::SetA, 0});
+  EGraph& egraph = graph_->egraph;
+  Equation eq;
   try {
     for (size_t i = 0; i < target.lhs.size(); ++i) {
       Expr l = as_graph(target.lhs[i], shapes), r = as_graph(target.rhs[i], shapes);
-      ClassId cl = egraph.add_expr(l)[l.root().value];
+      Equation::Side side{egraph.add_expr(l)[l.root().value], std::nullopt, {}};
       auto lv = target.lhs[i].variables(), rv = target.rhs[i].variables();
       if (std::set(lv.begin(), lv.end()) == std::set(rv.begin(), rv.end()) && !target.is_multi())
-        equal_goals.emplace_back(cl, egraph.add_expr(r)[r.root().value]);
+        side.rhs = egraph.add_expr(r)[r.root().value];
       else
-        goals.emplace_back(cl, std::move(r));
+        side.rhs_graph = std::move(r);
+      eq.sides.push_back(std::move(side));
     }
   } catch (const std::exception& e) {
-    return {false, std::string("cannot build the rule's graphs: ") + e.what()};
+    if (why_not) *why_not = std::string("cannot build the rule's graphs: ") + e.what();
+    return std::nullopt;
   }
   egraph.rebuild();
-  auto lookup = [&](const Expr& g) -> std::optional<ClassId> {
-    std::vector<ClassId> ids(g.size());
-    for (size_t k = 0; k < g.size(); ++k) {
-      const ExprNode& n = g.nodes()[k];
-      ENode e{n.op, n.attrs, {}, n.name};
-      for (ExprId c : n.children) e.children.push_back(ids[c.value]);
-      auto found = egraph.lookup(std::move(e));
-      if (!found) return std::nullopt;
-      ids[k] = *found;
-    }
-    return ids[g.root().value];
-  };
+  equations_.push_back(std::move(eq));
+  return equations_.size() - 1;
+}
+
+namespace {
+
+std::optional<ClassId> lookup_graph(const EGraph& egraph, const Expr& g) {
+  std::vector<ClassId> ids(g.size());
+  for (size_t k = 0; k < g.size(); ++k) {
+    const ExprNode& n = g.nodes()[k];
+    ENode e{n.op, n.attrs, {}, n.name};
+    for (ExprId c : n.children) e.children.push_back(ids[c.value]);
+    auto found = egraph.lookup(std::move(e));
+    if (!found) return std::nullopt;
+    ids[k] = *found;
+  }
+  return ids[g.root().value];
+}
+
+}  // namespace
+
+bool EquationBatch::equal(size_t i) const {
+  const EGraph& egraph = graph_->egraph;
+  for (const Equation::Side& s : equations_.at(i).sides) {
+    std::optional<ClassId> r = s.rhs ? s.rhs : lookup_graph(egraph, s.rhs_graph);
+    if (!r || egraph.find(*r) != egraph.find(s.lhs)) return false;
+  }
+  return true;
+}
+
+void EquationBatch::assert_equal(size_t i) {
+  EGraph& egraph = graph_->egraph;
+  for (Equation::Side& s : equations_.at(i).sides) {
+    if (!s.rhs) s.rhs = egraph.add_expr(s.rhs_graph)[s.rhs_graph.root().value];
+    egraph.merge(s.lhs, *s.rhs);
+  }
+  egraph.rebuild();
+}
+
+std::string EquationBatch::saturate(const std::vector<Rule>& rules, const DeriveLimits& limits,
+                                    const std::vector<size_t>& watch) {
+  EGraph& egraph = graph_->egraph;
   auto all_equal = [&] {
-    for (auto [a, b] : equal_goals)
-      if (egraph.find(a) != egraph.find(b)) return false;
-    for (const auto& [a, r] : goals) {
-      auto c = lookup(r);
-      if (!c || egraph.find(*c) != egraph.find(a)) return false;
+    if (watch.empty()) {
+      for (size_t i = 0; i < equations_.size(); ++i)
+        if (!equal(i)) return false;
+    } else {
+      for (size_t i : watch)
+        if (!equal(i)) return false;
     }
     return true;
   };
-  if (all_equal()) return {true, ""};
+  if (all_equal()) return "equal before saturation";
   RunnerConfig config;
   // The runner's node count can read high transiently (dead nodes during rebuild), which stops it
-  // after one iteration on tiny e-graphs; the limit is enforced here, between runs, instead.
+  // after one iteration on tiny e-graphs; the limit is enforced here, between iterations, instead.
   config.node_limit = SIZE_MAX;
-  config.iter_limit = limits.iter_limit;
+  config.iter_limit = 1;
   config.time_limit_s = limits.time_limit_s;
-  config.k_multi = limits.k_multi;
-  config.backoff = false;  // small e-graphs: every rule every iteration
-  RunReport report;
-  for (size_t iter = 0; iter < limits.iter_limit && egraph.num_nodes() <= limits.node_limit; ++iter) {
-    config.iter_limit = 1;
-    config.k_multi = iter < static_cast<size_t>(limits.k_multi) ? 1 : 0;
-    Runner step(rules, config);
-    uint64_t before = egraph.version();
-    report = step.run(egraph);
-    if (all_equal()) return {true, ""};
-    if (egraph.version() == before) {
-      report.stop = StopReason::Saturated;
+  config.backoff = false;  // every rule every iteration: the limits below bound the work
+  config.k_multi = 1;
+  Runner with_multi(rules, config);
+  config.k_multi = 0;
+  Runner single_only(rules, config);
+  auto start = std::chrono::steady_clock::now();
+  StopReason stop = StopReason::IterLimit;
+  size_t iterations = 0;
+  for (size_t iter = 0; iter < limits.iter_limit; ++iter) {
+    if (egraph.num_nodes() > limits.node_limit) {
+      stop = StopReason::NodeLimit;
       break;
     }
-    if (egraph.num_nodes() > limits.node_limit) report.stop = StopReason::NodeLimit;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limits.time_limit_s) {
+      stop = StopReason::TimeLimit;
+      break;
+    }
+    uint64_t before = egraph.version();
+    (iter < static_cast<size_t>(limits.k_multi) ? with_multi : single_only).run(egraph);
+    ++iterations;
+    if (all_equal()) return "equal";
+    if (egraph.version() == before) {
+      stop = StopReason::Saturated;
+      break;
+    }
   }
-  if (all_equal()) return {true, ""};
-  return {false, "not equal after saturation (" + std::string(to_string(report.stop)) + ", " +
-                     std::to_string(egraph.num_nodes()) + " e-nodes, " + std::to_string(report.iterations) +
-                     " iterations)"};
+  return std::string(to_string(stop)) + ", " + std::to_string(egraph.num_nodes()) + " e-nodes, " +
+         std::to_string(iterations) + " iterations";
+}
+
+DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
+                         const DeriveLimits& limits) {
+  EquationBatch batch(types);
+  std::string why_not;
+  auto index = batch.add(target, &why_not);
+  if (!index) return {false, why_not};
+  if (batch.equal(*index)) return {true, ""};
+  std::string stop = batch.saturate(rules, limits);
+  if (batch.equal(*index)) return {true, ""};
+  return {false, "not equal after saturation (" + stop + ")"};
 }
 
 }  // namespace teq::synth

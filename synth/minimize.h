@@ -4,6 +4,8 @@
 // saturation loop are the optimizer's (optimizer/egraph.h, optimizer/runner.h).
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,49 @@ struct DeriveResult {
 /// lets minimization and coverage use them both ways.
 std::vector<Rule> both_directions(const std::vector<Rule>& rules);
 
+struct EGraphHolder;
+
+/// Many derivability questions in one e-graph (Ruler's batching): every equation's sides are added to
+/// one e-graph, which is saturated once for all of them, so rule matching is paid once per batch rather
+/// than once per equation. Variables become input leaves with shapes from the leaf types (set A,
+/// typing.h); leaves of equal name and shape are shared between equations, which is sound: any equality
+/// the e-graph finds follows from the rules.
+/// Usage:
+///   EquationBatch batch(types);
+///   size_t i = *batch.add(rule);
+///   batch.saturate(both_directions(kept), limits);
+///   if (batch.equal(i)) ...            // derivable
+///   batch.assert_equal(j);             // a proved rule: its sides are equal from now on
+class EquationBatch {
+ public:
+  explicit EquationBatch(std::vector<LeafType> types);
+  ~EquationBatch();
+  EquationBatch(EquationBatch&&) noexcept = default;
+
+  /// Adds `target` (every lhs[i] == rhs[i]); the equation's index, or nullopt with `why_not` set when
+  /// it cannot be typed or built. A right side with variables its left side lacks (two-pattern rules)
+  /// is looked up, never added: added, it would hand the rules the very subterm (a concat of the
+  /// kernels) that the two-pattern rule exists to create.
+  std::optional<size_t> add(const Rule& target, std::string* why_not = nullptr);
+  /// Whether every pattern pair of equation i is in one e-class.
+  bool equal(size_t i) const;
+  /// Merges the sides of equation i (known true: a proved rule), adding looked-up sides if needed.
+  void assert_equal(size_t i);
+  /// Saturates with `rules` within `limits` (the node limit is checked between iterations; multi-pattern
+  /// rules apply in the first limits.k_multi iterations). Stops early once every equation in `watch`
+  /// (all, when empty) is equal. Returns the stop reason in words, e.g. "node-limit, 4012 e-nodes, 3 iterations".
+  std::string saturate(const std::vector<Rule>& rules, const DeriveLimits& limits, const std::vector<size_t>& watch = {});
+  size_t num_nodes() const;
+
+ private:
+  struct Equation;
+  std::vector<LeafType> types_;
+  std::unique_ptr<EGraphHolder> graph_;
+  std::vector<Equation> equations_;
+};
+
 /// Whether `target` (every lhs[i] == rhs[i]) follows from `rules` (already both_directions'ed if wanted)
-/// by saturation within `limits`. Variables become input leaves with shapes from the leaf types (set A,
-/// typing.h).
+/// by saturation within `limits`: an EquationBatch of one.
 DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
                          const DeriveLimits& limits = {});
 

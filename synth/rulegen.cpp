@@ -25,6 +25,7 @@ nlohmann::json RulegenStats::to_json() const {
           {"separated_by_second_set", separated_by_second_set},
           {"pruned_renaming", pruned_renaming},
           {"pruned_common_subgraph", pruned_common_subgraph},
+          {"pruned_unpaired", pruned_unpaired},
           {"proved", proved},
           {"wrong", wrong},
           {"unknown", unknown},
@@ -43,6 +44,7 @@ RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
   enumerated += o.enumerated, classes += o.classes, candidates += o.candidates;
   separated_by_second_set += o.separated_by_second_set;
   pruned_renaming += o.pruned_renaming, pruned_common_subgraph += o.pruned_common_subgraph;
+  pruned_unpaired += o.pruned_unpaired;
   proved += o.proved, wrong += o.wrong, unknown += o.unknown;
   enumerate_s += o.enumerate_s, prove_s += o.prove_s;
   truncated |= o.truncated;
@@ -220,37 +222,96 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
     }
     unique.push_back(std::move(e));
   }
-  // Ruler's minimization, smallest first: checks run in parallel against the rules kept before the
-  // batch; a rule not derived then is re-checked against everything kept before it.
+  // Ruler's minimization, smallest first, with proofs made lazily: a chunk of candidates shares one
+  // e-graph saturated with the rules kept so far, and the candidates it derives are dropped without a
+  // proof. The rest are proved a slice at a time, smallest first (in parallel); a proved one is kept
+  // unless the ones kept before it in the slice already joined its sides, and its sides are joined so
+  // that the later ones see it. The next round rebuilds the e-graph from what is still undecided.
   std::vector<Rule> kept, kept_both;
   const int threads = thread_count(config.threads);
-  const size_t batch = static_cast<size_t>(threads) * 8;
+  const size_t chunk = std::max<size_t>(1, config.minimize_chunk);
+  const size_t slice = static_cast<size_t>(threads) * 16;
   size_t next_log = 0;
-  for (size_t begin = 0; begin < unique.size(); begin += batch) {
-    size_t end = std::min(unique.size(), begin + batch);
-    std::vector<char> derived(end - begin, 0);
-    if (config.minimize)
-      parallel_for(end - begin, threads, [&](size_t i) {
-        derived[i] = derive_rule(unique[begin + i].rule, kept_both, types, config.derive).derived;
-      });
-    const size_t kept_at_start = kept.size();
-    for (size_t i = begin; i < end; ++i) {
-      Rule& r = unique[i].rule;
-      bool drop = derived[i - begin];
-      if (!drop && config.minimize && kept.size() > kept_at_start)
-        drop = derive_rule(r, kept_both, types, config.derive).derived;
-      if (drop) {
-        ++result.stats.pruned_derivable;
-        continue;
+  auto last_log = Clock::now();
+  for (size_t begin = 0; begin < unique.size(); begin += chunk) {
+    const size_t end = std::min(unique.size(), begin + chunk);
+    std::vector<size_t> pending(end - begin);
+    for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
+    while (!pending.empty()) {
+      EquationBatch batch(types);
+      std::vector<std::optional<size_t>> index(pending.size());
+      // Two-pattern rules are judged alone (derive_rule): in a shared e-graph another candidate's terms
+      // could supply the joint right side that such a rule exists to build.
+      for (size_t k = 0; k < pending.size(); ++k)
+        if (config.minimize && !unique[pending[k]].rule.is_multi()) index[k] = batch.add(unique[pending[k]].rule);
+      if (config.minimize && !kept_both.empty()) {
+        DeriveLimits limits = config.derive;
+        limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batch.num_nodes());
+
+        batch.saturate(kept_both, limits);
       }
-      kept.push_back(r);
-      for (Rule& d : both_directions({r})) kept_both.push_back(std::move(d));
+      std::vector<size_t> undecided;
+      for (size_t k = 0; k < pending.size(); ++k) {
+        const Rule& r = unique[pending[k]].rule;
+        if (index[k] ? batch.equal(*index[k])
+                     : config.minimize && r.is_multi() && derive_rule(r, kept_both, types, config.derive).derived) {
+          ++result.stats.pruned_derivable;
+          continue;
+        }
+        undecided.push_back(k);
+      }
+      // Prove the first `slice` undecided candidates (those not proved already, e.g. by a shard).
+      const size_t take = std::min(slice, undecided.size());
+      std::vector<ProofResult> proofs(take);
+      auto prove_start = Clock::now();
+      parallel_for(take, threads, [&](size_t j) {
+        const Rule& r = unique[pending[undecided[j]]].rule;
+        if (r.verification) proofs[j] = {r.verification->status, r.verification->method, r.verification->ms};
+        else proofs[j] = prove_rule(r, types, config.prove);
+      });
+      result.stats.prove_s += since(prove_start);
+      for (size_t j = 0; j < take; ++j) {
+        const size_t k = undecided[j];
+        Rule& r = unique[pending[k]].rule;
+        const bool had_verdict = r.verification.has_value();  // proved by a shard: counted there
+        if (proofs[j].status != "verified") {
+          if (!had_verdict) (proofs[j].status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
+          result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
+          continue;
+        }
+        if (!had_verdict) {
+          ++result.stats.proved;
+          r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
+        }
+        if (index[k] ? batch.equal(*index[k])
+                     : config.minimize && r.is_multi() && derive_rule(r, kept_both, types, config.derive).derived) {
+          ++result.stats.pruned_derivable;
+          continue;
+        }
+        std::vector<Rule> directions = both_directions({r});
+        if (index[k]) batch.assert_equal(*index[k]);
+        kept.push_back(r);
+        for (Rule& d : directions) kept_both.push_back(std::move(d));
+      }
+      std::vector<size_t> rest;
+      for (size_t j = take; j < undecided.size(); ++j) rest.push_back(pending[undecided[j]]);
+      pending = std::move(rest);
+      if (since(last_log) > 30) {
+        last_log = Clock::now();
+        log_line(config, "rulegen: minimizing: " + std::to_string(begin + (end - begin - pending.size())) + "/" +
+                             std::to_string(unique.size()) + " checked, " + std::to_string(kept.size()) + " kept, " +
+                             std::to_string(result.stats.pruned_derivable) + " derivable, " +
+                             std::to_string(result.stats.wrong + result.stats.unknown) + " unproved, " +
+                             std::to_string(static_cast<int>(since(start))) + " s");
+      }
     }
     if (end >= next_log) {
       log_line(config, "rulegen: minimizing: " + std::to_string(end) + "/" + std::to_string(unique.size()) +
                            " checked, " + std::to_string(kept.size()) + " kept, " +
+                           std::to_string(result.stats.pruned_derivable) + " derivable, " +
+                           std::to_string(result.stats.wrong + result.stats.unknown) + " unproved, " +
                            std::to_string(static_cast<int>(since(start))) + " s");
-      next_log = end + unique.size() / 10 + 1;
+      next_log = end + unique.size() / 20 + 1;
     }
   }
   for (size_t i = 0; i < kept.size(); ++i) {
@@ -324,35 +385,75 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
     if (common[i]) ++st.pruned_common_subgraph;
     else to_prove.push_back(std::move(todo[i]));
   }
-  log_line(config, "rulegen: proving " + std::to_string(to_prove.size()) + " candidates (" +
+  // A shard proves all of its candidates (the proofs are what sharding spreads over machines); one
+  // whole run proves only the unbound equations here (pairing needs them proved) and leaves the single
+  // rules to finish(), which proves just those that the rules kept before them do not derive.
+  // Unbound equations that pair with none cannot become rules: not worth a proof. (A shard cannot
+  // tell: its equations may pair with another shard's.)
+  std::vector<char> pairable(to_prove.size(), 1);
+  if (!result.is_shard) {
+    std::vector<size_t> where;
+    std::vector<PatternEquation> unbound;
+    for (size_t i = 0; i < to_prove.size(); ++i)
+      if (!to_prove[i].bound) where.push_back(i), unbound.push_back(to_prove[i]);
+    std::vector<char> paired;
+    pair_multi_rules(unbound, config.max_ops + 1, &paired);
+    for (size_t k = 0; k < where.size(); ++k)
+      if (!paired[k]) pairable[where[k]] = 0, ++st.pruned_unpaired;
+  }
+  std::vector<Rule> singles;
+  std::vector<PatternEquation> eager;
+  for (size_t i = 0; i < to_prove.size(); ++i) {
+    PatternEquation& q = to_prove[i];
+    if (!pairable[i]) continue;
+    if (result.is_shard || !q.bound) {
+      eager.push_back(std::move(q));
+      continue;
+    }
+    Rule r = equation_rule(q);
+    r.id = "candidate";
+    singles.push_back(std::move(r));
+  }
+  log_line(config, "rulegen: " + std::to_string(singles.size() + eager.size()) + " candidates (" +
                        std::to_string(st.pruned_renaming) + " renamings and " +
-                       std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped)");
+                       std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped); proving " +
+                       std::to_string(eager.size()) + " now" +
+                       (singles.empty() ? "" : ", the rest while minimizing"));
   auto prove_start = Clock::now();
-  std::vector<ProofResult> proofs(to_prove.size());
+  std::vector<ProofResult> proofs(eager.size());
   std::atomic<size_t> done{0};
-  parallel_for(to_prove.size(), ec.threads, [&](size_t i) {
-    proofs[i] = prove_rule(equation_rule(to_prove[i]), vocab.leaf_types, config.prove);
+  parallel_for(eager.size(), ec.threads, [&](size_t i) {
+    proofs[i] = prove_rule(equation_rule(eager[i]), vocab.leaf_types, config.prove);
     size_t d = ++done;
-    if (d % 2000 == 0) log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(to_prove.size()));
+    if (d % 2000 == 0) log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eager.size()));
   });
   st.prove_s = since(prove_start);
-  std::vector<Rule> singles;
-  for (size_t i = 0; i < to_prove.size(); ++i) {
+  for (size_t i = 0; i < eager.size(); ++i) {
     const ProofResult& p = proofs[i];
+    if (p.status != "verified" && result.is_shard && eager[i].bound) {
+      // Kept with its verdict: merge must see the same candidates as one whole run (they take part in
+      // the same minimization rounds) and reports them as rejected without proving them again.
+      (p.status == "wrong" ? st.wrong : st.unknown)++;
+      Rule r = equation_rule(eager[i]);
+      r.id = "candidate";
+      r.verification = Verification{p.status, "z3-elementwise: " + p.reason, p.ms};
+      singles.push_back(std::move(r));
+      continue;
+    }
     if (p.status != "verified") {
       (p.status == "wrong" ? st.wrong : st.unknown)++;
-      result.rejected.push_back({to_sexpr(to_prove[i].lhs, to_prove[i].lhs.root()),
-                                 to_sexpr(to_prove[i].rhs, to_prove[i].rhs.root()), p.status, p.reason});
+      result.rejected.push_back({to_sexpr(eager[i].lhs, eager[i].lhs.root()),
+                                 to_sexpr(eager[i].rhs, eager[i].rhs.root()), p.status, p.reason});
       continue;
     }
     ++st.proved;
-    if (to_prove[i].bound) {
-      Rule r = equation_rule(to_prove[i]);
+    if (eager[i].bound) {
+      Rule r = equation_rule(eager[i]);
       r.id = "candidate";
       r.verification = Verification{"verified", "z3-elementwise", p.ms};
       singles.push_back(std::move(r));
     } else {
-      result.unbound.push_back(std::move(to_prove[i]));
+      result.unbound.push_back(std::move(eager[i]));
     }
   }
   if (result.is_shard) {

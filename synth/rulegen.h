@@ -35,12 +35,15 @@ struct RulegenConfig {
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
   ProveConfig prove;
   DeriveLimits derive;
+  size_t minimize_chunk = 256;          // candidates sharing one e-graph during minimization
+  size_t batch_node_limit = 60'000;     // e-nodes of that e-graph
   std::function<void(const std::string&)> log;  // progress lines (stderr in the CLI); may be empty
 };
 
 struct RulegenStats {
   uint64_t enumerated = 0, classes = 0, candidates = 0, separated_by_second_set = 0;
   uint64_t pruned_renaming = 0, pruned_common_subgraph = 0;
+  uint64_t pruned_unpaired = 0;  // unbound equations no other equation pairs with
   uint64_t proved = 0, wrong = 0, unknown = 0;
   uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
   double enumerate_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;

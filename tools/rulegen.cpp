@@ -27,7 +27,8 @@ void print_summary(const RulegenStats& s) {
   std::cerr << "rulegen: summary: " << s.enumerated << " graphs enumerated, " << s.classes << " fingerprint classes, "
             << s.candidates << " candidates (" << s.separated_by_second_set << " separated by the second input set), "
             << s.pruned_renaming << " pruned as renamings, " << s.pruned_common_subgraph
-            << " pruned for a common subgraph, " << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
+            << " pruned for a common subgraph, " << s.pruned_unpaired << " unbound equations without a pair, "
+            << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
             << " unproved, " << s.multi_candidates << " two-pattern candidates, " << s.pruned_derivable
             << " pruned as derivable, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
             << " s" << (s.truncated ? " (enumeration stopped by --time-limit)" : "") << "\n";
