@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs the whole test suite with ctest.
-# CI runs exactly this (.ci/run). Exit status is ctest's.
+# The test command: installs what is missing, builds, and runs the whole test suite with ctest, then the
+# hardening checks (docs/hardening.md): a 30-second libFuzzer smoke run of each fuzz target (tools/fuzz.sh,
+# two at a time) and the AddressSanitizer + UndefinedBehaviorSanitizer build of the test subset
+# (tools/sanitize.sh). CI runs exactly this (.ci/run). Exit status: ctest's, or 1 if a hardening check failed.
+# TEQ_HARDENING=0 skips the hardening checks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 start=$(date +%s)
@@ -10,5 +13,16 @@ if [[ -x "$root/tools/setup-python.sh" ]]; then "$root/tools/setup-python.sh"; f
 cd "$root/build"
 status=0
 ctest --output-on-failure -j "${TEQ_JOBS:-$(nproc)}" || status=$?
-echo "test.sh: finished in $(( $(date +%s) - start )) s, ctest exit status $status"
+echo "test.sh: ctest finished after $(( $(date +%s) - start )) s, exit status $status"
+hardening=0
+if [[ ${TEQ_HARDENING:-1} != 0 ]]; then
+  step=$(date +%s)
+  TEQ_FUZZ_PARALLEL=2 "$root/tools/fuzz.sh" 30 || hardening=1
+  echo "test.sh: fuzz smoke took $(( $(date +%s) - step )) s"
+  step=$(date +%s)
+  "$root/tools/sanitize.sh" || hardening=1
+  echo "test.sh: sanitizer subset took $(( $(date +%s) - step )) s"
+fi
+if ((status == 0 && hardening != 0)); then status=1; fi
+echo "test.sh: finished in $(( $(date +%s) - start )) s, exit status $status"
 exit $status
