@@ -159,12 +159,25 @@ Rule equation_rule(const PatternEquation& eq) {
   return r;
 }
 
-/// Operators in a rule's sides, the larger of the two (shared subterms counted once per side).
+/// Operators of a pattern written out as a tree (a shared subterm counts once per use).
+int tree_ops(const Expr& p) {
+  std::vector<int> ops(p.size(), 0);
+  for (size_t i = 0; i < p.size(); ++i) {  // children come before their parents
+    const ExprNode& n = p.nodes()[i];
+    ops[i] = is_leaf(n.op) ? 0 : 1;
+    for (ExprId c : n.children) ops[i] += ops[c.value];
+  }
+  return ops[p.root().value];
+}
+
+/// A rule's size for minimization order: operators of the larger side, counted as trees. Counted as
+/// DAGs, a special case that repeats a variable ((conv (ewadd i i) k) = (ewadd (conv i k) (conv i k)))
+/// would be smaller than its general law and be kept before it, then the law too.
 int rule_size(const Rule& r) {
-  Expr l, rr;
-  for (const Expr& p : r.lhs) l.add_root(l.import(p, p.root()));
-  for (const Expr& p : r.rhs) rr.add_root(rr.import(p, p.root()));
-  return static_cast<int>(std::max(l.num_ops(), rr.num_ops()));
+  int l = 0, rr = 0;
+  for (const Expr& p : r.lhs) l += tree_ops(p);
+  for (const Expr& p : r.rhs) rr += tree_ops(p);
+  return std::max(l, rr);
 }
 
 std::string rule_id(size_t index, const Rule& r) {
@@ -250,11 +263,17 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
 
         batch.saturate(kept_both, limits);
       }
+      // Two-pattern rules: one derive_rule each, in parallel.
+      std::vector<char> multi_derived(pending.size(), 0);
+      if (config.minimize)
+        parallel_for(pending.size(), threads, [&](size_t k) {
+          const Rule& r = unique[pending[k]].rule;
+          if (r.is_multi()) multi_derived[k] = derive_rule(r, kept_both, types, config.derive).derived;
+        });
+      const size_t kept_before_round = kept.size();
       std::vector<size_t> undecided;
       for (size_t k = 0; k < pending.size(); ++k) {
-        const Rule& r = unique[pending[k]].rule;
-        if (index[k] ? batch.equal(*index[k])
-                     : config.minimize && r.is_multi() && derive_rule(r, kept_both, types, config.derive).derived) {
+        if (index[k] ? batch.equal(*index[k]) : multi_derived[k]) {
           ++result.stats.pruned_derivable;
           continue;
         }
@@ -283,8 +302,10 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
           ++result.stats.proved;
           r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
         }
+        // A two-pattern rule is checked again only if rules were kept since its parallel check.
         if (index[k] ? batch.equal(*index[k])
-                     : config.minimize && r.is_multi() && derive_rule(r, kept_both, types, config.derive).derived) {
+                     : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
+                           derive_rule(r, kept_both, types, config.derive).derived) {
           ++result.stats.pruned_derivable;
           continue;
         }
