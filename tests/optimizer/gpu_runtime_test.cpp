@@ -98,8 +98,10 @@ const std::vector<std::string>& graph_cases() {
 
 TEST(GpuRuntime, CasesCoverEveryVocabularyOperator) {
   std::set<OpKind> seen;
-  for (const std::string& c : operator_cases())
-    for (const ExprNode& n : parse_expr(c).nodes()) seen.insert(n.op);
+  for (const std::string& c : operator_cases()) {
+    const Expr e = parse_expr(c);  // named: a range-for over parse_expr(c).nodes() reads a destroyed temporary
+    for (const ExprNode& n : e.nodes()) seen.insert(n.op);
+  }
   for (const OpInfo& info : all_ops()) {
     if (is_leaf(info.kind) || info.kind == OpKind::Opaque) continue;
     EXPECT_TRUE(seen.count(info.kind)) << "no GPU test case for operator " << info.name;
