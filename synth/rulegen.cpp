@@ -263,12 +263,16 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
 
         batch.saturate(kept_both, limits);
       }
-      // Two-pattern rules: one derive_rule each, in parallel.
+      // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget (each call compiles
+      // every kept rule; at size 3 there are thousands of pairs).
+      DeriveLimits multi_limits = config.derive;
+      multi_limits.iter_limit = std::min<size_t>(multi_limits.iter_limit, 4);
+      multi_limits.time_limit_s = std::min(multi_limits.time_limit_s, 0.3);
       std::vector<char> multi_derived(pending.size(), 0);
       if (config.minimize)
         parallel_for(pending.size(), threads, [&](size_t k) {
           const Rule& r = unique[pending[k]].rule;
-          if (r.is_multi()) multi_derived[k] = derive_rule(r, kept_both, types, config.derive).derived;
+          if (r.is_multi()) multi_derived[k] = derive_rule(r, kept_both, types, multi_limits).derived;
         });
       const size_t kept_before_round = kept.size();
       std::vector<size_t> undecided;
@@ -305,7 +309,7 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
         // A two-pattern rule is checked again only if rules were kept since its parallel check.
         if (index[k] ? batch.equal(*index[k])
                      : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
-                           derive_rule(r, kept_both, types, config.derive).derived) {
+                           derive_rule(r, kept_both, types, multi_limits).derived) {
           ++result.stats.pruned_derivable;
           continue;
         }
