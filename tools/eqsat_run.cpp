@@ -9,19 +9,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/cli_checks.h"
+
 #include "optimizer/eqsat_app.h"
 #include "optimizer/models/builtin.h"
 
-namespace {
-// CLI11's NonNegativeNumber prints its range as "0.000000 to 1797693...": this one says what it wants.
-const CLI::Validator kNonNegative(
-    [](std::string& s) {
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      return end != s.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
-    },
-    "NUMBER>=0", "non-negative");
-}  // namespace
+using teq::cli::kNonNegative;
 
 int main(int argc, char** argv) {
   teq::EqsatConfig c;

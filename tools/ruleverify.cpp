@@ -11,22 +11,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/cli_checks.h"
+
 #include "rules/import/load_rules.h"
 #include "rules/sexpr.h"
 #include "verify/prover.h"
 
 using namespace teq;
 
-namespace {
-// CLI11's NonNegativeNumber prints its range as "0.000000 to 1797693...": this one says what it wants.
-const CLI::Validator kNonNegative(
-    [](std::string& s) {
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      return end != s.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
-    },
-    "NUMBER>=0", "non-negative");
-}  // namespace
+using teq::cli::kNonNegative;
 
 int main(int argc, char** argv) {
   CLI::App app{"ruleverify: prove tensor rewrite rules with Z3 (element-wise on concrete shapes, and for all "
