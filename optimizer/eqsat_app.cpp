@@ -183,6 +183,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
        {"cost_model", cost->name()},
        {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", total}}},
        {"iterations", r.iterations},
+       {"rounds", r.rounds},
        {"enodes", r.enodes},
        {"eclasses", r.eclasses},
        {"stop_reason", r.stop_reason},
@@ -210,8 +211,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     *log << "eqsat-run: cost " << fmt("%.6g", r.original_cost) << " -> " << fmt("%.6g", r.optimized_cost) << " ("
          << cost->name() << "), speedup " << fmt("%.3f", speedup) << "x; " << model.graph.num_ops() << " -> "
          << r.optimized.num_ops() << " operators\n"
-         << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes after " << r.iterations
-         << " iterations; stop reason: " << r.stop_reason << "\n"
+         << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes (largest round) after "
+         << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << r.stop_reason << "\n"
          << "  extraction (" << (r.extraction.method.empty() ? method_name(oc.extract) : r.extraction.method)
          << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
          << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"

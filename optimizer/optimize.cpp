@@ -16,12 +16,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
-OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
+namespace {
+/// One round: e-graph from `graph`, saturate, extract.
+OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
                               const OptimizeConfig& config) {
-  for (const ExprNode& n : graph.nodes())
-    if (n.op == OpKind::Var) throw ShapeError("optimize_graph: the graph has a pattern variable ?" + n.name);
-  infer_shapes(graph, {});  // throws ShapeError naming the ill-shaped subterm
-
   OptimizeReport report;
   report.optimized = graph;
   report.original_cost = report.optimized_cost = graph_cost(graph, cost);
@@ -87,6 +85,48 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
   }
   report.optimized = std::move(optimized);
   report.optimized_cost = optimized_cost;
+  return report;
+}
+
+}  // namespace
+
+OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
+                              const OptimizeConfig& config) {
+  for (const ExprNode& n : graph.nodes())
+    if (n.op == OpKind::Var) throw ShapeError("optimize_graph: the graph has a pattern variable ?" + n.name);
+  infer_shapes(graph, {});  // throws ShapeError naming the ill-shaped subterm
+
+  OptimizeReport report = optimize_round(graph, rules, cost, config);
+  report.rounds = 1;
+  // Further rounds start from the extracted graph: a multi-pattern rule applies only in the first k_multi
+  // iterations, so pairs that appear only after other rewrites (a batched matmul whose halves meet a second
+  // batching) are matched in the next round, on a small e-graph, instead of in one e-graph past its limits.
+  // The time limits are shared by all rounds: saturation time and extraction time are each a budget.
+  while (report.rounds < config.rounds && report.optimized_cost < report.original_cost &&
+         report.saturate_seconds < config.time_limit_s && report.extract_seconds < config.ilp_time_limit_s) {
+    OptimizeConfig round_config = config;
+    round_config.time_limit_s = config.time_limit_s - report.saturate_seconds;
+    round_config.ilp_time_limit_s = config.ilp_time_limit_s - report.extract_seconds;
+    OptimizeReport next = optimize_round(report.optimized, rules, cost, round_config);
+    report.saturate_seconds += next.saturate_seconds;
+    report.extract_seconds += next.extract_seconds;
+    report.iterations += next.iterations;
+    report.enodes = std::max(report.enodes, next.enodes);
+    report.eclasses = std::max(report.eclasses, next.eclasses);
+    report.blacklisted += next.blacklisted;
+    ++report.rounds;
+    const bool improved = next.optimized_cost < report.optimized_cost;
+    if (improved) {
+      report.optimized = std::move(next.optimized);
+      report.optimized_cost = next.optimized_cost;
+      report.stop_reason = next.stop_reason;
+      report.extraction = next.extraction;
+      for (const auto& [rule, count] : next.rules_used) report.rules_used[rule] += count;
+    }
+    report.notes.push_back("round " + std::to_string(report.rounds) + ": " + next.stop_reason +
+                           (improved ? ", cost lowered" : ", no gain; rounds stop"));
+    if (!improved) break;
+  }
   return report;
 }
 

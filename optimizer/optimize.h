@@ -26,6 +26,9 @@ struct OptimizeConfig {
   size_t iter_limit = 30;
   double time_limit_s = 60;
   int k_multi = 1;  // multi-pattern rules are applied in the first k_multi iterations
+  // Rounds of saturation + extraction, each from the previous round's graph, while the cost falls;
+  // time_limit_s and ilp_time_limit_s are budgets shared by all rounds.
+  size_t rounds = 1;
   ExtractMethod extract = ExtractMethod::Ilp;
   double ilp_time_limit_s = 60;
   size_t match_limit = 1'000;  // backoff scheduler (runner.h): matches per rule and iteration before a ban
@@ -46,8 +49,9 @@ struct OptimizeReport {
   double optimized_cost = 0;
   double saturate_seconds = 0;
   double extract_seconds = 0;
-  size_t iterations = 0;
-  size_t enodes = 0;
+  size_t iterations = 0;                     // summed over rounds
+  size_t rounds = 0;                         // rounds run (OptimizeConfig::rounds)
+  size_t enodes = 0;                         // largest e-graph of any round
   size_t eclasses = 0;
   std::string stop_reason;                   // "saturated", "node-limit", "iter-limit", "time-limit"
   std::map<std::string, size_t> rules_used;  // rule id -> e-nodes of the extracted graph it produced

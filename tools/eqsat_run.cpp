@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
   app.add_option("--k-multi", c.optimize.k_multi, "apply multi-pattern rules in the first K iterations")
       ->check(kNonNegative)
       ->capture_default_str();
+  app.add_option("--rounds", c.optimize.rounds,
+                 "rounds of saturation + extraction, each from the last round's graph, while the cost falls")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--report", report, "write a JSON report here");
   app.add_flag("--measure", c.measure, "time original and optimized end to end on the GPU (needs one)");
   app.add_flag("--check", c.check, "compare original and optimized on seeded random inputs (exit 1 if they differ)");

@@ -42,7 +42,7 @@ struct Options {
   std::string runs = "greedy:1,greedy:2,ilp:1,ilp:2";  // saturation runs: extraction:k_multi
   // Defaults sized so that all eight models finish in under 15 minutes on 2 cores.
   double sat_time = 5, ilp_time = 10, seq_time = 20, alpha = 1.05;
-  size_t node_limit = 10'000, iter_limit = 30, seq_budget = 1'000;
+  size_t node_limit = 10'000, iter_limit = 30, seq_budget = 1'000, rounds = 8;
 };
 
 struct Run {
@@ -124,7 +124,7 @@ ModelResult run_model(const std::string& name, const RuleCorpus& rules, const Co
     const ExtractMethod method = kind == "ilp" ? ExtractMethod::Ilp : ExtractMethod::Greedy;
     const int k = spec.find(':') == std::string::npos ? 1 : std::stoi(spec.substr(spec.find(':') + 1));
     OptimizeConfig c{.node_limit = o.node_limit, .iter_limit = o.iter_limit, .time_limit_s = o.sat_time,
-                     .k_multi = k, .extract = method, .ilp_time_limit_s = o.ilp_time};
+                     .k_multi = k, .rounds = o.rounds, .extract = method, .ilp_time_limit_s = o.ilp_time};
     const double cpu0 = cpu_now();
     Run r{std::string(method == ExtractMethod::Ilp ? "ilp" : "greedy") + " k=" + std::to_string(k),
           optimize_graph(graph, rules, cost, c)};
@@ -170,7 +170,7 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
      << "- Rules: `" << std::filesystem::path(o.rules).lexically_proximate(TEQ_SOURCE_DIR).string() << "`, " << rules.rules.size() << " rules (" << multi << " multi-pattern)\n"
      << "- Cost model: `" << cost.name() << "` (docs/cost-model.md): estimated GPU time of the graph, batch 1\n"
      << "- Saturation limits: " << o.sat_time << " s, " << o.iter_limit << " iterations, " << o.node_limit
-     << " e-nodes; ILP time limit " << o.ilp_time << " s\n"
+     << " e-nodes; up to " << o.rounds << " round(s); ILP time limit " << o.ilp_time << " s\n"
      << "- Sequential baseline: alpha " << o.alpha << ", budget " << o.seq_budget << " graphs, time limit "
      << o.seq_time << " s\n\n"
      << "Speedup = original cost / optimized cost - 1. Optimizer time = saturation + extraction of the best "
@@ -309,6 +309,7 @@ int run(int argc, char** argv) {
   app.add_option("--sat-time", o.sat_time, "saturation time limit per run, s")->capture_default_str();
   app.add_option("--iter-limit", o.iter_limit, "saturation iteration limit")->capture_default_str();
   app.add_option("--node-limit", o.node_limit, "saturation e-node limit")->capture_default_str();
+  app.add_option("--rounds", o.rounds, "saturation rounds per run (OptimizeConfig::rounds)")->capture_default_str();
   app.add_option("--ilp-time", o.ilp_time, "ILP extraction time limit per run, s")->capture_default_str();
   app.add_option("--seq-time", o.seq_time, "sequential baseline time limit per model, s")->capture_default_str();
   app.add_option("--seq-budget", o.seq_budget, "sequential baseline budget (graphs expanded)")->capture_default_str();
