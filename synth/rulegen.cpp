@@ -290,7 +290,7 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
       parallel_for(take, threads, [&](size_t j) {
         const Rule& r = unique[pending[undecided[j]]].rule;
         if (r.verification) proofs[j] = {r.verification->status, r.verification->method, r.verification->ms};
-        else proofs[j] = prove_rule(r, types, config.prove);
+        else proofs[j] = prove_rule(r, config.prove);
       });
       result.stats.prove_s += since(prove_start);
       for (size_t j = 0; j < take; ++j) {
@@ -448,7 +448,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   std::vector<ProofResult> proofs(eager.size());
   std::atomic<size_t> done{0};
   parallel_for(eager.size(), ec.threads, [&](size_t i) {
-    proofs[i] = prove_rule(equation_rule(eager[i]), vocab.leaf_types, config.prove);
+    proofs[i] = prove_rule(equation_rule(eager[i]), config.prove);
     size_t d = ++done;
     if (d % 2000 == 0) log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eager.size()));
   });

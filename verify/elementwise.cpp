@@ -190,7 +190,7 @@ struct AssignmentOutcome {
 using ProvedCache = std::set<std::pair<unsigned, unsigned>>;
 
 AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const VarShapes& shapes,
-                                   Clock::time_point deadline, ProvedCache& cache) {
+                                   Clock::time_point deadline, unsigned rlimit, ProvedCache& cache) {
   Arith<z3::expr> ar(ctx);
   auto leaves = symbolic_leaves(ctx, shapes);
   z3::params sp(ctx);
@@ -232,6 +232,7 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     z3::solver solver = is_linear(c.lhs) && is_linear(c.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
     z3::params p(ctx);
     p.set("timeout", static_cast<unsigned>(left));
+    if (rlimit != 0) p.set("rlimit", rlimit);
     solver.set(p);
     solver.add(c.lhs != c.rhs);
     z3::check_result res = solver.check();
@@ -318,7 +319,7 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
       }
   ProvedCache cache;
   for (const VarShapes& shapes : found.assignments) {
-    AssignmentOutcome out = check_assignment(rule, ctx, shapes, deadline, cache);
+    AssignmentOutcome out = check_assignment(rule, ctx, shapes, deadline, options.rlimit, cache);
     result.solver_calls += out.used_solver;
     if (out.status == VerifyStatus::Verified) continue;
     result.status = out.status;

@@ -5,6 +5,11 @@ if(TARGET rulegen)
   add_test(NAME rulegen.small_run
            COMMAND ${CMAKE_COMMAND} -E env ${_rg} --ops matmul,ewadd --max-ops 2 --threads 2 --out ${_out}_small.json)
   set_tests_properties(rulegen.small_run PROPERTIES PASS_REGULAR_EXPRESSION "summary: .* kept")
+  if(TARGET ruleverify)
+    # Every rule rulegen emits passes ruleverify (its default checks, axioms included): exit status 0.
+    add_test(NAME rulegen.small_run_passes_ruleverify COMMAND $<TARGET_FILE:ruleverify> ${_out}_small.json)
+    set_tests_properties(rulegen.small_run_passes_ruleverify PROPERTIES DEPENDS rulegen.small_run)
+  endif()
   add_test(NAME rulegen.unknown_operator COMMAND ${_rg} --ops matmul,frobnicate --out ${_out}_bad.json)
   set_tests_properties(rulegen.unknown_operator PROPERTIES WILL_FAIL TRUE)
   add_test(NAME rulegen.unknown_operator_message COMMAND ${_rg} --ops matmul,frobnicate --out ${_out}_bad.json)
