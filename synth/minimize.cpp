@@ -69,12 +69,12 @@ EquationBatch::~EquationBatch() = default;
 size_t EquationBatch::num_nodes() const { return graph_->egraph.num_nodes(); }
 
 std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_not) {
-  auto typing = assign_types(target, types_, {ShapeChoice{ShapeChoice::SetA, 0}});
+  auto typing = assign_types(target, types_, {ShapeChoice{ShapeChoice::SetA}});
   if (!typing) {
     if (why_not) *why_not = "no leaf-type shapes make the rule well-shaped";
     return std::nullopt;
   }
-  VarShapes shapes = shapes_of(*typing, types_, {ShapeChoice::SetA, 0});
+  VarShapes shapes = shapes_of(*typing, types_, {ShapeChoice::SetA});
   EGraph& egraph = graph_->egraph;
   Equation eq;
   try {

@@ -118,12 +118,12 @@ bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>&
   Rule probe;
   probe.lhs = {eq.lhs};
   probe.rhs = {eq.rhs};
-  auto typing = assign_types(probe, types, {{ShapeChoice::SetA, 0}, {ShapeChoice::SetB, 0}});
+  auto typing = assign_types(probe, types, {{ShapeChoice::SetA}, {ShapeChoice::SetB}});
   if (!typing) return false;
   for (const std::string& sub : common) {
     Expr l = generalize(eq.lhs, sub, "__g"), r = generalize(eq.rhs, sub, "__g");
     bool holds = true;
-    for (ShapeChoice choice : {ShapeChoice{ShapeChoice::SetA, 0}, ShapeChoice{ShapeChoice::SetB, 0}}) {
+    for (ShapeChoice choice : {ShapeChoice{ShapeChoice::SetA}, ShapeChoice{ShapeChoice::SetB}}) {
       VarShapes shapes = shapes_of(*typing, types, choice);
       // Shape of the subterm: evaluate its shape inside the original left side.
       Expr s = parse_pattern(sub);

@@ -14,7 +14,6 @@ const Shape& shape_for(const LeafType& t, ShapeChoice c) {
   switch (c.kind) {
     case ShapeChoice::SetA: return t.shape_a;
     case ShapeChoice::SetB: return t.shape_b;
-    case ShapeChoice::Proof: return t.proof_shapes.at(static_cast<size_t>(c.index) % t.proof_shapes.size());
   }
   return t.shape_a;
 }

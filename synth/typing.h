@@ -1,7 +1,7 @@
 // Typing: gives a rule's ?variables concrete shapes drawn from the leaf types (vocabulary.h). A variable
 // named after a leaf type ("?x2", "?k1") tries that type first; any variable gets the first type, in
 // that order, under which every pattern of the rule is well-shaped.
-// Local stand-in for verify/shape_assign.h, restricted to the leaf types rulegen enumerates.
+// Fingerprint shapes only; proofs find their own shapes (verify/shape_assign.h via synth/prove.h).
 #pragma once
 
 #include <optional>
@@ -15,8 +15,7 @@ namespace teq::synth {
 
 /// Which of a leaf type's shapes to use.
 struct ShapeChoice {
-  enum Kind { SetA, SetB, Proof } kind = SetA;
-  int index = 0;  // for Proof: index into LeafType::proof_shapes
+  enum Kind { SetA, SetB } kind = SetA;
 };
 
 /// Leaf type of each variable (index into `types`), or nullopt when no assignment makes every

@@ -22,14 +22,14 @@ std::vector<LeafType> default_leaf_types(int per_type) {
   // Set A follows TASO's test tensors (channels 4, 5x5 images, batch 1 to keep evaluation cheap);
   // set B changes every dimension that an operator could confuse (batch, channels, extent).
   return {
-      {"x", {2, 4}, {3, 5}, n, {{2, 3}, {3, 2}}},
-      {"w", {4, 4}, {5, 5}, n, {{3, 3}, {2, 2}}, true},
-      {"i", {1, 4, 5, 5}, {2, 3, 4, 4}, n, {{1, 2, 4, 4}, {2, 3, 3, 3}}},
-      {"k", {4, 4, 3, 3}, {3, 3, 3, 3}, n, {{2, 2, 3, 3}, {3, 3, 3, 3}}, true},
-      {"a", {4, 4, 1, 3}, {3, 3, 1, 3}, n, {{2, 2, 1, 3}, {3, 3, 1, 3}}, true},
-      {"b", {4, 4, 3, 1}, {3, 3, 3, 1}, n, {{2, 2, 3, 1}, {3, 3, 3, 1}}, true},
-      {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, {{2, 1, 3, 3}, {3, 1, 3, 3}}, true},
-      {"s", {}, {}, 1, {{}, {}}, true},
+      {"x", {2, 4}, {3, 5}, n},
+      {"w", {4, 4}, {5, 5}, n, true},
+      {"i", {1, 4, 5, 5}, {2, 3, 4, 4}, n},
+      {"k", {4, 4, 3, 3}, {3, 3, 3, 3}, n, true},
+      {"a", {4, 4, 1, 3}, {3, 3, 1, 3}, n, true},
+      {"b", {4, 4, 3, 1}, {3, 3, 3, 1}, n, true},
+      {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, true},
+      {"s", {}, {}, 1, true},
   };
 }
 

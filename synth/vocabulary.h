@@ -37,9 +37,6 @@ struct LeafType {
   std::string prefix;
   Shape shape_a, shape_b;
   int count = 3;
-  /// Small shapes with distinct dimensions on which the Z3 proof instantiates rules (prove.h): small,
-  /// because every output element becomes a term; several, so that a wrong axis shows.
-  std::vector<Shape> proof_shapes;
   bool weight = false;  // a weight (known at load time), not an activation
 };
 
