@@ -68,7 +68,7 @@ EquationBatch::~EquationBatch() = default;
 
 size_t EquationBatch::num_nodes() const { return graph_->egraph.num_nodes(); }
 
-std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_not) {
+std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_not, bool look_up_rhs) {
   auto typing = assign_types(target, types_, {ShapeChoice{ShapeChoice::SetA}});
   if (!typing) {
     if (why_not) *why_not = "no leaf-type shapes make the rule well-shaped";
@@ -82,7 +82,7 @@ std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_no
       Expr l = as_graph(target.lhs[i], shapes), r = as_graph(target.rhs[i], shapes);
       Equation::Side side{egraph.add_expr(l)[l.root().value], std::nullopt, {}};
       auto lv = target.lhs[i].variables(), rv = target.rhs[i].variables();
-      if (std::set(lv.begin(), lv.end()) == std::set(rv.begin(), rv.end()) && !target.is_multi())
+      if (!look_up_rhs && std::set(lv.begin(), lv.end()) == std::set(rv.begin(), rv.end()) && !target.is_multi())
         side.rhs = egraph.add_expr(r)[r.root().value];
       else
         side.rhs_graph = std::move(r);
@@ -192,6 +192,27 @@ DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, con
   std::string stop = batch.saturate(rules, limits);
   if (batch.equal(*index)) return {true, ""};
   return {false, "not equal after saturation (" + stop + ")"};
+}
+
+DeriveResult derive_as_rewrites(const Rule& target, const std::vector<Rule>& rules,
+                                const std::vector<LeafType>& types, const DeriveLimits& limits) {
+  auto one_way = [&](const Rule& r) -> DeriveResult {
+    EquationBatch batch(types);
+    std::string why_not;
+    auto index = batch.add(r, &why_not, /*look_up_rhs=*/true);
+    if (!index) return {false, why_not};
+    if (batch.equal(*index)) return {true, ""};
+    std::string stop = batch.saturate(rules, limits);
+    if (batch.equal(*index)) return {true, ""};
+    return {false, "right side not built from the left (" + stop + ")"};
+  };
+  DeriveResult forward = one_way(target);
+  if (!forward.derived) return forward;
+  std::vector<Rule> directions = both_directions({target});
+  if (directions.size() < 2) return forward;  // not a rule backwards: nothing more to rewrite
+  DeriveResult backward = one_way(directions[1]);
+  if (!backward.derived) backward.reason = "backwards: " + backward.reason;
+  return backward;
 }
 
 }  // namespace teq::synth

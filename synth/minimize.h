@@ -54,7 +54,9 @@ class EquationBatch {
   /// it cannot be typed or built. A right side with variables its left side lacks (two-pattern rules)
   /// is looked up, never added: added, it would hand the rules the very subterm (a concat of the
   /// kernels) that the two-pattern rule exists to create.
-  std::optional<size_t> add(const Rule& target, std::string* why_not = nullptr);
+  /// With `look_up_rhs`, every right side is looked up, never added: the equation then holds only if
+  /// saturation builds the right side from the left one (a rewrite, not a meeting in the middle).
+  std::optional<size_t> add(const Rule& target, std::string* why_not = nullptr, bool look_up_rhs = false);
   /// Whether every pattern pair of equation i is in one e-class.
   bool equal(size_t i) const;
   /// Merges the sides of equation i (known true: a proved rule), adding looked-up sides if needed.
@@ -76,5 +78,13 @@ class EquationBatch {
 /// by saturation within `limits`: an EquationBatch of one.
 DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
                          const DeriveLimits& limits = {});
+
+/// Stricter: whether `rules` rewrite target's left side into its right side (right side looked up, not
+/// added) and, when the target is a valid rule backwards, its right side into its left side. A rule that
+/// passes can be dropped from a rule set without losing any rewrite it made, within limits: derive_rule
+/// alone may join the sides only because terms of the right side were present, which a saturation that
+/// applies the rule never has.
+DeriveResult derive_as_rewrites(const Rule& target, const std::vector<Rule>& rules,
+                                const std::vector<LeafType>& types, const DeriveLimits& limits = {});
 
 }  // namespace teq::synth

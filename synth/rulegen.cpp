@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -31,6 +32,7 @@ nlohmann::json RulegenStats::to_json() const {
           {"unknown", unknown},
           {"multi_candidates", multi_candidates},
           {"pruned_derivable", pruned_derivable},
+          {"pruned_final", pruned_final},
           {"kept", kept},
           {"kept_multi", kept_multi},
           {"enumerate_s", enumerate_s},
@@ -194,6 +196,68 @@ void log_line(const RulegenConfig& c, const std::string& s) {
   if (c.log) c.log(s);
 }
 
+/// Two-pattern rules are judged one derive_rule each, which compiles every kept rule; at size 3 there are
+/// thousands of pairs, so they get a smaller budget.
+DeriveLimits two_pattern_limits(DeriveLimits limits) {
+  limits.iter_limit = std::min<size_t>(limits.iter_limit, 4);
+  limits.time_limit_s = std::min(limits.time_limit_s, 0.3);
+  return limits;
+}
+
+/// Ruler's final pass: smallest-first minimization keeps a rule whose derivation needs rules kept after it.
+/// Every rule is checked against all the others in parallel (a flag), then the flagged ones, largest first,
+/// one at a time against the rules still kept, so that two rules never justify each other's removal. The
+/// check is derive_as_rewrites (the others rewrite each side into the other), not derive_rule: dropping a
+/// rule whose sides merely meet in the middle lost 7 of Tensat's 120 rules from the coverage.
+/// Removes the derivable rules from `kept`; returns how many.
+size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
+                                    const RulegenConfig& config) {
+  const DeriveLimits& limits = config.derive;
+  const int threads = thread_count(config.threads);
+  const auto start = Clock::now();
+  auto last_log = start;
+  std::mutex log_mutex;
+  auto progress = [&](const std::string& stage, size_t done, size_t total) {
+    std::lock_guard lock(log_mutex);
+    if (since(last_log) < 30) return;
+    last_log = Clock::now();
+    log_line(config, "rulegen: final pass: " + stage + " " + std::to_string(done) + "/" + std::to_string(total) +
+                         ", " + std::to_string(static_cast<int>(since(start))) + " s");
+  };
+  if (kept.size() < 2) return 0;
+  const DeriveLimits multi_limits = two_pattern_limits(limits);
+  auto derivable_from_others = [&](size_t i, const std::vector<char>& dropped) {
+    std::vector<Rule> others;
+    for (size_t j = 0; j < kept.size(); ++j)
+      if (j != i && !dropped[j]) others.push_back(kept[j]);
+    return derive_as_rewrites(kept[i], both_directions(others), types, kept[i].is_multi() ? multi_limits : limits)
+        .derived;
+  };
+  std::vector<char> flagged(kept.size(), 0), dropped(kept.size(), 0);
+  std::atomic<size_t> checked{0};
+  parallel_for(kept.size(), threads, [&](size_t i) {
+    flagged[i] = derivable_from_others(i, dropped);
+    progress("flagged", ++checked, kept.size());
+  });
+  std::vector<size_t> order;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (flagged[i]) order.push_back(i);
+  // Largest first; among equals the one kept last (the most special) first.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(rule_size(kept[a]), a) > std::pair(rule_size(kept[b]), b);
+  });
+  size_t removed = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (derivable_from_others(order[k], dropped)) dropped[order[k]] = 1, ++removed;
+    progress("confirmed " + std::to_string(removed) + " of the flagged, checked", k + 1, order.size());
+  }
+  std::vector<Rule> rest;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (!dropped[i]) rest.push_back(std::move(kept[i]));
+  kept = std::move(rest);
+  return removed;
+}
+
 /// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
 /// every shard's results.
 void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, const RulegenConfig& config,
@@ -263,11 +327,8 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
 
         batch.saturate(kept_both, limits);
       }
-      // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget (each call compiles
-      // every kept rule; at size 3 there are thousands of pairs).
-      DeriveLimits multi_limits = config.derive;
-      multi_limits.iter_limit = std::min<size_t>(multi_limits.iter_limit, 4);
-      multi_limits.time_limit_s = std::min(multi_limits.time_limit_s, 0.3);
+      // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget.
+      const DeriveLimits multi_limits = two_pattern_limits(config.derive);
       std::vector<char> multi_derived(pending.size(), 0);
       if (config.minimize)
         parallel_for(pending.size(), threads, [&](size_t k) {
@@ -338,6 +399,13 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
                            std::to_string(static_cast<int>(since(start))) + " s");
       next_log = end + unique.size() / 20 + 1;
     }
+  }
+  if (config.minimize && config.final_pass) {
+    log_line(config, "rulegen: final pass over " + std::to_string(kept.size()) + " kept rules, largest first");
+    auto final_start = Clock::now();
+    result.stats.pruned_final = drop_derivable_from_the_rest(kept, types, config);
+    log_line(config, "rulegen: final pass dropped " + std::to_string(result.stats.pruned_final) + " rules in " +
+                         std::to_string(static_cast<int>(since(final_start))) + " s");
   }
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].id = rule_id(i, kept[i]);

@@ -33,6 +33,7 @@ struct RulegenConfig {
   int leaves_per_type = 3;
   std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
+  bool final_pass = true;  // then drop kept rules derivable from all the other kept rules (largest first)
   ProveConfig prove;
   DeriveLimits derive;
   size_t minimize_chunk = 256;          // candidates sharing one e-graph during minimization
@@ -46,6 +47,7 @@ struct RulegenStats {
   uint64_t pruned_unpaired = 0;  // unbound equations no other equation pairs with
   uint64_t proved = 0, wrong = 0, unknown = 0;
   uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
+  uint64_t pruned_final = 0;  // dropped by the final pass: derivable from the rules kept after them
   double enumerate_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
   bool truncated = false;
   nlohmann::json to_json() const;

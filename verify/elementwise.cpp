@@ -231,8 +231,10 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     // Linear problems (relu, max, pooling) go to the SMT core directly, which is much faster on them.
     z3::solver solver = is_linear(c.lhs) && is_linear(c.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
     z3::params p(ctx);
-    p.set("timeout", static_cast<unsigned>(left));
+    // With an rlimit, no Z3 timeout: the rlimit bounds the query deterministically, and Z3's timer threads
+    // have deadlocked under several proving threads (libz3 4.8); the deadline is still checked between queries.
     if (rlimit != 0) p.set("rlimit", rlimit);
+    else p.set("timeout", static_cast<unsigned>(left));
     solver.set(p);
     solver.add(c.lhs != c.rhs);
     z3::check_result res = solver.check();

@@ -19,8 +19,9 @@ namespace teq {
 struct ElementwiseOptions {
   /// Budget for the whole rule (all shape assignments); Z3 gets what is left of it.
   unsigned timeout_ms = 10'000;
-  /// When non-zero, each Z3 query is bounded by this resource limit as well: a deterministic budget (the
-  /// same verdict on any machine load), which rulegen needs so that sharded and unsharded runs agree.
+  /// When non-zero, each Z3 query is bounded by this resource limit instead of the remaining time: a
+  /// deterministic budget (the same verdict on any machine load), which rulegen needs so that sharded and
+  /// unsharded runs agree. timeout_ms is then checked only between queries.
   unsigned rlimit = 0;
   ShapeSearchOptions shapes;
   /// Before Z3, evaluate both sides in double on random small integers: a wrong rule is usually caught

@@ -1,0 +1,44 @@
+// Derivability checks of synth/minimize.h: derive_rule joins a rule's two sides anywhere in one e-graph;
+// derive_as_rewrites asks that the rules rewrite each side into the other, which is what a rule set must
+// still do after the final pass drops a rule.
+#include <gtest/gtest.h>
+
+#include "synth/minimize.h"
+
+namespace teq::synth {
+namespace {
+
+std::vector<LeafType> matrix_types() { return {{"x", {2, 4}, {3, 5}, 3}}; }
+
+TEST(Minimize, MeetingInTheMiddleIsNotARewrite) {
+  // Taking the first part of a concat gives its first operand back: a one-way rule (its reverse would
+  // invent ?b).
+  const std::vector<Rule> rules = both_directions(
+      {make_rule("split-concat", {"(split 0 0 0 (concat 0 ?a ?b) ?a)"}, {"?a"})});
+  ASSERT_EQ(rules.size(), 1u);
+  // Both sides reduce to ?x1, so they meet; but nothing rewrites one side into the other.
+  const Rule target = make_rule("meet", {"(split 0 0 0 (concat 0 ?x1 ?x2) ?x1)"},
+                                {"(split 0 0 0 (concat 0 ?x1 (relu ?x2)) ?x1)"});
+  EXPECT_TRUE(derive_rule(target, rules, matrix_types()).derived);
+  const DeriveResult as_rewrites = derive_as_rewrites(target, rules, matrix_types());
+  EXPECT_FALSE(as_rewrites.derived);
+  EXPECT_NE(as_rewrites.reason.find("right side not built"), std::string::npos) << as_rewrites.reason;
+}
+
+TEST(Minimize, RewritesBothWays) {
+  const std::vector<Rule> rules = both_directions(
+      {make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"}),
+       make_rule("assoc", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?a ?b) ?c)"})});
+  const Rule target = make_rule("rotate", {"(ewadd ?x1 (ewadd ?x2 ?x3))"}, {"(ewadd ?x3 (ewadd ?x1 ?x2))"});
+  EXPECT_TRUE(derive_as_rewrites(target, rules, matrix_types()).derived);
+  // With assoc in one direction only, the forward rewrite is there and the backward one is missing.
+  const std::vector<Rule> forward_only = {make_rule("assoc", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?a ?b) ?c)"})};
+  const Rule assoc = make_rule("assoc-again", {"(ewadd ?x1 (ewadd ?x2 ?x3))"}, {"(ewadd (ewadd ?x1 ?x2) ?x3)"});
+  EXPECT_TRUE(derive_rule(assoc, forward_only, matrix_types()).derived);
+  const DeriveResult one_way = derive_as_rewrites(assoc, forward_only, matrix_types());
+  EXPECT_FALSE(one_way.derived);
+  EXPECT_NE(one_way.reason.find("backwards"), std::string::npos) << one_way.reason;
+}
+
+}  // namespace
+}  // namespace teq::synth
