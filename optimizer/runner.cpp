@@ -66,7 +66,7 @@ Runner::Runner(std::span<const Rule> rules, RunnerConfig config) : config_(std::
         Compiled c = compile({0, 1});
         std::set<uint32_t> a = slots_of(c.lhs[0]), b = slots_of(c.lhs[1]);
         bool shared = std::any_of(a.begin(), a.end(), [&](uint32_t s) { return b.contains(s); });
-        if (shared) {
+        if (shared || config_.cross_product_multi) {
           multi_.push_back(std::move(c));
           continue;
         }
@@ -184,7 +184,9 @@ RunReport Runner::run(EGraph& egraph) {
           auto it = buckets.find(key_of(m0[a].subst, true));
           if (it == buckets.end()) continue;
           for (size_t b : it->second) {
-            if (symmetric && b <= a) continue;  // unordered pairs, once
+            // Unordered pairs, once; but a rule whose patterns share no variable (cross_product_multi)
+            // builds different terms for (a, b) and (b, a), e.g. concat(x, y) and concat(y, x).
+            if (symmetric && (shared.empty() ? b == a : b <= a)) continue;
             if (m0[a].root == m1[b].root) continue;
             Subst s(r.vars.names.size(), ClassId(kUnbound));
             for (size_t i = 0; i < o0.size(); ++i) s[o0[i]] = m0[a].subst[i];

@@ -43,6 +43,10 @@ struct RunnerConfig {
   size_t match_limit = 1'000;        // a rule with more matches in one iteration is banned ...
   size_t ban_length = 5;             // ... for this many iterations; both double with every ban
   size_t multi_limit = 50'000;       // most joined matches one multi-pattern rule may apply per iteration
+  // Also use two-pattern rules whose patterns share no variable while a right side uses both (relu-batch):
+  // every pair of matches, up to multi_limit. For the tiny e-graphs of rulegen's derivability checks, where
+  // pairs are few; on a model it would pair every two unrelated operators.
+  bool cross_product_multi = false;
   std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
 };
 

@@ -153,6 +153,7 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
   config.iter_limit = 1;
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
+  config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small
   config.k_multi = 1;
   Runner with_multi(rules, config);
   config.k_multi = 0;
