@@ -101,6 +101,39 @@ TEST(MultiPattern, ConsidersUnorderedPairsOnceAndOnlyInFirstIterations) {
   }
 }
 
+TEST(MultiPattern, CrossProductRulesOnlyWhenAskedAndInBothOrders) {
+  // relu-batch: the two patterns share no variable, each right side uses both.
+  const std::vector<Rule> rules = {make_rule(
+      "relu-batch", {"(relu ?a)", "(relu ?b)"},
+      {"(split 0 0 0 (relu (concat 0 ?a ?b)) ?a)", "(split 0 1 0 (relu (concat 0 ?a ?b)) ?a)"})};
+  const Expr two = parse_expr("(relu (input x 2 3)) (relu (input y 4 3))");
+  {
+    EGraph g;
+    g.add_expr(two);
+    const size_t before = g.num_nodes();
+    RunReport r = Runner(rules, RunnerConfig{.iter_limit = 1}).run(g);
+    EXPECT_EQ(r.applied, 0u);
+    EXPECT_EQ(g.num_nodes(), before);
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_NE(r.notes[0].find("share no variable"), std::string::npos) << r.notes[0];
+  }
+  {
+    EGraph g;
+    g.add_expr(two);
+    RunReport r = Runner(rules, RunnerConfig{.iter_limit = 1, .cross_product_multi = true}).run(g);
+    EXPECT_TRUE(r.notes.empty());
+    EXPECT_EQ(r.per_iteration[0].matches, 2u);  // (x, y) and (y, x)
+    EXPECT_EQ(r.applied, 4u);
+    // Both concatenation orders are in the e-graph: adding either again adds no e-node.
+    g.rebuild();
+    for (const char* concat : {"(concat 0 (input x 2 3) (input y 4 3))", "(concat 0 (input y 4 3) (input x 2 3))"}) {
+      const size_t before = g.num_nodes();
+      g.add_expr(parse_expr(concat));
+      EXPECT_EQ(g.num_nodes(), before) << concat;
+    }
+  }
+}
+
 TEST(MultiPattern, PreFilterRefusesApplicationsThatCloseACycle) {
   // b = x * a where a = x * w: merging a with split(x * concat(w, a)) would make a its own descendant.
   const Expr graph = parse_expr("(let x (input x 4 4)) (let a (matmul 0 x (weight w 4 4))) (matmul 0 x a)");
