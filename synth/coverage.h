@@ -23,6 +23,17 @@ struct CoverageReport {
   double percent() const { return total ? 100.0 * static_cast<double>(derived) / static_cast<double>(total) : 0; }
 };
 
+/// `rulegen derive`'s default limits. A coverage question is asked once per target rule, not thousands of
+/// times as in minimization, so it gets the e-graph size the optimizer itself saturates to (10 k nodes and
+/// more): with minimization's 4 k nodes and 2 s, a 681-rule corpus hits the node limit in three iterations
+/// on rules it derives at 30 k (relu over concat, conv batching).
+inline DeriveLimits coverage_limits() {
+  DeriveLimits l;
+  l.node_limit = 30'000;
+  l.time_limit_s = 10;
+  return l;
+}
+
 /// Checks every target rule against `base` (used both ways), in parallel on `threads` threads.
 CoverageReport derive_coverage(const RuleCorpus& base, const ImportResult& target, const std::vector<LeafType>& types,
                                const DeriveLimits& limits, int threads);

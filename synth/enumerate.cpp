@@ -144,6 +144,13 @@ class Enumerator {
         slot_.push_back(static_cast<int32_t>(values_a_.size()));
         values_a_.push_back(random_tensor(t.shape_a, rng_a));
         values_b_.push_back(random_tensor(t.shape_b, rng_b));
+        // A term equal to a leaf ((ewmul ?a1 (ones ?a1)), a split of a concat) joins the leaf's class, so
+        // that equations name the leaf itself: as a class of its own such a term became the left side of
+        // useless two-pattern rules (an identity in disguise paired with an unrelated pattern).
+        const uint64_t hash_a = fingerprint(values_a_.back());
+        const uint64_t key = combine_fingerprints(hash_a, fingerprint(values_b_.back()));
+        class_of_key_.emplace(key, index);
+        key_of_hash_a_.emplace(hash_a, key);
         buckets_[shape][0].push_back(index);
         containing_.emplace_back();
       }
@@ -266,7 +273,9 @@ class Enumerator {
     if (last && cfg_.shard_count > 1 && shard_of(shape) != cfg_.shard_index) return;
     const bool constant = var.op == OpKind::Ones || var.op == OpKind::Eye || var.op == OpKind::IConv ||
                           var.op == OpKind::PoolKernel;
-    const bool weight_only = constant || (a.weight_only && (var.arity == 1 || out_.classes[c2].weight_only));
+    // split reads only its reference's shape: a weight cut at an activation's extent is still a weight.
+    const bool weight_only = constant || (a.weight_only && (var.arity == 1 || var.op == OpKind::Split ||
+                                                            out_.classes[c2].weight_only));
     Produced p{TermNode{v, {c1, var.arity == 2 ? c2 : 0}, static_cast<uint8_t>(var.arity)}, ops, vars, shape,
                canonical, weight_only, 0, 0, std::nullopt, std::nullopt};
     Arith<ModInt> ar;

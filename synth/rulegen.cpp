@@ -1,6 +1,7 @@
 #include "synth/rulegen.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -154,6 +155,21 @@ bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>&
   return false;
 }
 
+/// Whether a derivation may use `rule` for `target`. `enlarge` exists only for kernels up to its target
+/// size: a derivation through it holds for the 1x3 kernels of the fingerprint shapes but not for a 5x5
+/// kernel, so a rule without enlarge is never dropped on the strength of rules with it (the general
+/// SAME-padding conv batching rules were, leaving 5x5 kernels without them).
+bool uses_enlarge(const Rule& r) {
+  for (const auto* side : {&r.lhs, &r.rhs})
+    for (const Expr& p : *side)
+      for (const ExprNode& n : p.nodes())
+        if (n.op == OpKind::Enlarge) return true;
+  return false;
+}
+bool may_derive(const Rule& rule, const Rule& target) {
+  return !uses_enlarge(rule) || uses_enlarge(target);
+}
+
 Rule equation_rule(const PatternEquation& eq) {
   Rule r;
   r.lhs = {eq.lhs};
@@ -229,7 +245,7 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
   auto derivable_from_others = [&](size_t i, const std::vector<char>& dropped) {
     std::vector<Rule> others;
     for (size_t j = 0; j < kept.size(); ++j)
-      if (j != i && !dropped[j]) others.push_back(kept[j]);
+      if (j != i && !dropped[j] && may_derive(kept[j], kept[i])) others.push_back(kept[j]);
     return derive_as_rewrites(kept[i], both_directions(others), types, kept[i].is_multi() ? multi_limits : limits)
         .derived;
   };
@@ -305,7 +321,9 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   // proof. The rest are proved a slice at a time, smallest first (in parallel); a proved one is kept
   // unless the ones kept before it in the slice already joined its sides, and its sides are joined so
   // that the later ones see it. The next round rebuilds the e-graph from what is still undecided.
-  std::vector<Rule> kept, kept_both;
+  // kept_both: the kept rules both ways; kept_both_plain: those a derivation of a rule without enlarge
+  // may use (may_derive). Candidates with and without enlarge get an e-graph each.
+  std::vector<Rule> kept, kept_both, kept_both_plain;
   const int threads = thread_count(config.threads);
   const size_t chunk = std::max<size_t>(1, config.minimize_chunk);
   const size_t slice = static_cast<size_t>(threads) * 16;
@@ -316,17 +334,26 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
     std::vector<size_t> pending(end - begin);
     for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
     while (!pending.empty()) {
-      EquationBatch batch(types);
+      // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
+      std::array<EquationBatch, 2> batches{EquationBatch(types), EquationBatch(types)};
+      std::vector<uint8_t> batch_of(pending.size(), 0);
       std::vector<std::optional<size_t>> index(pending.size());
+      auto rules_for = [&](const Rule& r) -> const std::vector<Rule>& {
+        return uses_enlarge(r) ? kept_both : kept_both_plain;
+      };
       // Two-pattern rules are judged alone (derive_rule): in a shared e-graph another candidate's terms
       // could supply the joint right side that such a rule exists to build.
-      for (size_t k = 0; k < pending.size(); ++k)
-        if (config.minimize && !unique[pending[k]].rule.is_multi()) index[k] = batch.add(unique[pending[k]].rule);
-      if (config.minimize && !kept_both.empty()) {
+      for (size_t k = 0; k < pending.size(); ++k) {
+        const Rule& r = unique[pending[k]].rule;
+        batch_of[k] = uses_enlarge(r);
+        if (config.minimize && !r.is_multi()) index[k] = batches[batch_of[k]].add(r);
+      }
+      for (int b = 0; b < 2; ++b) {
+        const std::vector<Rule>& rules = b == 1 ? kept_both : kept_both_plain;
+        if (!config.minimize || rules.empty() || batches[b].num_nodes() == 0) continue;
         DeriveLimits limits = config.derive;
-        limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batch.num_nodes());
-
-        batch.saturate(kept_both, limits);
+        limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batches[b].num_nodes());
+        batches[b].saturate(rules, limits);
       }
       // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget.
       const DeriveLimits multi_limits = two_pattern_limits(config.derive);
@@ -334,12 +361,12 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
       if (config.minimize)
         parallel_for(pending.size(), threads, [&](size_t k) {
           const Rule& r = unique[pending[k]].rule;
-          if (r.is_multi()) multi_derived[k] = derive_rule(r, kept_both, types, multi_limits).derived;
+          if (r.is_multi()) multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
         });
       const size_t kept_before_round = kept.size();
       std::vector<size_t> undecided;
       for (size_t k = 0; k < pending.size(); ++k) {
-        if (index[k] ? batch.equal(*index[k]) : multi_derived[k]) {
+        if (index[k] ? batches[batch_of[k]].equal(*index[k]) : multi_derived[k]) {
           ++result.stats.pruned_derivable;
           continue;
         }
@@ -369,16 +396,20 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
           r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
         }
         // A two-pattern rule is checked again only if rules were kept since its parallel check.
-        if (index[k] ? batch.equal(*index[k])
+        if (index[k] ? batches[batch_of[k]].equal(*index[k])
                      : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
-                           derive_rule(r, kept_both, types, multi_limits).derived) {
+                           derive_rule(r, rules_for(r), types, multi_limits).derived) {
           ++result.stats.pruned_derivable;
           continue;
         }
         std::vector<Rule> directions = both_directions({r});
-        if (index[k]) batch.assert_equal(*index[k]);
+        if (index[k]) batches[batch_of[k]].assert_equal(*index[k]);
+        const bool plain = !uses_enlarge(r);
         kept.push_back(r);
-        for (Rule& d : directions) kept_both.push_back(std::move(d));
+        for (Rule& d : directions) {
+          if (plain) kept_both_plain.push_back(d);
+          kept_both.push_back(std::move(d));
+        }
       }
       std::vector<size_t> rest;
       for (size_t j = take; j < undecided.size(); ++j) rest.push_back(pending[undecided[j]]);

@@ -21,13 +21,18 @@ std::vector<LeafType> default_leaf_types(int per_type) {
   int n = std::clamp(per_type, 1, 3);
   // Set A follows TASO's test tensors (channels 4, 5x5 images, batch 1 to keep evaluation cheap);
   // set B changes every dimension that an operator could confuse (batch, channels, extent).
+  // The 1x3 and 3x1 kernels a and b have more output than input channels in both sets: with square
+  // kernels only, "cut a conv's output channels at the kernel's input-channel count" is a true rule
+  // at every fingerprint shape, and minimization then derives the general conv batching rules through
+  // such coincidences and drops them (a 5x5 kernel with 1 output channel then has no batching rule).
+  // k stays square so that convolutions compose (conv of conv, conv plus its input).
   return {
       {"x", {2, 4}, {3, 5}, n},
       {"w", {4, 4}, {5, 5}, n, true},
       {"i", {1, 4, 5, 5}, {2, 3, 4, 4}, n},
       {"k", {4, 4, 3, 3}, {3, 3, 3, 3}, n, true},
-      {"a", {4, 4, 1, 3}, {3, 3, 1, 3}, n, true},
-      {"b", {4, 4, 3, 1}, {3, 3, 3, 1}, n, true},
+      {"a", {6, 4, 1, 3}, {5, 3, 1, 3}, n, true},
+      {"b", {6, 4, 3, 1}, {5, 3, 3, 1}, n, true},
       {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, true},
       {"s", {}, {}, 1, true},
   };

@@ -67,9 +67,10 @@ int main(int argc, char** argv) {
   derive->add_option("--target", target_path, "rules to derive: JSON, Tensat text or TASO .pb")
       ->required()
       ->check(CLI::ExistingFile);
-  derive->add_option("--node-limit", config.derive.node_limit, "e-graph node limit per rule");
-  derive->add_option("--iter-limit", config.derive.iter_limit, "saturation iterations per rule");
-  derive->add_option("--time-limit", config.derive.time_limit_s, "seconds per rule");
+  DeriveLimits coverage = coverage_limits();
+  derive->add_option("--node-limit", coverage.node_limit, "e-graph node limit per rule")->capture_default_str();
+  derive->add_option("--iter-limit", coverage.iter_limit, "saturation iterations per rule")->capture_default_str();
+  derive->add_option("--time-limit", coverage.time_limit_s, "seconds per rule")->capture_default_str();
   derive->add_option("--threads", config.threads, "worker threads");
 
   try {
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
     if (*derive) {
       RuleCorpus base = load_corpus(using_path);
       ImportResult target = load_rules_file(target_path);
-      CoverageReport r = derive_coverage(base, target, default_leaf_types(config.leaves_per_type), config.derive,
+      CoverageReport r = derive_coverage(base, target, default_leaf_types(config.leaves_per_type), coverage,
                                          config.threads > 0 ? config.threads : std::thread::hardware_concurrency());
       std::cout << format_coverage(r, target_path);
       return 0;

@@ -10,6 +10,7 @@
 #include "rules/sexpr.h"
 #include "synth/coverage.h"
 #include "synth/enumerate.h"
+#include "synth/minimize.h"
 #include "synth/rulegen.h"
 #include "verify/prover.h"
 
@@ -126,6 +127,84 @@ TEST(Rulegen, ShardsMergedEqualOneRun) {
   EXPECT_EQ(rule_texts(merged.corpus), rule_texts(whole.corpus));
   EXPECT_EQ(merged.stats.kept, whole.stats.kept);
   std::filesystem::remove_all(dir);
+}
+
+TEST(Rulegen, TermEqualToALeafJoinsTheLeafsClass) {
+  // (ewmul ?x1 (ones ?x1)) is ?x1: as a class of its own it became the left side of two-pattern rules
+  // that paired an identity in disguise with an unrelated pattern.
+  std::vector<LeafType> types;
+  for (const LeafType& t : default_leaf_types(2))
+    if (t.prefix == "x") types.push_back(t);
+  Enumeration e = enumerate_terms(make_vocabulary({"ewmul", "ones"}, types), {.max_ops = 2});
+  bool found = false;
+  for (const Equation& q : e.equations) {
+    Expr t = e.term_pattern(q.member);
+    if (to_sexpr(t, t.root()) != "(ewmul ?x1 (ones ?x1))") continue;
+    found = true;
+    Expr c = e.class_pattern(q.cls);
+    EXPECT_EQ(to_sexpr(c, c.root()), "?x1");
+  }
+  EXPECT_TRUE(found) << "no equation for (ewmul ?x1 (ones ?x1))";
+  for (size_t k = e.leaf_names.size(); k < e.classes.size(); ++k) {
+    Expr c = e.class_pattern(static_cast<uint32_t>(k));
+    EXPECT_NE(to_sexpr(c, c.root()), "(ewmul ?x1 (ones ?x1))") << "a class of its own";
+  }
+}
+
+TEST(Rulegen, ConvolutionsReadActivationsNotWeightsCutAtOne) {
+  // A kernel split at an activation's extent is still a kernel: convolving it as an image only gave
+  // shape-coincidence rules ((conv2d 2 2 ...) = (conv2d 1 1 ...) on a 1-pixel-wide output).
+  std::vector<LeafType> types;
+  for (const LeafType& t : default_leaf_types(2))
+    if (t.prefix == "i" || t.prefix == "k") types.push_back(t);
+  Enumeration e = enumerate_terms(make_vocabulary({"conv2d", "split"}, types), {.max_ops = 2});
+  auto reads_a_weight = [](const Expr& p) {
+    for (const ExprNode& n : p.nodes()) {
+      if (n.op != OpKind::Conv2d) continue;
+      ExprId data = n.children[0];
+      while (p[data].op == OpKind::Split) data = p[data].children[0];  // the cut's reference is not read
+      if (p[data].op == OpKind::Var && p[data].name[0] == 'k') return true;
+    }
+    return false;
+  };
+  size_t convs = 0;
+  for (const Equation& q : e.equations) {
+    Expr t = e.term_pattern(q.member);
+    convs += to_sexpr(t, t.root()).find("conv2d") != std::string::npos;
+    EXPECT_FALSE(reads_a_weight(t)) << to_sexpr(t, t.root());
+  }
+  for (size_t k = e.leaf_names.size(); k < e.classes.size(); ++k) {
+    Expr c = e.class_pattern(static_cast<uint32_t>(k));
+    convs += to_sexpr(c, c.root()).find("conv2d") != std::string::npos;
+    EXPECT_FALSE(reads_a_weight(c)) << to_sexpr(c, c.root());
+  }
+  EXPECT_GT(convs, 0u);  // the check above saw convolutions
+}
+
+TEST(Rulegen, RulesWithEnlargeDoNotDropAGeneralRule) {
+  // conv kernel batching with SAME padding follows from enlarge rules for kernels up to 3x3, and holds
+  // for every kernel; minimization must keep it (a 5x5 kernel has no enlarge to 3x3).
+  const Rule general = make_rule("batch", {"(concat 1 (conv2d 1 1 -1 -1 0 ?i1 ?a1) (conv2d 1 1 -1 -1 0 ?i1 ?a2))"},
+                                 {"(conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2))"});
+  RuleCorpus input;
+  input.rules = {
+      make_rule("enlarge", {"(conv2d 1 1 -1 -1 0 ?i1 (enlarge 3 3 ?a1))"}, {"(conv2d 1 1 -1 -1 0 ?i1 ?a1)"}),
+      make_rule("batch-enlarged", {"(concat 1 (conv2d 1 1 -1 -1 0 ?i1 ?a1) (conv2d 1 1 -1 -1 0 ?i1 ?k1))"},
+                {"(conv2d 1 1 -1 -1 0 ?i1 (concat 0 (enlarge 3 3 ?a1) ?k1))"}),
+      make_rule("enlarge-concat", {"(concat 0 (enlarge 3 3 ?a1) (enlarge 3 3 ?a2))"},
+                {"(enlarge 3 3 (concat 0 ?a1 ?a2))"}),
+      general};
+  // The enlarge rules do derive it at the fingerprint shapes (1x3 kernels): the premise of the test.
+  std::vector<Rule> with_enlarge(input.rules.begin(), input.rules.end() - 1);
+  ASSERT_TRUE(derive_as_rewrites(general, both_directions(with_enlarge), default_leaf_types(2)).derived);
+  auto path = std::filesystem::temp_directory_path() / "teq_rulegen_enlarge_test.json";
+  save_corpus(input, path);
+  RulegenConfig c = small({"conv2d", "concat", "enlarge"}, 3);
+  RulegenResult merged = merge_rulegen({path}, c);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(rule_texts(merged.corpus).contains(
+      "(concat 1 (conv2d 1 1 -1 -1 0 ?i1 ?a1) (conv2d 1 1 -1 -1 0 ?i1 ?a2));=>(conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2));"))
+      << merged.corpus.rules.size() << " rules kept";
 }
 
 TEST(Rulegen, UnknownOperatorIsAClearError) {
