@@ -2,7 +2,7 @@
 // tensors as TASO) on 2 threads and reports graphs, classes, candidates and peak memory (getrusage).
 // For scale: TASO's generator visits ~16.4 M graphs at size 3 in 2 min 45 s with 7.1 GB peak memory.
 // BM_RulegenFull times the whole pipeline (`rulegen --max-ops N`: enumerate, prune, prove lazily,
-// minimize) the same way; size 3 takes about 15 minutes on 2 loaded cores, so filter it out for quick runs
+// minimize) the same way; size 3 takes about 18 minutes and 1.6 GB on 2 cores, so filter it out for quick runs
 // (--benchmark_filter=Enumerate).
 #include <benchmark/benchmark.h>
 

@@ -110,7 +110,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     if (corpus_dir.empty())
       throw EqsatError("no rule file given and no corpus/ folder found (looked in the current directory and above "
                        "the executable); pass --rules FILE");
-    rules_path = corpus_dir / "rules.json";
+    rules_path = corpus_dir / "seed.json";
   }
   if (!config.export_original.empty()) {
     // --export: the input model as ONNX, nothing else.

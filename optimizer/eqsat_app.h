@@ -28,7 +28,7 @@ struct EqsatConfig {
   std::string builtin;                    // a built-in benchmark model (optimizer/models/builtin.h)
   std::filesystem::path export_original;  // write the input model as ONNX here and stop (no optimization)
   std::filesystem::path output;           // the optimized .onnx to write; empty: write nothing
-  std::filesystem::path rules;            // empty: <corpus>/rules.json (find_corpus_dir)
+  std::filesystem::path rules;            // empty: <corpus>/seed.json (find_corpus_dir)
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
   SearchMethod search = SearchMethod::Saturation;

@@ -11,5 +11,5 @@ if [[ ! -x "$root/build/bin/eqsat-run" ]]; then
 fi
 mkdir -p "$root/out"
 "$root/build/bin/eqsat-run" "$model" -o "$root/out/optimized.onnx" \
-  --rules "$root/corpus/rules.json" --report "$root/out/report.json" --check
+  --rules "$root/corpus/seed.json" --report "$root/out/report.json" --check
 echo "demo: wrote out/optimized.onnx and out/report.json"

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list-models", list_models, "print the built-in model names and exit");
   auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
   app.add_option("-o,--output", output, "where to write the optimized ONNX model");
-  app.add_option("--rules", rules, "rule corpus JSON (default: corpus/rules.json)");
+  app.add_option("--rules", rules, "rule corpus JSON (default: corpus/seed.json; corpus/rules.json is rulegen's)");
   app.add_option("--cost", c.cost,
                  "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
       ->capture_default_str();

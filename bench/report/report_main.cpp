@@ -293,7 +293,7 @@ BarChart speedup_chart(const std::vector<ModelResult>& results, const std::strin
 int run(int argc, char** argv) {
   const std::filesystem::path src = TEQ_SOURCE_DIR;
   Options o;
-  o.rules = (src / "corpus" / "rules.json").string();
+  o.rules = (src / "corpus" / "seed.json").string();
   o.corpus_dir = (src / "corpus").string();
   o.out = (src / "docs" / "benchmarks.md").string();
   o.notes = (src / "bench" / "report" / "notes.md").string();

@@ -26,7 +26,7 @@ namespace {
 const std::filesystem::path kCorpus = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus";
 
 TEST(Extract, IlpKeepsItsTimeLimitOnASaturatedModel) {
-  RuleCorpus rules = load_corpus(kCorpus / "rules.json");
+  RuleCorpus rules = load_corpus(kCorpus / "seed.json");
   auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
   const Expr g = build_builtin_model("nasneta");
   EGraph egraph;

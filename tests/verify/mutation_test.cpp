@@ -99,7 +99,7 @@ std::vector<Mutant> mutants_of(const Rule& rule) {
 }
 
 TEST(Mutation, CorpusMutantsAreDecidedAndCounterexamplesReplay) {
-  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/corpus/rules.json");
+  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/corpus/seed.json");
   z3::context ctx;
   ElementwiseOptions opt;
   opt.random_probe = false;  // every counterexample below is a Z3 model
