@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "optimizer/cost_models.h"
 #include "optimizer/measured_cost.h"
@@ -45,6 +46,21 @@ RuleCorpus load_rules(const fs::path& path) {
     std::string what = e.what();
     throw EqsatError(what.starts_with(path.string()) ? what : path.string() + ": " + what);
   }
+}
+
+/// Several corpora used together (the hand-written seed and rulegen's, say): their rules in file order.
+/// Ids must stay unique (reports count applications per id), so a repeated one is prefixed with its file's stem.
+RuleCorpus load_rule_files(const std::vector<fs::path>& paths) {
+  RuleCorpus all = load_rules(paths.at(0));
+  std::set<std::string> ids;
+  for (const Rule& r : all.rules) ids.insert(r.id);
+  for (size_t i = 1; i < paths.size(); ++i)
+    for (Rule& r : load_rules(paths[i]).rules) {
+      if (!ids.insert(r.id).second) r.id = paths[i].stem().string() + "/" + r.id;
+      ids.insert(r.id);
+      all.rules.push_back(std::move(r));
+    }
+  return all;
 }
 
 nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
@@ -105,13 +121,15 @@ EqsatResult optimize_model(const EqsatConfig& config) {
 
   // Cheap inputs first, so that a typo fails before a large model is read.
   const fs::path corpus_dir = find_corpus_dir();
-  fs::path rules_path = config.rules;
-  if (rules_path.empty()) {
+  std::vector<fs::path> rule_paths = config.rules;
+  if (rule_paths.empty()) {
     if (corpus_dir.empty())
       throw EqsatError("no rule file given and no corpus/ folder found (looked in the current directory and above "
                        "the executable); pass --rules FILE");
-    rules_path = corpus_dir / "seed.json";
+    rule_paths.push_back(corpus_dir / "seed.json");
   }
+  std::string rules_text;  // the files, for the log and the report
+  for (const fs::path& p : rule_paths) rules_text += (rules_text.empty() ? "" : ", ") + p.string();
   if (!config.export_original.empty()) {
     // --export: the input model as ONNX, nothing else.
     result.model = load_model(config);
@@ -119,7 +137,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     if (log) *log << "eqsat-run: wrote " << config.export_original.string() << "\n";
     return result;
   }
-  RuleCorpus rules = load_rules(rules_path);
+  RuleCorpus rules = load_rule_files(rule_paths);
   std::unique_ptr<CostModel> cost;
   try {
     cost = make_cost_model(config.cost, corpus_dir);
@@ -133,7 +151,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   if (log) {
     *log << "eqsat-run: " << model_name << ": " << model.graph.num_ops() << " operators ("
          << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
-         << rules.rules.size() << " rules from " << rules_path.string() << "; cost model " << cost->name() << "\n";
+         << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name() << "\n";
     for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
   }
 
@@ -176,7 +194,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   j = {{"model", model_name},
        {"search", config.search == SearchMethod::Sequential ? "sequential" : "saturation"},
        {"output", config.output.string()},
-       {"rules", rules_path.string()},
+       {"rules", rules_text},
        {"original_cost", r.original_cost},
        {"optimized_cost", r.optimized_cost},
        {"speedup", speedup},

@@ -11,6 +11,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,9 @@ struct EqsatConfig {
   std::string builtin;                    // a built-in benchmark model (optimizer/models/builtin.h)
   std::filesystem::path export_original;  // write the input model as ONNX here and stop (no optimization)
   std::filesystem::path output;           // the optimized .onnx to write; empty: write nothing
-  std::filesystem::path rules;            // empty: <corpus>/seed.json (find_corpus_dir)
+  /// Rule files, used together (rules of later files follow; an id seen before gets "<file stem>/" in
+  /// front). Empty: <corpus>/seed.json (find_corpus_dir).
+  std::vector<std::filesystem::path> rules;
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
   SearchMethod search = SearchMethod::Saturation;

@@ -19,8 +19,8 @@ using teq::cli::kNonNegative;
 int main(int argc, char** argv) {
   teq::EqsatConfig c;
   c.log = &std::cerr;
-  std::string model, output, rules, report, exported, extract = "ilp", search = "saturation";
-  std::vector<std::string> dims;
+  std::string model, output, report, exported, extract = "ilp", search = "saturation";
+  std::vector<std::string> dims, rules;
   bool quiet = false, list_models = false;
 
   CLI::App app{"eqsat-run: optimize an ONNX model by equality saturation with a verified rule corpus"};
@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
   app.add_flag("--list-models", list_models, "print the built-in model names and exit");
   auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
   app.add_option("-o,--output", output, "where to write the optimized ONNX model");
-  app.add_option("--rules", rules, "rule corpus JSON (default: corpus/seed.json; corpus/rules.json is rulegen's)");
+  app.add_option("--rules", rules,
+                 "rule corpus JSON, repeatable: the files are used together (default: corpus/seed.json; "
+                 "corpus/rules.json is rulegen's)");
   app.add_option("--cost", c.cost,
                  "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
       ->capture_default_str();
@@ -95,7 +97,7 @@ int main(int argc, char** argv) {
   c.search = search == "sequential" ? teq::SearchMethod::Sequential : teq::SearchMethod::Saturation;
   c.sequential.time_limit_s = c.optimize.time_limit_s;
   c.output = output;
-  c.rules = rules;
+  c.rules.assign(rules.begin(), rules.end());
   c.report = report;
   c.optimize.extract = extract == "greedy"       ? teq::ExtractMethod::Greedy
                        : extract == "dag-greedy" ? teq::ExtractMethod::DagGreedy

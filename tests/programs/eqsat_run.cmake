@@ -90,6 +90,15 @@ eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_
 set(EQSAT_RUN_EXTRA "")
 eqsat_run_case(check_opaque 0 "check: skipped: cannot evaluate: .*LeakyRelu" ${EQSAT_RUN_MODELS}/opaque_ops.onnx
                ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx)
+# Several rule files are used together; an id repeated by a later file gets the file's stem in front.
+eqsat_run_case(two_rule_files 0 "57 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
+               ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules
+               ${PROJECT_SOURCE_DIR}/corpus/seed.json --cost flops --check)
+eqsat_run_case(same_rule_file_twice 0 "16 rules from.*check: .*equal within tolerance"
+               ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules ${EQSAT_RUN_RULES}
+               --cost flops --check)
+eqsat_run_case(second_rule_file_missing 2 "rule file .*no-rules.json: no such file" ${EQSAT_RUN_MODELS}/mlp.onnx
+               --rules ${EQSAT_RUN_RULES} --rules ${EQSAT_RUN_WORK}/no-rules.json)
 
 # Built-in benchmark models (optimizer/models/builtin.h), the sequential baseline and cost specs.
 eqsat_run_case(builtin_unknown 2 "--model: unknown built-in model 'nope'; valid names: bert" --model nope)
