@@ -69,33 +69,20 @@ OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const S
   const double ops = count_flops(op, attrs, inputs, output);
   w.tensor_core = op == OpKind::Matmul || op == OpKind::Conv2d;
   w.flops = w.tensor_core ? 2 * ops : ops;
-  switch (op) {
-    // Views: no kernel and no traffic (a split is an offset into its input, as in TASO).
-    case OpKind::Reshape:
-    case OpKind::Split:
-    case OpKind::Noop:
+  switch (op_work_kind(op)) {
+    case OpWorkKind::Leaf:
+    case OpWorkKind::View:  // aliases its input (reshape, noop): no kernel, no traffic
       w.launches_kernel = false;
       w.bytes = 0;
       break;
-    // Constants are written once; nothing is read from their shape reference.
-    case OpKind::Ones:
-    case OpKind::Eye:
-    case OpKind::IConv:
-    case OpKind::PoolKernel: w.bytes = out * bytes_per_element; break;
-    // Pure data movement: copy kernels.
-    case OpKind::Broadcast:
-    case OpKind::Concat:
-    case OpKind::Slice:
-    case OpKind::Transpose:
-    case OpKind::Enlarge:
-    case OpKind::Opaque: break;
-    case OpKind::Var:
-    case OpKind::Input:
-    case OpKind::Weight:
-      w.launches_kernel = false;
-      w.bytes = 0;
+    case OpWorkKind::Constant: w.bytes = out * bytes_per_element; break;  // nothing is read from `like`
+    case OpWorkKind::Copy:
+      // Slice reads only the part it selects, and so does split (exported as ONNX Slice; its second
+      // operand only supplies the cut's extent).
+      if (op == OpKind::Split || op == OpKind::Slice) w.bytes = 2 * out * bytes_per_element;
       break;
-    default: break;  // computing operators: flops as counted above, every operand read once
+    case OpWorkKind::Opaque:
+    case OpWorkKind::Compute: break;  // every operand read once, the output written once
   }
   return w;
 }
@@ -131,7 +118,15 @@ double AnalyticalCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const
   const double peak = w.tensor_core ? tensor_peak_ : scalar_peak_;
   const double compute = w.flops / peak;
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
-  return std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
+  double t = std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
+  // A fused activation costs what the separate activation costs: the exporter writes it as its own ONNX
+  // node, and a runtime that fuses Conv+Relu fuses the original's separate Relu just as well, so fusing
+  // in the e-graph earns nothing.
+  if (auto act = activation_op(fused_activation(op, attrs))) {
+    const Shape* out = &output;
+    t += node_cost(*act, {}, std::span<const Shape>(out, 1), output);
+  }
+  return t;
 }
 
 }  // namespace teq

@@ -23,8 +23,11 @@ class CostModel {
   virtual double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const = 0;
 };
 
-/// A simple, deterministic model for tests: multiply-adds plus elements read and written, plus a fixed
-/// per-node overhead, so that fewer, larger operators win (as on a GPU).
+/// A simple, deterministic model for tests of the search machinery: multiply-adds plus elements read and
+/// written, plus a fixed per-node overhead, so that fewer, larger operators win. It keeps TASO's conventions
+/// (split and slice launch nothing, a fused activation is free), under which merging and fusing rewrites
+/// pay, so tests can see them fire; the product's models (analytical, measured) price what the exported file
+/// runs instead (docs/cost-model.md).
 class FlopCostModel final : public CostModel {
  public:
   struct Config {

@@ -16,10 +16,6 @@ size_t ENodeHash::operator()(const ENode& n) const noexcept {
   return h;
 }
 
-bool is_constant_op(OpKind op) {
-  return op == OpKind::Ones || op == OpKind::Eye || op == OpKind::IConv || op == OpKind::PoolKernel;
-}
-
 ClassId EGraph::find(ClassId id) const {
   uint32_t x = id.value;
   while (parent_[x].value != x) {

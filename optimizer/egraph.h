@@ -26,10 +26,6 @@ using NodeId = Id<ENodeTag>;
 /// Index of a rule in the rule list a Runner was given.
 using RuleId = Id<RuleTag>;
 
-/// Constants shaped after a reference tensor (ones, eye, iconv, pool_kernel): their values never depend
-/// on the reference's values, so they are precomputable.
-bool is_constant_op(OpKind op);
-
 /// An operator applied to e-classes. Input/weight leaves keep their name; their shape is in attrs
 /// (as in ExprNode). Pattern variables never occur in an e-graph.
 struct ENode {

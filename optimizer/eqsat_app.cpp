@@ -1,15 +1,18 @@
 #include "optimizer/eqsat_app.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
 
 #include "optimizer/cost_models.h"
+#include "optimizer/extract.h"  // graph_cost
 #include "optimizer/measured_cost.h"
 #include "optimizer/models/builtin.h"
 #include "optimizer/onnx/from_expr.h"
 #include "optimizer/onnx/onnx_export.h"
+#include "optimizer/onnx/onnx_import.h"
 
 namespace teq {
 
@@ -174,6 +177,34 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     r = optimize_graph(model.graph, rules, *cost, oc);
   }
 
+  // Read the optimized graph back from its ONNX export and cost what the file holds: the e-graph may have
+  // priced a form the exporter writes differently. When the file is not cheaper than the original, the
+  // original is kept (never slower under the chosen cost model).
+  const double claimed_cost = r.optimized_cost;
+  double exported_cost = r.optimized_cost;
+  bool kept_original = false;
+  if (!(r.optimized == model.graph)) {
+    try {
+      const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(onnx_io::export_onnx_bytes(model, r.optimized),
+                                                                 "the optimized model", config.import);
+      exported_cost = graph_cost(back.graph, *cost);
+    } catch (const std::exception& e) {
+      throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
+    }
+    if (!(exported_cost < r.original_cost)) {
+      r.notes.push_back(exported_cost > r.original_cost
+                            ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
+                                  " read back from its ONNX export, more than the original's " +
+                                  fmt("%.6g", r.original_cost)
+                            : std::string("kept the original graph: no cheaper graph was found"));
+      r.optimized = model.graph;
+      r.optimized_cost = r.original_cost;
+      r.rules_used.clear();
+      kept_original = true;
+    } else {
+      r.optimized_cost = exported_cost;
+    }
+  }
   if (!config.output.empty()) write_onnx(model, r.optimized, config.output);
   std::optional<LatencyComparison> latency;
   if (config.measure) {
@@ -199,6 +230,9 @@ EqsatResult optimize_model(const EqsatConfig& config) {
        {"optimized_cost", r.optimized_cost},
        {"speedup", speedup},
        {"cost_model", cost->name()},
+       {"saturation_cost", claimed_cost},
+       {"exported_cost", exported_cost},
+       {"kept_original", kept_original},
        {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", total}}},
        {"iterations", r.iterations},
        {"rounds", r.rounds},
@@ -236,6 +270,11 @@ EqsatResult optimize_model(const EqsatConfig& config) {
          << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"
          << "  seconds: saturate " << fmt("%.3f", r.saturate_seconds) << ", extract " << fmt("%.3f", r.extract_seconds)
          << ", total " << fmt("%.3f", total) << "\n";
+    if (std::abs(claimed_cost - exported_cost) > 1e-9 * std::abs(claimed_cost))
+      *log << "  read back from the ONNX export the optimized graph costs " << fmt("%.6g", exported_cost)
+           << " (extraction's figure: " << fmt("%.6g", claimed_cost) << ")\n";
+    for (const std::string& note : r.notes)
+      if (note.starts_with("kept the original")) *log << "  " << note << "\n";
     *log << "  rules used:";
     if (r.rules_used.empty()) *log << " none";
     for (const auto& [id, n] : r.rules_used) *log << " " << id << " (" << n << ")";

@@ -1,5 +1,5 @@
 // OpKind and the static facts about each operator (name, arity, attribute count), generated from
-// op_list.inc. Shapes live in shape_inference.h, values in semantics.h.
+// op_list.inc. Shapes and values live in rules/ops/ (semantics.h gathers them).
 #pragma once
 
 #include <cstdint>
@@ -10,12 +10,23 @@
 namespace teq {
 
 enum class OpKind : uint8_t {
-#define TEQ_OP(kind, name, min_children, max_children, num_attrs) kind,
+#define TEQ_OP(kind, name, min_children, max_children, num_attrs, work) kind,
 #include "rules/op_list.inc"
 #undef TEQ_OP
 };
 
 inline constexpr int kVariadic = -1;
+
+/// What running an operator costs in a runtime: the one answer to "is this a view" for the cost models, the
+/// exporter and the CUDA runtime (column `work` of op_list.inc).
+enum class OpWorkKind : uint8_t {
+  Leaf,      // var, input, weight: nothing runs
+  View,      // aliases its first input: no kernel, no data moved (reshape, noop)
+  Copy,      // a data-movement kernel (concat, split and slice, transpose, broadcast, enlarge)
+  Constant,  // a constant written once from its reference's shape (ones, eye, iconv, pool_kernel)
+  Compute,   // an arithmetic kernel
+  Opaque,    // outside the vocabulary: priced as a copy of its operands and outputs
+};
 
 struct OpInfo {
   OpKind kind;
@@ -23,6 +34,7 @@ struct OpInfo {
   int min_children;
   int max_children;  // kVariadic = any number >= min_children
   int num_attrs;     // kVariadic = any number
+  OpWorkKind work;
 };
 
 /// Facts about one operator.
@@ -38,9 +50,18 @@ inline bool is_leaf(OpKind kind) {
   return kind == OpKind::Var || kind == OpKind::Input || kind == OpKind::Weight;
 }
 
+inline OpWorkKind op_work_kind(OpKind kind) { return op_info(kind).work; }
+inline bool is_view(OpKind kind) { return op_work_kind(kind) == OpWorkKind::View; }
+/// Constants shaped after a reference tensor (ones, eye, iconv, pool_kernel): known at load time.
+inline bool is_constant_op(OpKind kind) { return op_work_kind(kind) == OpWorkKind::Constant; }
+
 using AttrSpan = std::span<const int64_t>;
 
 /// Fused activation codes, as TASO and Tensat number them.
 enum class Activation : int64_t { None = 0, Sigmoid = 1, Relu = 2, Tanh = 3 };
+/// The fused activation of a matmul or conv2d node; Activation::None for every other operator.
+Activation fused_activation(OpKind kind, AttrSpan attrs);
+/// The operator a fused activation stands for (Relu, Sigmoid, Tanh); nullopt for None.
+std::optional<OpKind> activation_op(Activation act);
 
 }  // namespace teq

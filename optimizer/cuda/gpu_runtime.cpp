@@ -104,10 +104,6 @@ using namespace detail;
 
 namespace {
 
-bool is_constant_op(OpKind op) {
-  return op == OpKind::Ones || op == OpKind::Eye || op == OpKind::IConv || op == OpKind::PoolKernel;
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -140,7 +136,7 @@ struct GpuRuntime::Impl : Context {
     for (size_t i = 0; i < n; ++i) {
       if (!plan->needed[i]) continue;
       const ExprNode& node = graph.nodes()[i];
-      if (node.op == OpKind::Reshape || node.op == OpKind::Noop)
+      if (is_view(node.op))
         plan->value[i] = plan->value[node.children[0].value];  // same bytes, no device work
       else
         plan->value[i] = plan->alloc(num_elements(plan->shapes[i]));

@@ -17,9 +17,7 @@ namespace {
 
 using namespace detail;
 
-bool is_constant_generator(OpKind op) {
-  return op == OpKind::Ones || op == OpKind::Eye || op == OpKind::IConv || op == OpKind::PoolKernel;
-}
+bool is_constant_generator(OpKind op) { return is_constant_op(op); }
 
 /// ONNX (pad_begin, pad_end) of one spatial axis for our padding attribute (-1 = SAME, extra at the end).
 std::pair<int64_t, int64_t> onnx_pads(int64_t in, int64_t k, int64_t s, int64_t p) {
@@ -303,10 +301,30 @@ class Exporter {
         materialized(mm) || shapes_[m.children[0].value].size() != 2 || shapes_[m.children[1].value].size() != 2)
       return std::nullopt;
     if (g_[other].op == OpKind::Broadcast) other = g_[other].children[0];
-    std::string a = emit(m.children[0]), b = emit(m.children[1]);
-    onnx::NodeProto* n = nullptr;
-    return finish("Gemm", {a, b, emit(other)}, id, 0, &n);
+    return gemm(m, id, emit(other));
   }
+
+  /// A 2-d transpose (perm 1,0) that only this operand reads and that is computed per run: Gemm's transA/transB
+  /// reads the untransposed tensor instead of a copy (a weight that arrives as a graph input, say).
+  std::optional<ExprId> gemm_transposed_operand(ExprId operand) const {
+    const ExprNode& t = g_[operand];
+    if (t.op != OpKind::Transpose || t.attrs != std::vector<int64_t>{1, 0} || users_[operand.value] != 1 ||
+        names_.count(operand.value) || materialized(operand))
+      return std::nullopt;
+    return t.children[0];
+  }
+
+  std::string gemm(const ExprNode& m, ExprId result, const std::string& bias) {
+    auto ta = gemm_transposed_operand(m.children[0]), tb = gemm_transposed_operand(m.children[1]);
+    std::vector<std::string> inputs{emit(ta.value_or(m.children[0])), emit(tb.value_or(m.children[1]))};
+    if (!bias.empty()) inputs.push_back(bias);
+    onnx::NodeProto* n = nullptr;
+    std::string y = finish("Gemm", inputs, result, fused_act(m), &n);
+    if (ta) add_attr(*n, "transA", int64_t{1});
+    if (tb) add_attr(*n, "transB", int64_t{1});
+    return y;
+  }
+  static int64_t fused_act(const ExprNode& node) { return static_cast<int64_t>(fused_activation(node.op, node.attrs)); }
 
   std::string emit_conv(ExprId conv, ExprId result, const std::string& bias) {
     const ExprNode& node = g_[conv];
@@ -359,7 +377,12 @@ class Exporter {
         if (m_.opset < 8) throw OnnxError("export: broadcast needs Expand, which opset " + std::to_string(m_.opset) + " lacks");
         return finish("Expand", {arg(0), int_constant(a)}, id, 0, &n);
       case OpKind::Noop: return finish("Identity", {arg(0)}, id, 0, &n);
-      case OpKind::Matmul: return finish("MatMul", {arg(0), arg(1)}, id, a[0], &n);
+      case OpKind::Matmul:
+        // A 2-d product with an operand transposed per run: Gemm reads it untransposed (opset 11 makes C optional).
+        if (m_.opset >= 11 && shapes_[kids[0].value].size() == 2 && shapes_[kids[1].value].size() == 2 &&
+            (gemm_transposed_operand(kids[0]) || gemm_transposed_operand(kids[1])))
+          return gemm(node, id, "");
+        return finish("MatMul", {arg(0), arg(1)}, id, a[0], &n);
       case OpKind::Conv2d: return emit_conv(id, id, "");
       case OpKind::Enlarge: {
         const Shape& w = shapes_[kids[0].value];
@@ -403,7 +426,14 @@ class Exporter {
         add_attr(*n, "perm", a);
         return y;
       }
-      case OpKind::Reshape: return finish("Reshape", {arg(0), int_constant(a)}, id, 0, &n);
+      case OpKind::Reshape: {
+        // Leading dimensions that the reshape keeps are written as 0 ("copy from the input"), so that a
+        // symbolic batch dimension bound at import (a Flatten to [1, 2048], say) still follows the input.
+        std::vector<int64_t> target(a.begin(), a.end());
+        const Shape& x = shapes_[kids[0].value];
+        for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
+        return finish("Reshape", {arg(0), int_constant(target)}, id, 0, &n);
+      }
       case OpKind::BatchNorm: {
         std::string y = finish("BatchNormalization", {arg(0), arg(1), arg(2), arg(3), arg(4)}, id, 0, &n);
         add_attr(*n, "epsilon", 0.0f);  // the importer folded epsilon into the variance

@@ -29,7 +29,7 @@ double conv_cost(const CostModel& m, int64_t c, int64_t k) {
 }
 
 TEST(DeviceProfiles, AllFourLoadWithSources) {
-  for (const char* name : {"h200", "a100", "v100", "t4"}) {
+  for (const char* name : {"h200", "a100", "v100", "t4"}) {  // GPU data sheets; cpu-ort is fitted (below)
     DeviceProfile p = load_device_profile(kCorpus / "devices" / (std::string(name) + ".json"));
     EXPECT_EQ(p.name, name);
     EXPECT_GT(p.fp32_tflops, 1);
@@ -38,7 +38,20 @@ TEST(DeviceProfiles, AllFourLoadWithSources) {
     EXPECT_GT(p.launch_overhead_us, 0);
     EXPECT_FALSE(p.sources.empty());
   }
-  EXPECT_EQ(device_profile_names(kCorpus / "devices"), (std::vector<std::string>{"a100", "h200", "t4", "v100"}));
+  EXPECT_EQ(device_profile_names(kCorpus / "devices"),
+            (std::vector<std::string>{"a100", "cpu-ort", "h200", "t4", "v100"}));
+}
+
+TEST(DeviceProfiles, CpuProfileIsFittedToOnnxRuntime) {
+  // bench/fit_cpu_profile.py writes it from single-operator timings: a CPU is far below any GPU's rate and
+  // its per-operator overhead (the runtime's dispatch) is not the GPUs' assumed 3 us.
+  DeviceProfile p = load_device_profile(kCorpus / "devices" / "cpu-ort.json");
+  EXPECT_GT(p.fp32_tflops, 0.001);
+  EXPECT_LT(p.fp32_tflops, 10);
+  EXPECT_GT(p.launch_overhead_us, 0);
+  EXPECT_NE(p.launch_overhead_us, 3);
+  ASSERT_FALSE(p.sources.empty());
+  EXPECT_NE(p.sources[0].find("fit_cpu_profile.py"), std::string::npos);
 }
 
 TEST(DeviceProfiles, MissingFieldIsNamed) {
@@ -87,11 +100,24 @@ TEST(AnalyticalCost, LaunchOverheadMakesOneLargeKernelCheaperThanTwoSmall) {
   EXPECT_LT(one, two);
 }
 
-TEST(AnalyticalCost, ViewsAreFree) {
+TEST(AnalyticalCost, ViewsAreFreeSplitIsTheCopyOnnxSliceIs) {
   AnalyticalCostModel m = h200();
   EXPECT_EQ(cost(m, OpKind::Reshape, {4, 16}, {{8, 8}}), 0);
-  EXPECT_EQ(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), 0);
   EXPECT_GT(cost(m, OpKind::Transpose, {1, 0}, {{8, 8}}), 0);
+  // The exporter writes a split as ONNX Slice: priced as that slice (part read, part written, a launch).
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), cost(m, OpKind::Slice, {1, 0, 3}, {{4, 10}}));
+  EXPECT_GT(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), 0);
+}
+
+TEST(AnalyticalCost, AFusedActivationCostsWhatTheSeparateOneCosts) {
+  // The exporter writes (conv2d ... act) as Conv followed by the activation node: fusing earns nothing.
+  AnalyticalCostModel m = h200();
+  const std::vector<Shape> in{{1, 16, 8, 8}, {16, 16, 3, 3}};
+  const double plain = cost(m, OpKind::Conv2d, {1, 1, 1, 1, 0}, in);
+  const double relu = cost(m, OpKind::Relu, {}, {{1, 16, 8, 8}});
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Conv2d, {1, 1, 1, 1, 2}, in), plain + relu);
+  const std::vector<Shape> mm{{8, 32}, {32, 16}};
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Matmul, {3}, mm), cost(m, OpKind::Matmul, {0}, mm) + cost(m, OpKind::Tanh, {}, {{8, 16}}));
 }
 
 TEST(AnalyticalCost, TensorCoresSpeedUpMatmulOnly) {

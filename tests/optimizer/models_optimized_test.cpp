@@ -80,9 +80,23 @@ TEST(OptimizedModels, NasRnnKeepsItsValues) {
 
 // NasRNN's cells batch their matmuls in stages: a pair of matmuls becomes batchable only after an earlier
 // batching, which a multi-pattern rule (applied in the first iteration only) sees in the next round.
+/// TASO's convention, for testing the rounds mechanism only: a split is a free view (an offset into its
+/// input). The product's cost models price it as the copy ONNX Slice is, and then merging NasRNN's matmuls
+/// does not pay at all, so there would be nothing for further rounds to find.
+class FreeSplitCost final : public CostModel {
+ public:
+  std::string name() const override { return "test:free-split"; }
+  double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override {
+    return op == OpKind::Split ? 0 : base_->node_cost(op, attrs, inputs, output);
+  }
+
+ private:
+  std::unique_ptr<CostModel> base_ = make_cost_model(kDefaultCostSpec, kCorpus);
+};
+
 TEST(OptimizedModels, NasRnnFurtherRoundsLowerTheCostAndKeepValues) {
   RuleCorpus rules = load_corpus(kCorpus / "seed.json");
-  auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
+  auto cost = std::make_unique<FreeSplitCost>();
   Expr g = build_builtin_model("nasrnn");
   const OptimizeConfig one{.node_limit = 10'000, .time_limit_s = 20, .rounds = 1, .ilp_time_limit_s = 20};
   OptimizeConfig several = one;

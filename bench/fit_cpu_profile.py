@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Fits the analytical cost model's device profile for onnxruntime on this machine's CPU (docs/cost-model.md).
+
+Times single-operator ONNX models in onnxruntime (CPU execution provider, one intra-op thread, median of RUNS
+runs after warm-up) and fits the three figures of the roofline model
+    time = max(FLOPs / rate, bytes / bandwidth) + overhead
+to them: the per-operator overhead from tiny operators, the matmul/conv rate from convolutions and matrix
+products of the sizes the benchmark models use, and the bandwidth from large element-wise and copy operators.
+Every measured point and the model's prediction for it are printed (and stored in the profile), so the fit can
+be judged: the profile is only as good as its worst points.
+
+Writes a device profile (format tensor-eqsat-device) that `eqsat-run --cost analytical:NAME` reads from
+corpus/devices/NAME.json. Usage: fit_cpu_profile.py [--out corpus/devices/cpu-ort.json] [--runs 30]
+"""
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+except ImportError as e:  # pragma: no cover
+    print(f"fit_cpu_profile: error: {e} (run tools/setup-python.sh and use .venv/bin/python)", file=sys.stderr)
+    sys.exit(2)
+
+OPSET = 17
+
+
+def model_of(op, in_shapes, out_shape, attrs=None, const_inputs=None):
+    """One node reading graph inputs x0.. (and constant initializers), writing y."""
+    inputs, inits, names = [], [], []
+    for k, s in enumerate(in_shapes):
+        name = f"x{k}"
+        names.append(name)
+        inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, s))
+    for k, (vals, dtype) in enumerate(const_inputs or []):
+        name = f"c{k}"
+        names.append(name)
+        inits.append(helper.make_tensor(name, dtype, [len(vals)], vals))
+    node = helper.make_node(op, names, ["y"], **(attrs or {}))
+    graph = helper.make_graph([node], op, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                              initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def time_model(model, runs, rng):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for i in sess.get_inputs():
+        feeds[i.name] = rng.uniform(-1, 1, size=i.shape).astype(np.float32)
+    for _ in range(3):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def numel(s):
+    return int(np.prod(s)) if s else 1
+
+
+def cases():
+    """(label, kind, model, flops, bytes): kind 'tiny', 'compute' or 'memory'. FLOPs count 2 per multiply-add."""
+    out = []
+
+    def conv(n, c, h, w, o, k, stride=1, group=1):
+        pad = k // 2
+        oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        m = model_of("Conv", [[n, c, h, w], [o, c // group, k, k]], [n, o, oh, ow],
+                     {"kernel_shape": [k, k], "strides": [stride, stride], "pads": [pad] * 4, "group": group})
+        macs = n * o * oh * ow * (c // group) * k * k
+        byts = 4 * (n * c * h * w + o * (c // group) * k * k + n * o * oh * ow)
+        out.append((f"conv {c}->{o} {k}x{k} s{stride} g{group} @{h}x{w}", "compute", m, 2 * macs, byts))
+
+    def matmul(m_, k, n):
+        mdl = model_of("MatMul", [[m_, k], [k, n]], [m_, n])
+        out.append((f"matmul {m_}x{k}x{n}", "compute", mdl, 2 * m_ * k * n, 4 * (m_ * k + k * n + m_ * n)))
+
+    def unary(op, shape, kind):
+        out.append((f"{op.lower()} {shape}", kind, model_of(op, [shape], shape), numel(shape), 8 * numel(shape)))
+
+    def add(shape, kind):
+        out.append((f"add {shape}", kind, model_of("Add", [shape, shape], shape), numel(shape), 12 * numel(shape)))
+
+    for shape in ([1, 8], [1, 64], [4, 16]):
+        unary("Relu", shape, "tiny")
+    add([1, 32], "tiny")
+    conv(1, 3, 224, 224, 64, 7, stride=2)
+    conv(1, 64, 56, 56, 64, 3)
+    conv(1, 64, 56, 56, 64, 1)
+    conv(1, 64, 56, 56, 256, 1)
+    conv(1, 128, 28, 28, 128, 3)
+    conv(1, 256, 14, 14, 256, 3)
+    conv(1, 512, 7, 7, 512, 3)
+    conv(1, 16, 55, 55, 64, 1)
+    conv(1, 16, 55, 55, 64, 3)
+    conv(1, 32, 27, 27, 128, 3)
+    conv(1, 64, 13, 13, 256, 1)
+    matmul(64, 64, 64)
+    matmul(128, 768, 768)
+    matmul(128, 768, 3072)
+    matmul(1, 1024, 1024)
+    matmul(16, 512, 2048)
+    for shape in ([1, 64, 112, 112], [1, 256, 56, 56], [1, 128, 28, 28], [1, 512, 14, 14]):
+        unary("Relu", shape, "memory")
+        add(shape, "memory")
+    s = [1, 256, 56, 56]
+    out.append(("transpose [1,256,56,56]", "memory",
+                model_of("Transpose", [s], [1, 56, 56, 256], {"perm": [0, 2, 3, 1]}), 0, 8 * numel(s)))
+    out.append(("concat 2x[1,128,56,56]", "memory",
+                model_of("Concat", [[1, 128, 56, 56], [1, 128, 56, 56]], s, {"axis": 1}), 0, 8 * numel(s)))
+    out.append(("slice [1,256,56,56]->[1,128,56,56]", "memory",
+                model_of("Slice", [s], [1, 128, 56, 56], None,
+                         [([0], TensorProto.INT64), ([128], TensorProto.INT64), ([1], TensorProto.INT64)]),
+                0, 8 * numel([1, 128, 56, 56])))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="corpus/devices/cpu-ort.json")
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    rng = np.random.default_rng(a.seed)
+    points = []
+    for label, kind, model, flops, byts in cases():
+        onnx.checker.check_model(model)
+        t = time_model(model, a.runs, rng)
+        points.append({"label": label, "kind": kind, "flops": flops, "bytes": byts, "seconds": t})
+        print(f"  {label:40s} {t * 1e6:10.1f} us", file=sys.stderr)
+    overhead = statistics.median(p["seconds"] for p in points if p["kind"] == "tiny")
+    rate = statistics.median(p["flops"] / max(p["seconds"] - overhead, 1e-9) for p in points if p["kind"] == "compute")
+    bandwidth = statistics.median(p["bytes"] / max(p["seconds"] - overhead, 1e-9) for p in points if p["kind"] == "memory")
+    worst = 0.0
+    for pt in points:
+        pred = max(pt["flops"] / rate, pt["bytes"] / bandwidth)  # as AnalyticalCostModel::node_cost
+        pt["predicted_seconds"] = pred + overhead
+        err = pt["predicted_seconds"] / pt["seconds"] - 1
+        worst = max(worst, abs(err))
+        print(f"  {pt['label']:40s} measured {pt['seconds'] * 1e6:9.1f} us, predicted {pt['predicted_seconds'] * 1e6:9.1f} us "
+              f"({err:+.0%})", file=sys.stderr)
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    profile = {
+        "format": "tensor-eqsat-device",
+        "version": 1,
+        "device": f"onnxruntime {ort.__version__} CPU execution provider, 1 thread, on {cpu}",
+        "fp32_tflops": rate / 1e12,
+        "tf32_tensor_tflops": 0,
+        "fp16_tensor_tflops": 0,
+        "memory_bandwidth_gbs": bandwidth / 1e9,
+        "launch_overhead_us": overhead * 1e6,
+        "sources": [f"bench/fit_cpu_profile.py, {datetime.date.today().isoformat()}: medians of {a.runs} runs of "
+                    f"{len(points)} single-operator models in onnxruntime {ort.__version__}"],
+        "notes": "Fitted, not a data sheet: fp32_tflops is the achieved matmul/conv rate of ORT's CPU kernels (MLAS) "
+                 "at the benchmark models' sizes, memory_bandwidth_gbs the achieved rate of element-wise and copy "
+                 f"operators, launch_overhead_us the time of a tiny operator. Worst point error {worst:.0%}.",
+        "fit_points": points,
+    }
+    with open(a.out, "w") as f:
+        json.dump(profile, f, indent=2)
+        f.write("\n")
+    print(f"fit_cpu_profile: wrote {a.out}: {rate / 1e9:.1f} GFLOP/s matmul/conv, {bandwidth / 1e9:.1f} GB/s, "
+          f"{overhead * 1e6:.1f} us per operator; worst point {worst:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
