@@ -360,6 +360,10 @@ void import_rule(const std::string& id, const std::string& source, const std::ve
       conv.set_line(line.number);
       src.lhs.push_back(conv.convert(lhs));
       src.rhs.push_back(conv.convert(rhs));
+      // validate_rule would say "a bare variable matches everything", which hides where it came from.
+      if (src.nodes[src.lhs.back()].op == OpKind::Var && !lhs.is_atom())
+        throw SkipRule("line " + std::to_string(line.number) + ": the lhs " + show(lhs) +
+                       " is a variable here (TASO's dropout is the identity at inference) and would match every term");
     }
     for (const std::string& v : rhs_vars)
       if (!lhs_vars.contains(v)) throw SkipRule("variable " + v + " is not bound by the lhs");

@@ -384,9 +384,10 @@ TEST(TensatImport, RefusesWhatHasNoCounterpartWithNameAndLine) {
       "(poolavg ?a 3 3 1 1 0)=>?a\n"
       "(reshape ?a 2_0)=>?a\n"
       "(conv2d 1 1 0 0 ?x ?w)=>(conv2d 1 1 0 0 ?x (enlarge ?w ?r))\n"
-      "(concat3 0 2 ?a ?b)=>?a\n",
+      "(concat3 0 2 ?a ?b)=>?a\n"
+      "(dropout (dropout ?a))=>?a\n",
       "(relu ?a)=>(relu ?a)\n(relu ?b)=>(merge ?b 2)\n", "no.txt");
-  EXPECT_EQ(r.total, 12u);
+  EXPECT_EQ(r.total, 13u);
   EXPECT_TRUE(r.corpus.rules.empty());
   auto expect = [&](const std::string& id, const std::string& text) {
     EXPECT_NE(reason_of(r, id).find(text), std::string::npos) << id << ": " << reason_of(r, id);
@@ -403,6 +404,7 @@ TEST(TensatImport, RefusesWhatHasNoCounterpartWithNameAndLine) {
   // The reference kernel is not part of our pattern; that ?r is unbound must still be seen.
   expect("tensat-11", "variable ?r is not bound by the lhs");
   expect("tensat-12", "concat3 takes 2 integer(s) and 3 operand(s)");
+  expect("tensat-13", "line 13: the lhs (dropout (dropout ?a)) is a variable here");
   expect("tensat-multi-1", "Tensat operator 'merge' (line 2)");  // the line within the multi text
 }
 
