@@ -1,7 +1,10 @@
-// Importer for Tensat's rule text (converted.txt, converted_multi.txt): one `lhs=>rhs` per line in
-// egg s-expressions over ?input_N variables. Maps Tensat's operators to ours (docs/importers.md):
-// conv2d's pad code becomes explicit padding, concat drops its ndim, and split_0/split_1 of a split
-// become our split whose cut is derived from the concat the tensor came from.
+// Importer for Tensat's rule text (converted.txt, converted_multi.txt, predefined_*.txt): one `lhs=>rhs`
+// per line in egg s-expressions over ?input_N variables, in Tensat's whole operator language (its
+// src/model.rs). Maps each operator onto ours (docs/importers.md, "Operator mapping / Tensat"): pad codes
+// become SAME/explicit padding, pools take their activation as an operator around them, concat drops its
+// ndim, enlarge states its kernel size, dropout is its operand, and split_0/split_1 of a split become our
+// split whose cut is derived from the concat the tensor came from. merge, input and weight have no
+// counterpart in a rule and are refused with their name and line.
 // Usage:
 //   ImportResult r = import_tensat_rules(read("converted.txt"), read("converted_multi.txt"), "tensat");
 //   // r.corpus.rules: "tensat-1" .. "tensat-120", "tensat-multi-1" .. ; r.skipped: the rest, with reasons

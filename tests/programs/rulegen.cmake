@@ -20,4 +20,14 @@ if(TARGET rulegen)
            COMMAND ${_rg} derive --using ${_out}_small.json --target ${TEQ_ANCHORS_DIR}/tensat/converted.txt --threads 2)
   set_tests_properties(rulegen.derive_tensat PROPERTIES DEPENDS rulegen.small_run
                        PASS_REGULAR_EXPRESSION "derived [0-9]+/120")
+  # derive reads targets in Tensat's syntax that use pooling and enlarge; with rulegen's corpus the max
+  # pool, fused-activation and enlarge rules derive (small limits: under a second). The average-pool rule
+  # (Tensat's excludes padding, rulegen's vocabulary has only include_pad 1) need not.
+  add_test(NAME rulegen.derive_tensat_pooling_enlarge
+           COMMAND ${_rg} derive --using ${TEQ_SOURCE_DIR}/corpus/rules.json
+                   --target ${TEQ_SOURCE_DIR}/tests/verify/data/tensat_pool_enlarge_targets.txt
+                   --node-limit 3000 --iter-limit 4 --threads 2)
+  set_tests_properties(rulegen.derive_tensat_pooling_enlarge PROPERTIES
+                       PASS_REGULAR_EXPRESSION "derived [0-9]+/4 "
+                       FAIL_REGULAR_EXPRESSION "not imported|not derived: tensat-[134]:")
 endif()

@@ -32,4 +32,29 @@ if(TARGET ruleverify)
                      -DEXPECT_CODE=${_code} "-DEXPECT_TEXT=${_text}"
                      -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
   endforeach()
+
+  # Tensat's whole operator language (docs/importers.md): one rule per operator imports and verifies
+  # (exit 0 needs every rule imported and verified); deliberately wrong rules about activation and pad
+  # codes, average-pool padding and enlarge at stride 2 come out wrong, so the mapping is not vacuous;
+  # what has no counterpart is refused with its name and line.
+  set(_anch ${TEQ_SOURCE_DIR}/corpus/anchors/tensat)
+  foreach(case "every_operator;${_rv_data}/tensat_every_operator.txt;0;;;"
+               "wrong_mappings;${_rv_data}/tensat_wrong_mappings.txt;1;;5 rules: 0 verified.* 5 wrong;"
+               "refused_operators;${_rv_data}/tensat_refused_operators.txt;1;tensat-1: Tensat operator 'merge' \\(line 1\\).*tensat-2: Tensat operator 'input' \\(line 2\\).*tensat-3: Tensat operator 'weight' \\(line 3\\);;"
+               # Tensat's pre-defined rules (src/rewrites.rs): the enlarge multi rules hold for ungrouped
+               # convolutions and are wrong for grouped ones; the merge rules are refused.
+               "predefined_multi;${_anch}/predefined_multi.txt;0;;2 rules: 2 verified;"
+               "predefined_multi_grouped;${_anch}/predefined_multi.txt;1;;tensat-multi-1 +wrong.*tensat-multi-2 +wrong;--grouped-conv"
+               "predefined_merge;${_anch}/predefined_rules.txt;1;'merge' \\(line 1\\).*'merge' \\(line 4\\);;")
+    list(GET case 0 _name)
+    list(GET case 1 _file)
+    list(GET case 2 _code)
+    list(GET case 3 _err)
+    list(GET case 4 _out)
+    list(GET case 5 _extra)
+    add_test(NAME ruleverify.tensat_${_name}
+             COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${_file} -DEXPECT_CODE=${_code}
+                     "-DEXPECT_TEXT=${_err}" "-DEXPECT_STDOUT=${_out}" "-DEXTRA_ARGS=${_extra}"
+                     -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
+  endforeach()
 endif()

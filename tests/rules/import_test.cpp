@@ -294,7 +294,7 @@ TEST(TensatImport, ReportsEveryRuleItCannotConvert) {
   ImportResult r = import_tensat_rules(
       "(relu ?a)=>(split_0 (split 0 (relu ?a)))\n"
       "\n"
-      "(poolmax ?a 3 3 1 1 0 0)=>?a\n"
+      "(frobnicate ?a 3 3 1 1 0 0)=>?a\n"
       "(relu ?a=>(relu ?a)\n"
       "(relu ?a)\n"
       "(relu ?a)=>(relu ?b)\n" +
@@ -305,7 +305,8 @@ TEST(TensatImport, ReportsEveryRuleItCannotConvert) {
   EXPECT_EQ(r.corpus.rules.size() + r.skipped.size(), r.total);
   EXPECT_NE(reason_of(r, "tensat-1").find("split on axis 0: no concat boundary in (relu ?a)"), std::string::npos)
       << reason_of(r, "tensat-1");
-  EXPECT_NE(reason_of(r, "tensat-3").find("unsupported Tensat operator 'poolmax'"), std::string::npos);
+  EXPECT_NE(reason_of(r, "tensat-3").find("unsupported Tensat operator 'frobnicate' (line 3)"), std::string::npos)
+      << reason_of(r, "tensat-3");
   EXPECT_NE(reason_of(r, "tensat-4").find("parse error"), std::string::npos) << reason_of(r, "tensat-4");
   EXPECT_NE(reason_of(r, "tensat-5").find("lhs=>rhs"), std::string::npos) << reason_of(r, "tensat-5");
   EXPECT_NE(reason_of(r, "tensat-6").find("?b is not bound"), std::string::npos) << reason_of(r, "tensat-6");
@@ -313,6 +314,128 @@ TEST(TensatImport, ReportsEveryRuleItCannotConvert) {
   EXPECT_NE(reason_of(r, "tensat-multi-2").find("no partner"), std::string::npos);
   ASSERT_NE(r.corpus.find("tensat-multi-1"), nullptr);
   EXPECT_EQ(r.corpus.find("tensat-multi-1")->source, "bad.txt-multi:1");
+}
+
+// Every operator of Tensat's language (its src/model.rs), in Tensat's argument order, and what it becomes.
+TEST(TensatImport, MapsEveryOperatorOfTensatsLanguage) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"(ewadd ?a ?b)", "(ewadd ?a ?b)"},
+      {"(ewmul ?a ?b)", "(ewmul ?a ?b)"},
+      {"(smul ?a ?s)", "(smul ?a ?s)"},
+      // (transpose input perm shuffle): the permutation is a name d1_d2_..; shuffle is a layout hint.
+      {"(transpose ?a 1_0 1)", "(transpose 1 0 ?a)"},
+      {"(transpose ?a 0_2_1_3 0)", "(transpose 0 2 1 3 ?a)"},
+      {"(matmul 2 ?a ?b)", "(matmul 2 ?a ?b)"},
+      // (conv2d sh sw pad act input weight): pad 0 SAME = -1 -1, 1 VALID = 0 0; act 0 none 1 sigmoid ..
+      {"(conv2d 2 1 1 3 ?x ?w)", "(conv2d 2 1 0 0 3 ?x ?w)"},
+      {"(conv2d 1 1 0 1 ?x ?w)", "(conv2d 1 1 -1 -1 1 ?x ?w)"},
+      // (enlarge w ref): ref's kernel size where the text fixes it, else 3x3; ref itself is dropped.
+      {"(conv2d 1 1 0 0 ?x (enlarge ?w ?r))", "(conv2d 1 1 -1 -1 0 ?x (enlarge 3 3 ?w))"},
+      {"(conv2d 1 1 0 0 ?x (enlarge ?w (Iconv 5 5)))", "(conv2d 1 1 -1 -1 0 ?x (enlarge 5 5 ?w))"},
+      {"(conv2d 1 1 0 0 ?x (enlarge ?w (enlarge ?v (Cpool 1 5))))", "(conv2d 1 1 -1 -1 0 ?x (enlarge 1 5 ?w))"},
+      {"(dropout (relu ?a))", "(relu ?a)"},
+      {"(relu ?a)", "(relu ?a)"},
+      {"(tanh ?a)", "(tanh ?a)"},
+      {"(sigmoid ?a)", "(sigmoid ?a)"},
+      // (poolmax input kh kw sh sw pad act): the activation wraps the pool; average pools exclude padding.
+      {"(poolmax ?a 3 3 1 1 0 0)", "(maxpool 3 3 1 1 -1 -1 ?a)"},
+      {"(poolmax ?a 3 1 2 1 1 2)", "(relu (maxpool 3 1 2 1 0 0 ?a))"},
+      {"(poolavg ?a 3 3 2 2 0 1)", "(sigmoid (avgpool 3 3 2 2 -1 -1 0 ?a))"},
+      {"(poolavg ?a 1 3 1 2 1 3)", "(tanh (avgpool 1 3 1 2 0 0 0 ?a))"},
+      {"(concat 1 2 ?a ?b)", "(concat 1 ?a ?b)"},
+      {"(concat3 0 2 ?a ?b ?c)", "(concat 0 ?a ?b ?c)"},
+      {"(concat4 1 3 ?a ?b ?c ?d)", "(concat 1 ?a ?b ?c ?d)"},
+      {"(concat5 2 4 ?a ?b ?c ?d ?e)", "(concat 2 ?a ?b ?c ?d ?e)"},
+      {"(split_0 (split 1 (concat 1 2 ?a ?b)))", "(split 1 0 1 (concat 1 ?a ?b) ?a)"},
+      {"(split_1 (split 0 (concat 0 2 ?a ?b)))", "(split 0 1 0 (concat 0 ?a ?b) ?a)"},
+      {"(conv2d 1 1 1 0 ?x (Cpool 3 3))", "(conv2d 1 1 0 0 0 ?x (pool_kernel 3 3 ?x))"},
+      {"(conv2d 1 1 0 0 ?x (Iconv 1 3))", "(conv2d 1 1 -1 -1 0 ?x (iconv 1 3 ?x))"},
+      {"(matmul 0 ?a Imatmul)", "(matmul 0 ?a (eye ?a))"},
+      {"(matmul 0 ?a (Imatmul))", "(matmul 0 ?a (eye ?a))"},
+      {"(ewmul ?a Iewmul)", "(ewmul ?a (ones ?a))"},
+      {"(reshape ?a 2_6)", "(reshape 2 6 ?a)"},
+      {"(noop ?a ?b)", "(noop ?a ?b)"},
+      {"(batchnorm ?x ?s ?b ?m ?v)", "(batchnorm ?x ?s ?b ?m ?v)"},
+  };
+  std::string text;
+  for (const auto& [tensat, ours] : cases) text += tensat + "=>" + tensat + "\n";
+  ImportResult r = import_tensat_rules(text, "", "ops.txt");
+  ASSERT_EQ(r.total, cases.size());
+  for (const ImportIssue& s : r.skipped) ADD_FAILURE() << s.rule_id << ": " << s.reason;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Rule* rule = r.corpus.find("tensat-" + std::to_string(i + 1));
+    if (!rule) continue;  // reported above
+    EXPECT_EQ(lhs_text(*rule), cases[i].second) << cases[i].first;
+    EXPECT_EQ(rhs_text(*rule), cases[i].second) << cases[i].first;
+  }
+}
+
+// What has no counterpart is refused with the operator's name and line; malformed uses say what is wrong.
+TEST(TensatImport, RefusesWhatHasNoCounterpartWithNameAndLine) {
+  ImportResult r = import_tensat_rules(
+      "(conv2d 1 1 0 0 ?x ?w)=>(conv2d 1 1 0 0 ?x (merge ?w 2))\n"
+      "(ewadd (input x@2_4) ?a)=>(ewadd ?a (input x@2_4))\n"
+      "\n"
+      "(relu (weight w@4_4))=>(relu (weight w@4_4))\n"
+      "(transpose ?a 1_1 0)=>?a\n"
+      "(transpose ?a ?p 0)=>?a\n"
+      "(transpose ?a 1_0 2)=>?a\n"
+      "(poolmax ?a 3 3 1 1 2 0)=>?a\n"
+      "(poolavg ?a 3 3 1 1 0)=>?a\n"
+      "(reshape ?a 2_0)=>?a\n"
+      "(conv2d 1 1 0 0 ?x ?w)=>(conv2d 1 1 0 0 ?x (enlarge ?w ?r))\n"
+      "(concat3 0 2 ?a ?b)=>?a\n"
+      "(dropout (dropout ?a))=>?a\n",
+      "(relu ?a)=>(relu ?a)\n(relu ?b)=>(merge ?b 2)\n", "no.txt");
+  EXPECT_EQ(r.total, 13u);
+  EXPECT_TRUE(r.corpus.rules.empty());
+  auto expect = [&](const std::string& id, const std::string& text) {
+    EXPECT_NE(reason_of(r, id).find(text), std::string::npos) << id << ": " << reason_of(r, id);
+  };
+  expect("tensat-1", "Tensat operator 'merge' (line 1) is not imported: TASO's merge_gconv has no counterpart");
+  expect("tensat-2", "Tensat operator 'input' (line 2) is not imported: a graph leaf");
+  expect("tensat-4", "Tensat operator 'weight' (line 4) is not imported");
+  expect("tensat-5", "transpose: not a permutation");
+  expect("tensat-6", "the permutation must be written out");
+  expect("tensat-7", "shuffle must be 0 or 1");
+  expect("tensat-8", "pad code must be 0 (SAME) or 1 (VALID)");
+  expect("tensat-9", "poolavg takes its input, then kernel h/w, stride h/w, pad code and activation");
+  expect("tensat-10", "reshape: dimensions must be >= 1");
+  // The reference kernel is not part of our pattern; that ?r is unbound must still be seen.
+  expect("tensat-11", "variable ?r is not bound by the lhs");
+  expect("tensat-12", "concat3 takes 2 integer(s) and 3 operand(s)");
+  expect("tensat-13", "line 13: the lhs (dropout (dropout ?a)) is a variable here");
+  expect("tensat-multi-1", "Tensat operator 'merge' (line 2)");  // the line within the multi text
+}
+
+// Tensat's hand-written rules (src/rewrites.rs PRE_DEFINED_MULTI and PRE_DEFINED_RULES), as data files.
+TEST(TensatImport, PredefinedRulesImport) {
+  ImportResult multi = load_rules_file(kAnchors / "tensat/predefined_multi.txt");
+  EXPECT_EQ(multi.total, 2u);
+  for (const ImportIssue& s : multi.skipped) ADD_FAILURE() << s.rule_id << ": " << s.reason;
+  ASSERT_EQ(count_multi(multi.corpus), 2u);
+  const Rule& a = rule_of(multi, "tensat-multi-1");
+  EXPECT_EQ(lhs_text(a, 1), "(conv2d 1 1 -1 -1 0 ?input_1 ?input_3)");
+  EXPECT_EQ(rhs_text(a, 0), "(split 1 0 0 (conv2d 1 1 -1 -1 0 ?input_1 (concat 0 (enlarge 3 3 ?input_2) ?input_3)) "
+                            "(enlarge 3 3 ?input_2))");
+  EXPECT_EQ(rhs_text(a, 1), "(split 1 1 0 (conv2d 1 1 -1 -1 0 ?input_1 (concat 0 (enlarge 3 3 ?input_2) ?input_3)) "
+                            "(enlarge 3 3 ?input_2))");
+  EXPECT_EQ(lhs_text(rule_of(multi, "tensat-multi-2")), "(conv2d 1 1 -1 -1 2 ?input_1 ?input_2)");
+  // A 1x1 and a 3x3 kernel batched, unequal output channels: both outputs agree for an ungrouped conv,
+  // and not for a grouped one (the rules concatenate convolution weights: rules/rule_scope.h).
+  std::mt19937 rng(3);
+  for (const Rule& rule : multi.corpus.rules) {
+    EXPECT_TRUE(sides_agree(rule, {{"input_1", {1, 2, 5, 4}}, {"input_2", {3, 2, 1, 1}}, {"input_3", {1, 2, 3, 3}}}, rng))
+        << rule.id;
+    EXPECT_FALSE(sides_agree(rule, {{"input_1", {1, 4, 5, 4}}, {"input_2", {2, 2, 1, 1}}, {"input_3", {2, 2, 3, 3}}}, rng))
+        << rule.id;
+  }
+  ImportResult merge = load_rules_file(kAnchors / "tensat/predefined_rules.txt");
+  EXPECT_EQ(merge.total, 4u);
+  EXPECT_TRUE(merge.corpus.rules.empty());
+  for (int line = 1; line <= 4; ++line)
+    EXPECT_NE(reason_of(merge, "tensat-" + std::to_string(line)).find("'merge' (line " + std::to_string(line) + ")"),
+              std::string::npos);
 }
 
 TEST(TensatImport, AnchorFilesImportCompletelyAndHoldNumerically) {

@@ -104,6 +104,12 @@ std::vector<int> solve_ranks(const SourceRule& rule) {
         s.fix(id, static_cast<int>(n.attrs.size()));
         s.fix(c[0], static_cast<int>(n.attrs.size()));
         break;
+      case OpKind::Reshape: s.fix(id, static_cast<int>(n.attrs.size())); break;
+      case OpKind::Noop: s.equal(id, c[0]); break;
+      case OpKind::BatchNorm:  // x, then four per-channel vectors
+        s.equal(id, c[0]);
+        for (size_t k = 1; k < c.size(); ++k) s.fix(c[k], 1);
+        break;
       case OpKind::Eye: s.fix(id, 2); break;
       case OpKind::IConv:
       case OpKind::PoolKernel: s.fix(id, 4); break;
@@ -296,6 +302,18 @@ class Builder {
         Built out{expr_.add(n.op, n.attrs, {x.id}), rank, {}};
         for (size_t i = 0; i < n.attrs.size(); ++i) copy_axis(x.bnd, n.attrs[i], out.bnd, static_cast<int64_t>(i));
         return out;
+      }
+      case OpKind::Noop:
+      case OpKind::BatchNorm: {
+        // The value (noop) or shape (batchnorm) of the first operand, so its concat boundaries too.
+        std::vector<ExprId> kids;
+        Boundaries bnd;
+        for (size_t k = 0; k < c.size(); ++k) {
+          Built b = build(c[k], Context{});
+          if (k == 0) bnd = b.bnd;
+          kids.push_back(b.id);
+        }
+        return {expr_.add(n.op, n.attrs, kids), rank, bnd};
       }
       case OpKind::Concat: return build_concat(n, rank, ctx);
       case OpKind::Split: return build_split(n, rank, ctx);
