@@ -191,7 +191,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     } catch (const std::exception& e) {
       throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
     }
-    if (!(exported_cost < r.original_cost)) {
+    if (!(exported_cost < r.original_cost * (1 - 1e-6))) {  // a rounding-level gain is no gain
       r.notes.push_back(exported_cost > r.original_cost
                             ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
                                   " read back from its ONNX export, more than the original's " +

@@ -184,7 +184,7 @@ errors_case(ruleverify_unknown_operator ruleverify 2 stderr
             "ruleverify: .*rule 'unknown-op': lhs\\[0\\]: line 1, column 2: unknown operator 'frobnicate'"
             ${B}/unknown_op.json)
 errors_case(ruleverify_unknown_operator_text ruleverify 1 stderr
-            "ruleverify: .*unknown_op\\.txt: skipped rule tensat-1: unsupported Tensat operator 'frobnicate'"
+            "ruleverify: .*unknown_op\\.txt: skipped rule tensat-1: unsupported Tensat operator 'frobnicate' \\(line 1\\)"
             ${B}/unknown_op.txt --jobs 1)
 errors_case(ruleverify_wrong_arity ruleverify 2 stderr "ruleverify: .*rule 'wrong-arity': lhs\\[0\\]: .*relu expects 1 operands, got 2"
             ${B}/wrong_arity.json)
