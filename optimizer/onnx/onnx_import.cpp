@@ -358,9 +358,11 @@ class Importer {
 
   /// One spatial axis of a window op: ONNX (pad_begin, pad_end) -> our padding attribute (-1 = SAME).
   std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe) {
-    if (pb == pe) return pb;
+    // Canonical form first: explicit pads that are SAME padding (PyTorch's padding=k//2 at stride 1) become
+    // SAME, the form the rules are written in, so one rule matches every encoding of the same convolution.
     int64_t out_same = (in + s - 1) / s, total = std::max<int64_t>((out_same - 1) * s + k - in, 0);
-    if (pb == total / 2 && pe == total - total / 2) return -1;
+    if (pb == total / 2 && pe == total - total / 2 && total > 0) return -1;
+    if (pb == pe) return pb;
     // Asymmetric padding that produces as many outputs as symmetric pb places every window identically.
     if (in + 2 * pb >= k && (in + pb + pe - k) / s == (in + 2 * pb - k) / s) return pb;
     return std::nullopt;
