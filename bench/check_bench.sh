@@ -5,7 +5,9 @@
 # the whole run (/usr/bin/time -v, "Maximum resident set size"). A benchmark, not a test: it prints a table.
 # Targets (issue 17): ResNet-50 under 10 s on 2 cores, peak memory under 1 GB; every real export under 60 s.
 #
-# Usage: bench/check_bench.sh [MODEL.onnx ...]   (default: corpus/models/torch/*.onnx and --model bert, resnet50)
+# Usage: bench/check_bench.sh [MODEL.onnx[@batch] ...]   (default: corpus/models/torch/*.onnx, resnet50.onnx@batch,
+#        --model=bert, --model=resnet50). MODEL.onnx@batch: its batch made symbolic and bound with --dim batch=1, so
+#        that --check also runs at batch 2 (docs/eqsat-run.md).
 # Needs build/bin/eqsat-run ($TEQ_BUILD_DIR, default build/), the .venv of tools/setup-python.sh and /usr/bin/time.
 # A check that cannot run (an operator without a reference implementation) shows as "not run (exit 4)".
 set -euo pipefail
@@ -19,7 +21,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 models=("$@")
-if ((${#models[@]} == 0)); then models=("$root"/corpus/models/torch/*.onnx --model=bert --model=resnet50); fi
+if ((${#models[@]} == 0)); then
+  models=("$root"/corpus/models/torch/*.onnx "$root/corpus/models/torch/resnet50.onnx@batch" --model=bert --model=resnet50)
+fi
 # The limits of tests/programs/torch_models.cmake: the optimization takes seconds, the check is what is measured.
 limits=(--node-limit 10000 --ilp-time-limit 3)
 
@@ -28,6 +32,10 @@ for m in "${models[@]}"; do
   if [[ $m == --model=* ]]; then
     name=${m#--model=}
     args=(--model "$name")
+  elif [[ $m == *@batch ]]; then
+    name=$(basename "${m%@batch}" .onnx)@batch
+    "$python" "$root/bench/with_weights.py" "${m%@batch}" "$work/$name.onnx" --symbolic-batch batch
+    args=("$work/$name.onnx" --dim batch=1)
   else
     name=$(basename "$m" .onnx)
     "$python" "$root/bench/with_weights.py" "$m" "$work/$name.onnx"
@@ -39,17 +47,18 @@ for m in "${models[@]}"; do
   rc=$?
   set -e
   peak_kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/$name.time")
-  read -r check_s total_s verdict < <("$python" - "$work/$name.json" "$rc" <<'EOF'
+  { read -r check_s total_s verdict; read -r reason; } < <("$python" - "$work/$name.json" "$rc" <<'EOF'
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))
 except OSError:
-    print("- - no-report"); sys.exit()
+    print("- - no-report\n"); sys.exit()
 c, rc = r.get("check", {}), int(sys.argv[2])
 verdict = "passed" if rc == 0 else "DIFFERENT" if rc == 1 else f"not-run(exit-{rc})"
 print(f"{c.get('seconds', 0):.2f} {r['seconds']['total']:.2f} {verdict}")
+print(c.get("reason", "") if rc else "")
 EOF
 )
   printf '%-22s %8s %10s %10s  %s\n' "$name" "$check_s" "$total_s" "$((peak_kb / 1024))" "$verdict"
-  if ((rc != 0)); then sed -n 's/^eqsat-run: error: /  /p' "$work/$name.err" | cut -c1-160; fi
+  if [[ -n $reason ]]; then echo "  ${reason:0:200}"; fi
 done

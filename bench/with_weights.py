@@ -6,8 +6,10 @@ as a user has it: data input(s) first, weights in the file.
 The values are those tests/python/test_models.py --weights-as-inputs feeds: tensors of rank >= 2 uniform with
 variance 2/fan-in (He), the others uniform in [-0.1, 0.1], so that deep networks keep outputs of scale ~1.
 
-Usage: .venv/bin/python bench/with_weights.py IN.onnx OUT.onnx [--seed N] [--data-inputs K]
-  --data-inputs K  the first K graph inputs stay inputs (default 1)
+Usage: .venv/bin/python bench/with_weights.py IN.onnx OUT.onnx [--seed N] [--data-inputs K] [--symbolic-batch NAME]
+  --data-inputs K          the first K graph inputs stay inputs (default 1)
+  --symbolic-batch NAME    declare dimension 0 of the data inputs and of the outputs symbolic (dim_param NAME), as
+                           an export with a dynamic batch has it (eqsat-run then needs --dim NAME=VALUE)
 """
 import argparse
 
@@ -22,6 +24,7 @@ def main():
     parser.add_argument("target")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data-inputs", type=int, default=1)
+    parser.add_argument("--symbolic-batch")
     a = parser.parse_args()
     model = onnx.load(a.source)
     graph = model.graph
@@ -36,6 +39,9 @@ def main():
         scale = np.sqrt(6.0 / fan_in) if fan_in else 0.1  # uniform(-a, a) has variance a^2 / 3
         weight = (rng.uniform(-1, 1, shape) * scale).astype(np.float32)
         graph.initializer.append(numpy_helper.from_array(weight, value.name))
+    if a.symbolic_batch:
+        for value in list(graph.input) + list(graph.output):
+            value.type.tensor_type.shape.dim[0].dim_param = a.symbolic_batch
     onnx.save(model, a.target)
 
 

@@ -127,21 +127,22 @@ void compare(const std::vector<Tensor<double>>& want, const std::vector<Tensor<d
   }
 }
 
-/// Both graphs evaluated on `leaves_a` and `leaves_b` and compared; evaluated = false with the reason when
-/// one of them cannot be evaluated.
-CheckResult evaluate_and_compare(const Expr& a, const Leaves& leaves_a, const Expr& b, const Leaves& leaves_b,
-                                 const CheckOptions& options, const std::string& where) {
-  CheckResult r;
+/// The original's outputs (`original()`) and the optimized one's (`optimized()`) compared; evaluated = false
+/// with the reason when one of them cannot be evaluated.
+template <class Original, class Optimized>
+CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, const CheckOptions& options,
+                                 Clock::time_point start) {
   std::vector<Tensor<double>> want, got;
   try {
-    want = evaluate_graph(a, leaves_a, options, "original graph" + where);
-    got = evaluate_graph(b, leaves_b, options, "optimized graph" + where);
+    want = original();
+    got = optimized();
   } catch (const std::exception& e) {
-    r.reason = std::string("cannot evaluate: ") + e.what();
-    return r;
+    return not_evaluated(std::string("cannot evaluate: ") + e.what(), start);
   }
+  CheckResult r;
   compare(want, got, options, r);
   r.passed_imported_size = r.passed;
+  r.seconds = since(start);
   return r;
 }
 
@@ -156,9 +157,9 @@ CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, cons
   Leaves leaves;
   add_weights(model, leaves);
   add_random_inputs(model, options.seed, leaves);
-  CheckResult r = evaluate_and_compare(model.graph, leaves, optimized, leaves, options, "");
-  r.seconds = since(start);
-  return r;
+  return evaluate_and_compare([&] { return evaluate_graph(model.graph, leaves, options, "original graph"); },
+                              [&] { return evaluate_graph(optimized, leaves, options, "optimized graph"); }, options,
+                              start);
 }
 
 CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, const CheckOptions& options) {
@@ -167,18 +168,16 @@ CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, 
     std::string what = first_opaque(*m, m->graph);
     if (!what.empty()) return not_evaluated(cannot_evaluate(what), start);
   }
-  Leaves inputs, leaves_a, leaves_b;
+  Leaves inputs;
   add_random_inputs(original, options.seed, inputs);
-  add_weights(original, leaves_a);
-  add_weights(optimized, leaves_b);
-  for (const auto& [name, t] : inputs) {
-    leaves_a.insert_or_assign(name, t);
-    leaves_b.insert_or_assign(name, t);
-  }
-  inputs.clear();
-  CheckResult r = evaluate_and_compare(original.graph, leaves_a, optimized.graph, leaves_b, options, "");
-  r.seconds = since(start);
-  return r;
+  // One model's weights (as doubles) at a time: the two models share none, and ResNet-50's are 200 MB.
+  auto run = [&](const OnnxModel& m, const std::string& label) {
+    Leaves leaves = inputs;
+    add_weights(m, leaves);
+    return evaluate_graph(m.graph, leaves, options, label);
+  };
+  return evaluate_and_compare([&] { return run(original, "original graph"); },
+                              [&] { return run(optimized, "optimized graph"); }, options, start);
 }
 
 std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& model, const ImportOptions& import) {
@@ -208,7 +207,6 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
   CheckResult r = check_equivalent(model, optimized, options);
   if (!r.evaluated || original_bytes.empty()) return r;
   const std::vector<std::pair<std::string, int64_t>> dims = symbolic_dims(model, import);
-  std::optional<std::string> exported;  // the optimized graph as ONNX, made once for all dimensions
   for (const auto& [dim, value] : dims) {
     SizeCheck s;
     s.dim = dim;
@@ -230,8 +228,8 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
     }
     if (original) {
       try {
-        if (!exported) exported = export_onnx_bytes(model, optimized);
-        exported_model = import_onnx_bytes(*exported, "the optimized model at " + at, second);
+        // Made again for each dimension rather than kept: the bytes hold every weight.
+        exported_model = import_onnx_bytes(export_onnx_bytes(model, optimized), "the optimized model at " + at, second);
         if (std::string what = first_opaque(*exported_model, exported_model->graph); !what.empty())
           throw OnnxError(what + " has no meaning there" + first_note(*exported_model));
       } catch (const std::exception& e) {

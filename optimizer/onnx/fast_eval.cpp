@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "rules/evaluator.h"
@@ -34,9 +36,11 @@ void activate_all(Activation act, std::vector<S>& data) {
 
 /// conv2d as ops::eval_conv2d defines it (windows from ops::window_1d, groups from the shapes), computed
 /// per image and group as weight[Og, Cg*KH*KW] x columns[Cg*KH*KW, OH*OW] (im2col; a 1x1 unpadded
-/// stride-1 convolution reads the input directly).
+/// stride-1 convolution reads the input directly). The columns are made for a band of output rows at a
+/// time, so that they stay near kColumnElements (VGG's first layers would need 230 MB at once).
 template <class S>
 Tensor<S> conv2d(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
+  constexpr int64_t kColumnElements = int64_t{1} << 21;
   const Tensor<S>& x = *in[0];
   const Tensor<S>& w = *in[1];
   const int64_t sh = attrs[0], sw = attrs[1];
@@ -48,33 +52,40 @@ Tensor<S> conv2d(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
   const int64_t OH = wy.out, OW = wx.out, OHW = OH * OW, K = Cg * KH * KW;
   const bool direct = KH == 1 && KW == 1 && sh == 1 && sw == 1 && wy.pad_before == 0 && wx.pad_before == 0 &&
                       OH == H && OW == W;
+  const int64_t band = direct ? OH : std::clamp<int64_t>(kColumnElements / (K * OW), 1, OH);  // output rows
   std::vector<S> out(static_cast<size_t>(num_elements(out_shape)));
-  std::vector<S> cols(direct ? 0 : static_cast<size_t>(K * OHW));
+  std::vector<S> cols(direct ? 0 : static_cast<size_t>(K * band * OW));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < groups; ++g) {
       const S* image = x.data.data() + (n * C + g * Cg) * H * W;
-      if (!direct) {
-        // cols[(c*KH + ky)*KW + kx][oy*OW + ox] = x[n, g*Cg + c, oy*sh - pad + ky, ox*sw - pad + kx], 0 outside.
-        S* col = cols.data();
-        for (int64_t c = 0; c < Cg; ++c)
-          for (int64_t ky = 0; ky < KH; ++ky)
-            for (int64_t kx = 0; kx < KW; ++kx)
-              for (int64_t oy = 0; oy < OH; ++oy) {
-                const int64_t iy = oy * sh - wy.pad_before + ky;
-                if (iy < 0 || iy >= H) {
-                  std::fill(col, col + OW, S(0));
-                  col += OW;
-                  continue;
+      S* result = out.data() + (n * O + g * Og) * OHW;
+      for (int64_t oy0 = 0; oy0 < OH; oy0 += band) {
+        const int64_t rows = std::min(band, OH - oy0), cells = rows * OW;
+        if (!direct) {
+          // cols[(c*KH + ky)*KW + kx][(oy - oy0)*OW + ox] = x[n, g*Cg + c, oy*sh - pad + ky, ox*sw - pad + kx],
+          // 0 outside the image.
+          S* col = cols.data();
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx)
+                for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
+                  const int64_t iy = oy * sh - wy.pad_before + ky;
+                  if (iy < 0 || iy >= H) {
+                    std::fill(col, col + OW, S(0));
+                    col += OW;
+                    continue;
+                  }
+                  const S* row = image + (c * H + iy) * W;
+                  for (int64_t ox = 0; ox < OW; ++ox) {
+                    const int64_t ix = ox * sw - wx.pad_before + kx;
+                    *col++ = ix < 0 || ix >= W ? S(0) : row[ix];
+                  }
                 }
-                const S* row = image + (c * H + iy) * W;
-                for (int64_t ox = 0; ox < OW; ++ox) {
-                  const int64_t ix = ox * sw - wx.pad_before + kx;
-                  *col++ = ix < 0 || ix >= W ? S(0) : row[ix];
-                }
-              }
+        }
+        // result[o][oy0*OW ...] for this band: rows of length `cells` inside rows of length OHW.
+        gemm(Og, cells, K, w.data.data() + g * Og * K, K, direct ? image : cols.data(), direct ? OHW : cells,
+             result + oy0 * OW, OHW);
       }
-      gemm(Og, OHW, K, w.data.data() + g * Og * K, K, direct ? image : cols.data(), OHW,
-           out.data() + (n * O + g * Og) * OHW, OHW);
     }
   activate_all(static_cast<Activation>(attrs[4]), out);
   return Tensor<S>(out_shape, std::move(out));
@@ -150,16 +161,30 @@ Tensor<S> broadcast(ops::Args<S> in, const Shape& out_shape) {
   return Tensor<S>(out_shape, std::move(out));
 }
 
+/// Whether BLAS's 32-bit integers hold every matrix dimension and leading dimension of this operator: each
+/// is at most the largest operand or result size.
+template <class S>
+bool fits_blas(ops::Args<S> args, const Shape& out_shape) {
+  int64_t largest = num_elements(out_shape);
+  for (const Tensor<S>* t : args) largest = std::max(largest, t->size());
+  return largest <= std::numeric_limits<blasint>::max();
+}
+
 }  // namespace
 
 template <class S>
 Tensor<S> evaluate_op_fast(OpKind op, AttrSpan attrs, ops::Args<S> args, const Shape& out_shape) {
   switch (op) {
-    case OpKind::Conv2d: return conv2d(attrs, args, out_shape);
-    case OpKind::Matmul: return matmul(attrs, args, out_shape);
+    case OpKind::Conv2d:
+      if (fits_blas(args, out_shape)) return conv2d(attrs, args, out_shape);
+      break;
+    case OpKind::Matmul:
+      if (fits_blas(args, out_shape)) return matmul(attrs, args, out_shape);
+      break;
     case OpKind::Broadcast: return broadcast(args, out_shape);
-    default: return evaluate_op<S>(Arith<S>{}, op, attrs, args, out_shape);
+    default: break;
   }
+  return evaluate_op<S>(Arith<S>{}, op, attrs, args, out_shape);
 }
 
 template <class S>

@@ -237,6 +237,13 @@ TEST(FastEval, Conv2dEveryVariantAgreesWithTheDefinition) {
               ++cases;
             }
   EXPECT_EQ(cases, 3 * 4 * 2 * 3 * 4 * 2);
+  // Images large enough that the columns are made a band of output rows at a time (2^21 elements per
+  // band: 36 of the 100 rows here, then 36 and 28), padded and strided.
+  for (Case c : {Case{{1, 1, -1, -1, 2}, {{1, 16, 100, 400}, {2, 16, 3, 3}}},
+                 Case{{2, 1, 1, 2, 0}, {{1, 16, 200, 400}, {2, 8, 3, 3}}}}) {
+    EXPECT_LE(max_error<double>(OpKind::Conv2d, c, infer_shape(OpKind::Conv2d, c.attrs, c.shapes), rng), 1e-12)
+        << describe(OpKind::Conv2d, c);
+  }
   // Depthwise (one channel per group), as MobileNet has it.
   Case dw{{2, 2, -1, -1, 2}, {{1, 8, 7, 7}, {8, 1, 3, 3}}};
   EXPECT_LE(max_error<double>(OpKind::Conv2d, dw, infer_shape(OpKind::Conv2d, dw.attrs, dw.shapes), rng), 1e-12);
