@@ -71,6 +71,9 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
                       {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
                       {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
   if (!c.reason.empty()) j["reason"] = c.reason;
+  for (const onnx_io::SizeCheck& s : c.sizes)
+    j["sizes"].push_back({{"dim", s.dim}, {"value", s.value}, {"evaluated", s.evaluated}, {"passed", s.passed},
+                          {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason}});
   return j;
 }
 
@@ -215,8 +218,11 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     }
   }
   if (config.check) {
-    result.check = onnx_io::check_equivalent(model, r.optimized, config.check_options);
-    if (result.check->evaluated && !result.check->passed) result.exit_code = 1;
+    onnx_io::CheckOptions co = config.check_options;
+    if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
+    result.check = onnx_io::check_optimization_file(model, r.optimized,
+                                                    config.builtin.empty() ? config.model : fs::path(), config.import, co);
+    result.exit_code = !result.check->evaluated ? kExitCheckNotRun : result.check->passed ? 0 : 1;
   }
   const double total = since(start);
 
@@ -282,12 +288,19 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     if (result.check) {
       const auto& c = *result.check;
       if (!c.evaluated)
-        *log << "  check: skipped: " << c.reason << "\n";
+        *log << "  check: could not run: " << c.reason << "\n";
       else
         *log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
              << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
-             << (c.passed ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
-             << fmt("%g", config.check_options.rtol) << ", atol " << fmt("%g", config.check_options.atol) << ")\n";
+             << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
+             << fmt("%g", config.check_options.rtol) << ", atol " << fmt("%g", config.check_options.atol) << "), "
+             << fmt("%.2f", c.seconds) << " s\n";
+      for (const onnx_io::SizeCheck& s : c.sizes)
+        *log << "  check at " << s.dim << "=" << s.value << ": "
+             << (!s.evaluated ? "not checked: " + s.reason
+                 : s.passed   ? std::to_string(s.elements) + " output elements, equal within tolerance"
+                              : "FAILED: " + s.reason)
+             << "\n";
     }
     if (latency)
       *log << "  measured on " << latency->device << ": " << fmt("%.3f", latency->original.median_ms) << " ms -> "

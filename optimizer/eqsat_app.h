@@ -3,7 +3,7 @@
 // program itself (tools/eqsat_run.cpp) only parses options into an EqsatConfig and maps errors to exit
 // codes. Usage:
 //   EqsatConfig c{.model = "corpus/models/mlp.onnx", .output = "mlp.opt.onnx", .check = true};
-//   EqsatResult r = optimize_model(c);   // r.exit_code: 0 ok, 1 the check found a difference
+//   EqsatResult r = optimize_model(c);   // r.exit_code: 0 ok, 1 the check found a difference, 4 no check
 #pragma once
 
 #include <filesystem>
@@ -44,8 +44,14 @@ struct EqsatConfig {
   std::ostream* log = nullptr;            // progress and summary (eqsat-run: stderr); nullptr: quiet
 };
 
+/// Exit code of eqsat-run when --check was asked for and could not run (an operator without a reference
+/// implementation, say): the optimized model and the report are written, but nothing vouches for them.
+inline constexpr int kExitCheckNotRun = 4;
+
 struct EqsatResult {
-  int exit_code = 0;  // 0: done; 1: the check found outputs beyond tolerance
+  /// 0: done; 1: the check found outputs beyond tolerance (at the imported size or at the second value of
+  /// a symbolic dimension); kExitCheckNotRun: the check could not run (check->reason says why).
+  int exit_code = 0;
   onnx_io::OnnxModel model;
   OptimizeReport report;
   std::optional<onnx_io::CheckResult> check;

@@ -2,7 +2,7 @@
 //   eqsat-run MODEL.onnx -o OUT.onnx [--rules FILE] [--cost SPEC] [--extract greedy|ilp] [--check] ...
 //   eqsat-run --model resnet50 [--search sequential] [--measure] [--export FILE.onnx] ...
 // Options -> EqsatConfig -> optimize_model() -> exit code: 0 done, 1 --check found a difference,
-// 2 bad input (file, model, opset, shapes, rules, cost model), 3 internal error.
+// 2 bad input (file, model, opset, shapes, rules, cost model), 3 internal error, 4 --check could not run.
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -125,7 +125,10 @@ int main(int argc, char** argv) {
   if (quiet) c.log = nullptr;
 
   try {
-    return teq::optimize_model(c).exit_code;
+    const teq::EqsatResult r = teq::optimize_model(c);
+    if (r.exit_code == teq::kExitCheckNotRun)
+      std::cerr << "eqsat-run: error: --check could not run: " << r.check->reason << "\n";
+    return r.exit_code;
   } catch (const teq::EqsatError& e) {
     std::cerr << "eqsat-run: error: " << e.what() << "\n";
     return e.exit_code();

@@ -10,7 +10,8 @@ Each model exercises a part of the importer and of the rule corpus (docs/eqsat-r
   opaque_ops       LeakyRelu and Resize (outside the vocabulary) between convolutions
 
 It also writes the malformed models of eqsat-run's error tests to tests/python/data/ (opset 18, an
-unbound symbolic dimension, an operator whose output shape cannot be inferred).
+unbound symbolic dimension, an operator whose output shape cannot be inferred), and the models with a
+symbolic batch of the check at a second batch size (flatten_batch, row_norms, row_norms_mixed, batch_one_only).
 
 Usage: .venv/bin/python tools/make_models.py [OUT_DIR]   (default corpus/models; tools/setup-python.sh
 makes .venv). The output is deterministic: the same bytes on every run.
@@ -167,6 +168,35 @@ def bad_models(out_dir):
     return paths
 
 
+def batch_models(out_dir):
+    """Models with a symbolic batch for the check at a second batch size (tests/optimizer/onnx_check_test.cpp,
+    tests/python/test_second_size.py)."""
+    paths = []
+    # Conv, Relu, Flatten, Gemm: the Flatten is where a batch fixed at import shows (a constant Reshape).
+    b = Builder("flatten_batch", 11)
+    h = b.conv("x", 3, 4, 3)
+    f = b.node("Flatten", [h], axis=1)
+    b.node("Gemm", [f, b.weight("fc.w", (5, 4 * 6 * 6), 0.1), b.weight("fc.b", (5,), 0.1)], "y", transB=1)
+    paths.append(b.save([tensor("x", ["batch", 3, 6, 6])], [tensor("y", ["batch", 5])], out_dir))
+    # y = x * |x|^2 row by row, and a graph equal to it at batch 1 only: x @ (x^T @ x) mixes the rows.
+    b = Builder("row_norms", 12)
+    sq = b.node("Mul", ["x", "x"])
+    n = b.node("MatMul", [sq, b.const("ones", np.ones((3, 1), np.float32))])
+    b.node("Mul", ["x", n], "y")
+    paths.append(b.save([tensor("x", ["batch", 3])], [tensor("y", ["batch", 3])], out_dir))
+    b = Builder("row_norms_mixed", 13)
+    t = b.node("Transpose", ["x"], perm=[1, 0])
+    g = b.node("MatMul", [t, "x"])
+    b.node("MatMul", ["x", g], "y")
+    paths.append(b.save([tensor("x", ["batch", 3])], [tensor("y", ["batch", 3])], out_dir))
+    # Declares a symbolic batch but only works at batch 1 (Reshape to a constant [3]).
+    b = Builder("batch_one_only", 14)
+    r = b.node("Reshape", ["x", b.const("shape", np.array([3], np.int64))])
+    b.node("Relu", [r], "y")
+    paths.append(b.save([tensor("x", ["batch", 3])], [tensor("y", [3])], out_dir))
+    return paths
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "corpus", "models")
@@ -174,7 +204,7 @@ def main():
     paths = [make(out_dir) for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops)]
     bad_dir = os.path.join(root, "tests", "python", "data")
     os.makedirs(bad_dir, exist_ok=True)
-    for path in paths + bad_models(bad_dir):
+    for path in paths + bad_models(bad_dir) + batch_models(bad_dir):
         print(f"make_models: {os.path.relpath(path, root)} ({os.path.getsize(path)} bytes)")
 
 

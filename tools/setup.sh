@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake g++ pkg-config
   libz3-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler
-  coinor-libcbc-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  coinor-libcbc-dev libopenblas-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   clang libclang-rt-14-dev   # the libFuzzer targets (tools/fuzz.sh); the runtime is only a Recommends of clang
 )
 

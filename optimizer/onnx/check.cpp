@@ -2,13 +2,27 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <random>
+#include <set>
+#include <sstream>
 
-#include "rules/evaluator.h"
+#include <onnx/onnx_pb.h>
+
+#include "optimizer/onnx/fast_eval.h"
+#include "optimizer/onnx/onnx_export.h"
 
 namespace teq::onnx_io {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+using Leaves = std::map<std::string, Tensor<double>>;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 /// The first opaque operator of `g`, described for a message, or empty.
 std::string first_opaque(const OnnxModel& model, const Expr& g) {
@@ -23,45 +37,77 @@ std::string first_opaque(const OnnxModel& model, const Expr& g) {
   return "";
 }
 
-}  // namespace
+/// The importer's first note (why a node stayed opaque), as "; note: ..." for a message, or empty.
+std::string first_note(const OnnxModel& m) { return m.notes.empty() ? "" : " (" + m.notes.front() + ")"; }
 
-CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, const CheckOptions& options) {
-  auto start = std::chrono::steady_clock::now();
+std::string cannot_evaluate(const std::string& what) {
+  return "cannot evaluate: the model contains " + what +
+         ", which is outside the operator vocabulary and has no reference implementation";
+}
+
+CheckResult not_evaluated(std::string reason, Clock::time_point start) {
   CheckResult r;
-  for (const Expr* g : {&model.graph, &optimized}) {
-    std::string what = first_opaque(model, *g);
-    if (!what.empty()) {
-      r.reason = "cannot evaluate: the model contains " + what +
-                 ", which is outside the operator vocabulary and has no reference implementation";
-      return r;
-    }
-  }
-  std::map<std::string, Tensor<double>> leaves;
-  for (const auto& [name, w] : model.weights) leaves.emplace(name, Tensor<double>(w.shape, std::vector<double>(w.data.begin(), w.data.end())));
-  // Inputs in declaration order, so that the values do not depend on the graph's node order.
-  std::mt19937_64 rng(options.seed);
+  r.reason = std::move(reason);
+  r.seconds = since(start);
+  return r;
+}
+
+/// Weights as doubles (the evaluator's precision), one copy shared by every evaluation.
+void add_weights(const OnnxModel& model, Leaves& leaves) {
+  for (const auto& [name, w] : model.weights)
+    leaves.insert_or_assign(name, Tensor<double>(w.shape, std::vector<double>(w.data.begin(), w.data.end())));
+}
+
+/// Graph inputs in declaration order, so that the values do not depend on the graph's node order.
+void add_random_inputs(const OnnxModel& model, uint64_t seed, Leaves& leaves) {
+  std::mt19937_64 rng(seed);
   for (const TensorInfo& in : model.inputs) {
     if (in.is_weight) continue;
-    std::vector<double> v(num_elements(in.shape));
+    std::vector<double> v(static_cast<size_t>(num_elements(in.shape)));
     // 53 random bits -> [-1, 1): the same on every platform (unlike std::uniform_real_distribution).
     for (double& x : v) x = static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0;
-    leaves.emplace(in.name, Tensor<double>(in.shape, std::move(v)));
+    leaves.insert_or_assign(in.name, Tensor<double>(in.shape, std::move(v)));
   }
-  std::vector<Tensor<double>> want, got;
-  try {
-    want = evaluate<double>(model.graph, Arith<double>{}, leaves);
-    got = evaluate<double>(optimized, Arith<double>{}, leaves);
-  } catch (const std::exception& e) {
-    r.reason = std::string("cannot evaluate: ") + e.what();
-    return r;
+}
+
+std::map<std::string, const Tensor<double>*> pointers(const Leaves& leaves) {
+  std::map<std::string, const Tensor<double>*> p;
+  for (const auto& [name, t] : leaves) p.emplace(name, &t);
+  return p;
+}
+
+/// Evaluates one graph, reporting progress through options.on_progress at most every progress_seconds.
+std::vector<Tensor<double>> evaluate_graph(const Expr& g, const Leaves& leaves, const CheckOptions& options,
+                                           const std::string& label) {
+  FastEvalOptions fo;
+  if (options.on_progress) {
+    const Clock::time_point start = Clock::now();
+    fo.on_progress = [&options, &label, start, last = start](size_t done, size_t total) mutable {
+      const Clock::time_point now = Clock::now();
+      if (std::chrono::duration<double>(now - last).count() < options.progress_seconds || done == total) return;
+      last = now;
+      char line[160];
+      std::snprintf(line, sizeof line, ": %zu/%zu operators (%.0f%%), %.1f s", done, total,
+                    100.0 * static_cast<double>(done) / static_cast<double>(total), since(start));
+      options.on_progress(label + line);
+    };
   }
+  return evaluate_fast<double>(g, pointers(leaves), fo);
+}
+
+/// Element-wise comparison of two graphs' outputs into r (passed, differences, elements, reason).
+void compare(const std::vector<Tensor<double>>& want, const std::vector<Tensor<double>>& got,
+             const CheckOptions& options, CheckResult& r) {
   r.evaluated = true;
   r.passed = want.size() == got.size();
+  if (!r.passed)
+    r.reason = std::to_string(got.size()) + " outputs, expected " + std::to_string(want.size());
   for (size_t k = 0; k < want.size() && k < got.size(); ++k) {
     if (want[k].shape != got[k].shape) {
       r.passed = false;
-      r.reason = "output " + std::to_string(k) + " has shape " + to_string(got[k].shape) + ", expected " +
-                 to_string(want[k].shape);
+      if (r.reason.empty())
+        r.reason = "output " + std::to_string(k) + " has shape " + to_string(got[k].shape) + ", expected " +
+                   to_string(want[k].shape);
       continue;
     }
     for (size_t i = 0; i < want[k].data.size(); ++i) {
@@ -70,12 +116,163 @@ CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, cons
       if (std::isnan(diff)) diff = 0;  // both NaN (or equal infinities)
       r.max_abs_diff = std::max(r.max_abs_diff, diff);
       r.max_rel_diff = std::max(r.max_rel_diff, diff / std::max(std::fabs(a), options.atol));
-      if (diff > options.atol + options.rtol * std::fabs(a)) r.passed = false;
+      if (diff > options.atol + options.rtol * std::fabs(a)) {
+        if (r.passed && r.reason.empty())
+          r.reason = "output " + std::to_string(k) + " element " + std::to_string(i) + " is " + std::to_string(b) +
+                     ", expected " + std::to_string(a);
+        r.passed = false;
+      }
       ++r.elements;
     }
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The original's outputs (`original()`) and the optimized one's (`optimized()`) compared; evaluated = false
+/// with the reason when one of them cannot be evaluated.
+template <class Original, class Optimized>
+CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, const CheckOptions& options,
+                                 Clock::time_point start) {
+  std::vector<Tensor<double>> want, got;
+  try {
+    want = original();
+    got = optimized();
+  } catch (const std::exception& e) {
+    return not_evaluated(std::string("cannot evaluate: ") + e.what(), start);
+  }
+  CheckResult r;
+  compare(want, got, options, r);
+  r.passed_imported_size = r.passed;
+  r.seconds = since(start);
   return r;
+}
+
+}  // namespace
+
+CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, const CheckOptions& options) {
+  const Clock::time_point start = Clock::now();
+  for (const Expr* g : {&model.graph, &optimized}) {
+    std::string what = first_opaque(model, *g);
+    if (!what.empty()) return not_evaluated(cannot_evaluate(what), start);
+  }
+  Leaves leaves;
+  add_weights(model, leaves);
+  add_random_inputs(model, options.seed, leaves);
+  return evaluate_and_compare([&] { return evaluate_graph(model.graph, leaves, options, "original graph"); },
+                              [&] { return evaluate_graph(optimized, leaves, options, "optimized graph"); }, options,
+                              start);
+}
+
+CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, const CheckOptions& options) {
+  const Clock::time_point start = Clock::now();
+  for (const OnnxModel* m : {&original, &optimized}) {
+    std::string what = first_opaque(*m, m->graph);
+    if (!what.empty()) return not_evaluated(cannot_evaluate(what), start);
+  }
+  Leaves inputs;
+  add_random_inputs(original, options.seed, inputs);
+  // One model's weights (as doubles) at a time: the two models share none, and ResNet-50's are 200 MB.
+  auto run = [&](const OnnxModel& m, const std::string& label) {
+    Leaves leaves = inputs;
+    add_weights(m, leaves);
+    return evaluate_graph(m.graph, leaves, options, label);
+  };
+  return evaluate_and_compare([&] { return run(original, "original graph"); },
+                              [&] { return run(optimized, "optimized graph"); }, options, start);
+}
+
+std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& model, const ImportOptions& import) {
+  std::vector<std::pair<std::string, int64_t>> dims;
+  onnx::ModelProto shell;  // the model as imported, without nodes: declared inputs keep their dim_params
+  if (model.shell.empty() || !shell.ParseFromString(model.shell)) return dims;
+  std::set<std::string> data_inputs, seen;
+  for (const TensorInfo& in : model.inputs)
+    if (!in.is_weight) data_inputs.insert(in.name);
+  for (const auto& in : shell.graph().input()) {
+    if (!data_inputs.count(in.name()) || !in.type().tensor_type().has_shape()) continue;
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      if (d.has_dim_value() || !d.has_dim_param() || !seen.insert(d.dim_param()).second) continue;
+      auto it = import.dims.find(d.dim_param());
+      int64_t value = it != import.dims.end() ? it->second : import.default_dim;
+      if (value > 0) dims.emplace_back(d.dim_param(), value);
+    }
+  }
+  return dims;
+}
+
+int64_t second_value(int64_t value) { return value == 1 ? 2 : 1; }
+
+CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, std::string_view original_bytes,
+                               const ImportOptions& import, const CheckOptions& options) {
+  const Clock::time_point start = Clock::now();
+  CheckResult r = check_equivalent(model, optimized, options);
+  if (!r.evaluated || original_bytes.empty()) return r;
+  const std::vector<std::pair<std::string, int64_t>> dims = symbolic_dims(model, import);
+  for (const auto& [dim, value] : dims) {
+    SizeCheck s;
+    s.dim = dim;
+    s.value = second_value(value);
+    const std::string at = dim + "=" + std::to_string(s.value);
+    ImportOptions second = import;
+    second.dims[dim] = s.value;
+    const std::string failed = "at " + at + " (the second value of symbolic dimension '" + dim + "') ";
+    std::optional<OnnxModel> original, exported_model;
+    try {
+      original = import_onnx_bytes(original_bytes, model.source + " at " + at, second);
+      // An operator the importer keeps opaque at this size only (its shape no longer fits): the original
+      // itself does not work here.
+      if (std::string what = first_opaque(*original, original->graph); !what.empty())
+        throw OnnxError(what + " has no meaning there" + first_note(*original));
+    } catch (const std::exception& e) {
+      original.reset();
+      s.reason = "the original model does not import at " + at + ", so this size is not checked: " + e.what();
+    }
+    if (original) {
+      try {
+        // Made again for each dimension rather than kept: the bytes hold every weight.
+        exported_model = import_onnx_bytes(export_onnx_bytes(model, optimized), "the optimized model at " + at, second);
+        if (std::string what = first_opaque(*exported_model, exported_model->graph); !what.empty())
+          throw OnnxError(what + " has no meaning there" + first_note(*exported_model));
+      } catch (const std::exception& e) {
+        exported_model.reset();
+        s.evaluated = true;
+        s.reason = failed + "the optimized model is invalid: " + e.what();
+      }
+    }
+    if (exported_model) {
+      CheckOptions o = options;
+      if (options.on_progress)
+        o.on_progress = [&options, &at](const std::string& line) { options.on_progress(line + " at " + at); };
+      CheckResult c = check_models(*original, *exported_model, o);
+      s.evaluated = c.evaluated;
+      s.passed = c.passed;
+      s.max_abs_diff = c.max_abs_diff;
+      s.max_rel_diff = c.max_rel_diff;
+      s.elements = c.elements;
+      if (!c.evaluated)
+        s.reason = "at " + at + " not checked: " + c.reason;
+      else if (!c.passed)
+        s.reason = failed + "the optimized model computes other values: " + c.reason;
+    }
+    if (s.evaluated && !s.passed) {
+      r.passed = false;
+      if (r.reason.empty()) r.reason = s.reason;
+    }
+    r.sizes.push_back(std::move(s));
+  }
+  r.seconds = since(start);
+  return r;
+}
+
+CheckResult check_optimization_file(const OnnxModel& model, const Expr& optimized, const std::filesystem::path& original,
+                               const ImportOptions& import, const CheckOptions& options) {
+  std::string bytes;
+  if (!original.empty()) {
+    std::ifstream f(original, std::ios::binary);
+    std::ostringstream s;
+    if (!(s << f.rdbuf())) throw OnnxError(original.string() + ": cannot read the model again for --check");
+    bytes = s.str();
+  }
+  return check_optimization(model, optimized, std::string_view(bytes), import, options);
 }
 
 }  // namespace teq::onnx_io

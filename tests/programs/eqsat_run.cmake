@@ -4,7 +4,8 @@
 # This file has two roles: included by tests/CMakeLists.txt it registers the tests; run with
 # `cmake -P` it is the runner of one case (EXE, ARGS separated by '|', EXPECT_RC, EXPECT_MSG regex on stderr,
 # optional EXPECT_OUT regex on stdout, TRUNCATE_FROM/TRUNCATE_TO to make a truncated copy of a file first,
-# REPORT to validate). tests/programs/errors.cmake runs its cases through it too.
+# REPORT to validate, EXPECT_FILES: files ('|'-separated) removed before the run that it must write).
+# tests/programs/errors.cmake runs its cases through it too.
 if(CMAKE_SCRIPT_MODE_FILE)
   if(DEFINED TRUNCATE_FROM)
     file(SIZE "${TRUNCATE_FROM}" size)
@@ -15,6 +16,10 @@ if(CMAKE_SCRIPT_MODE_FILE)
     endif()
   endif()
   string(REPLACE "|" ";" args "${ARGS}")
+  string(REPLACE "|" ";" expect_files "${EXPECT_FILES}")
+  foreach(f IN LISTS expect_files)
+    file(REMOVE "${f}")
+  endforeach()
   execute_process(COMMAND "${EXE}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${err}")
   if(NOT rc STREQUAL "${EXPECT_RC}")
@@ -26,6 +31,11 @@ if(CMAKE_SCRIPT_MODE_FILE)
   if(DEFINED EXPECT_OUT AND NOT out MATCHES "${EXPECT_OUT}")
     message(FATAL_ERROR "stdout does not match '${EXPECT_OUT}':\n${out}")
   endif()
+  foreach(f IN LISTS expect_files)
+    if(NOT EXISTS "${f}")
+      message(FATAL_ERROR "the run did not write ${f}")
+    endif()
+  endforeach()
   if(DEFINED REPORT)
     file(READ "${REPORT}" json)
     foreach(field model original_cost optimized_cost speedup cost_model iterations enodes eclasses stop_reason
@@ -87,9 +97,17 @@ set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/shared_matmul.json)
 eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_MODELS}/shared_matmul.onnx
                ${ok_rules} -o ${EQSAT_RUN_WORK}/shared_matmul.opt.onnx --check --report
                ${EQSAT_RUN_WORK}/shared_matmul.json)
+# A check that cannot run (an operator without a reference implementation) exits 4, after writing the
+# optimized model and the report.
+set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/opaque_ops.opt.onnx|${EQSAT_RUN_WORK}/opaque_ops.json")
+eqsat_run_case(check_opaque 4 "check: could not run: cannot evaluate: .*LeakyRelu.*error: --check could not run"
+               ${EQSAT_RUN_MODELS}/opaque_ops.onnx ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx
+               --report ${EQSAT_RUN_WORK}/opaque_ops.json)
 set(EQSAT_RUN_EXTRA "")
-eqsat_run_case(check_opaque 0 "check: skipped: cannot evaluate: .*LeakyRelu" ${EQSAT_RUN_MODELS}/opaque_ops.onnx
-               ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx)
+# A symbolic batch bound to 4 is checked at 4 and again at 1 (tests/python/test_second_size.py: the verdict at
+# the second size is onnxruntime's).
+eqsat_run_case(check_second_size 0 "check: 12 output elements.*check at batch=1: 3 output elements, equal within tolerance"
+               ${EQSAT_RUN_DATA}/symbolic_dim.onnx ${ok_rules} --dim batch=4 --check)
 # Several rule files are used together; an id repeated by a later file gets the file's stem in front.
 eqsat_run_case(two_rule_files 0 "57 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules
@@ -119,5 +137,12 @@ add_test(NAME eqsat_run.onnxruntime_models
                  sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${EQSAT_RUN_MODELS}
                  ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/python)
 set_tests_properties(eqsat_run.onnxruntime_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# --check at batch 2 of a model optimized at batch 1 (a Flatten) gives onnxruntime's verdict.
+add_test(NAME eqsat_run.second_size_onnxruntime
+         COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                 sh ${PROJECT_SOURCE_DIR}/tests/python/test_second_size.py $<TARGET_FILE:eqsat-run>
+                 ${EQSAT_RUN_DATA}/flatten_batch.onnx ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/second_size)
+set_tests_properties(eqsat_run.second_size_onnxruntime PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 # PyTorch exports (corpus/models/torch/): tests/programs/torch_models.cmake.

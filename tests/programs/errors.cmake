@@ -166,6 +166,9 @@ errors_case(eqsat_run_conflicting_model eqsat-run 2 stderr "eqsat-run: error: gi
             ${MLP} --model squeezenet ${OK_RULES})
 errors_case(eqsat_run_conflicting_export eqsat-run 2 stderr "--export excludes --output"
             --model squeezenet --export ${W}/squeezenet.onnx -o ${W}/squeezenet.opt.onnx)
+errors_case(eqsat_run_check_not_run eqsat-run 4 stderr
+            "eqsat-run: error: --check could not run: cannot evaluate: the model contains operator LeakyRelu"
+            ${PROJECT_SOURCE_DIR}/corpus/models/opaque_ops.onnx ${OK_RULES} --check)
 
 # --- ruleverify --------------------------------------------------------------------------------------------
 errors_case(ruleverify_missing_file ruleverify 2 stderr "ruleverify: .*nope\\.json: cannot open file" ${W}/nope.json)

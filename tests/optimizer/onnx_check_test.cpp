@@ -1,0 +1,151 @@
+// --check at a second value of each symbolic dimension (optimizer/onnx/check.h): models with a symbolic
+// batch from tools/make_models.py (tests/python/data/). A graph equal to the original at batch 1 only must
+// fail at batch 2, whether its export no longer imports there or computes other values; a model whose
+// original only works at batch 1 is not checked there, and says so.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "optimizer/onnx/check.h"
+#include "optimizer/onnx/onnx_import.h"
+#include "rules/sexpr.h"
+
+namespace teq::onnx_io {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "python" / "data";
+
+std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+ImportOptions batch(int64_t value) {
+  ImportOptions o;
+  o.dims["batch"] = value;
+  return o;
+}
+
+TEST(OnnxCheck, SymbolicDimsAndTheirSecondValues) {
+  const OnnxModel m = import_onnx(kData / "flatten_batch.onnx", batch(4));
+  const auto dims = symbolic_dims(m, batch(4));
+  ASSERT_EQ(dims.size(), 1u);
+  EXPECT_EQ(dims[0], std::make_pair(std::string("batch"), int64_t{4}));
+  EXPECT_EQ(second_value(1), 2);
+  EXPECT_EQ(second_value(4), 1);
+  ImportOptions by_default;
+  by_default.default_dim = 3;
+  EXPECT_EQ(symbolic_dims(import_onnx(kData / "flatten_batch.onnx", by_default), by_default)[0].second, 3);
+  EXPECT_TRUE(symbolic_dims(import_onnx(TEQ_SOURCE_DIR "/corpus/models/mlp.onnx"), {}).empty());
+}
+
+TEST(OnnxCheck, ModelsImportedSeparatelyCompareByInputName) {
+  const OnnxModel a = import_onnx(kData / "row_norms.onnx", batch(1));
+  const OnnxModel b = import_onnx(kData / "row_norms_mixed.onnx", batch(1));
+  CheckResult same = check_models(a, b);
+  ASSERT_TRUE(same.evaluated) << same.reason;
+  EXPECT_TRUE(same.passed) << same.reason;
+  EXPECT_EQ(same.elements, 3u);
+  CheckResult differ = check_models(import_onnx(kData / "row_norms.onnx", batch(2)),
+                                    import_onnx(kData / "row_norms_mixed.onnx", batch(2)));
+  ASSERT_TRUE(differ.evaluated) << differ.reason;
+  EXPECT_FALSE(differ.passed);
+  EXPECT_GT(differ.max_abs_diff, 1e-3);
+}
+
+// x @ (x^T @ x) equals x * |x|^2 at batch 1: the check at batch 1 passes, the one at batch 2 finds other values.
+TEST(OnnxCheck, SecondBatchSizeCatchesOtherValues) {
+  const std::string original = read_bytes(kData / "row_norms.onnx");
+  const OnnxModel m = import_onnx_bytes(original, "row_norms.onnx", batch(1));
+  const Expr mixed = import_onnx(kData / "row_norms_mixed.onnx", batch(1)).graph;  // leaves: the input x only
+  CheckResult c = check_optimization(m, mixed, original, batch(1));
+  ASSERT_TRUE(c.evaluated) << c.reason;
+  EXPECT_LT(c.max_abs_diff, 1e-12);  // equal at the imported size
+  EXPECT_FALSE(c.passed);
+  ASSERT_EQ(c.sizes.size(), 1u);
+  EXPECT_EQ(c.sizes[0].dim, "batch");
+  EXPECT_EQ(c.sizes[0].value, 2);
+  EXPECT_TRUE(c.sizes[0].evaluated);
+  EXPECT_FALSE(c.sizes[0].passed);
+  EXPECT_EQ(c.sizes[0].elements, 6u);
+  EXPECT_NE(c.reason.find("at batch=2 (the second value of symbolic dimension 'batch')"), std::string::npos) << c.reason;
+  // The original against itself passes at both sizes; from batch 4 the second size is 1.
+  CheckResult self = check_optimization(import_onnx_bytes(original, "row_norms.onnx", batch(4)),
+                                        import_onnx_bytes(original, "row_norms.onnx", batch(4)).graph, original,
+                                        batch(4));
+  EXPECT_TRUE(self.passed) << self.reason;
+  ASSERT_EQ(self.sizes.size(), 1u);
+  EXPECT_EQ(self.sizes[0].value, 1);
+  EXPECT_TRUE(self.sizes[0].passed) << self.sizes[0].reason;
+  EXPECT_EQ(self.sizes[0].elements, 3u);
+}
+
+// An optimized graph that multiplies by a [1,1] weight is right at batch 1, and its export cannot be
+// imported at batch 2 ([1,1] x [2,5]): the check fails there, naming the dimension.
+TEST(OnnxCheck, SecondBatchSizeCatchesAGraphFixedToOneBatch) {
+  const std::string original = read_bytes(kData / "flatten_batch.onnx");
+  OnnxModel m = import_onnx_bytes(original, "flatten_batch.onnx", batch(1));
+  m.weights.emplace("teq_one", Tensor<float>(Shape{1, 1}, 1.0f));
+  Expr fixed;
+  fixed.add_root(fixed.add(OpKind::Matmul, {0},
+                           {fixed.add(ExprNode{OpKind::Weight, {1, 1}, {}, "teq_one"}),
+                            fixed.import(m.graph, m.graph.root())}));
+  CheckResult c = check_optimization(m, fixed, original, batch(1));
+  ASSERT_TRUE(c.evaluated) << c.reason;
+  EXPECT_LT(c.max_abs_diff, 1e-12);
+  EXPECT_FALSE(c.passed);
+  ASSERT_EQ(c.sizes.size(), 1u);
+  EXPECT_TRUE(c.sizes[0].evaluated);
+  EXPECT_FALSE(c.sizes[0].passed);
+  EXPECT_NE(c.reason.find("at batch=2 (the second value of symbolic dimension 'batch') the optimized model is invalid"),
+            std::string::npos)
+      << c.reason;
+}
+
+// The unchanged graph, exported and imported at batch 2, is checked there (its verdict depends on
+// whether the exporter keeps the batch symbolic; tests/python/test_second_size.py compares it with
+// onnxruntime's).
+TEST(OnnxCheck, SecondBatchSizeIsEvaluated) {
+  const std::string original = read_bytes(kData / "flatten_batch.onnx");
+  const OnnxModel m = import_onnx_bytes(original, "flatten_batch.onnx", batch(1));
+  CheckResult c = check_optimization(m, m.graph, original, batch(1));
+  ASSERT_TRUE(c.evaluated) << c.reason;
+  ASSERT_EQ(c.sizes.size(), 1u);
+  EXPECT_TRUE(c.sizes[0].evaluated) << c.sizes[0].reason;
+  EXPECT_EQ(c.passed, c.sizes[0].passed);
+  if (c.sizes[0].passed) EXPECT_EQ(c.sizes[0].elements, 10u);
+  else EXPECT_NE(c.sizes[0].reason.find("batch=2"), std::string::npos);
+}
+
+// The original only works at batch 1: batch 2 is not checked, the verdict stays that of batch 1.
+TEST(OnnxCheck, SecondSizeTheOriginalRejectsIsNotChecked) {
+  const std::string original = read_bytes(kData / "batch_one_only.onnx");
+  const OnnxModel m = import_onnx_bytes(original, "batch_one_only.onnx", batch(1));
+  CheckResult c = check_optimization(m, m.graph, original, batch(1));
+  ASSERT_TRUE(c.evaluated) << c.reason;
+  EXPECT_TRUE(c.passed) << c.reason;
+  ASSERT_EQ(c.sizes.size(), 1u);
+  EXPECT_FALSE(c.sizes[0].evaluated);
+  EXPECT_NE(c.sizes[0].reason.find("the original model does not import at batch=2"), std::string::npos)
+      << c.sizes[0].reason;
+}
+
+TEST(OnnxCheck, ProgressLinesNameTheGraph) {
+  const OnnxModel m = import_onnx(TEQ_SOURCE_DIR "/corpus/models/inception_block.onnx");
+  std::vector<std::string> lines;
+  CheckOptions o;
+  o.progress_seconds = 0;  // every operator but the last
+  o.on_progress = [&](const std::string& line) { lines.push_back(line); };
+  CheckResult c = check_equivalent(m, m.graph, o);
+  ASSERT_TRUE(c.passed) << c.reason;
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().rfind("original graph: 1/", 0), 0u) << lines.front();
+  EXPECT_EQ(lines.back().rfind("optimized graph: ", 0), 0u) << lines.back();
+}
+
+}  // namespace
+}  // namespace teq::onnx_io

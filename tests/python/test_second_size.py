@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""eqsat-run --check at the second batch size agrees with onnxruntime.
+
+A model with a symbolic batch and a Flatten (tests/python/data/flatten_batch.onnx) is optimized at batch 1
+with --check. The check also runs at batch 2 (the optimized model exported and imported there); its verdict
+must be onnxruntime's: the optimized file runs at batch 2 and gives the original's outputs, or it does not.
+Whatever the exporter makes of the batch dimension, the test stays meaningful: it fails when --check passes
+a model that onnxruntime rejects or computes differently at batch 2, or fails one that works there.
+
+Usage: test_second_size.py EQSAT_RUN MODEL RULES WORK_DIR. Exits 77 (skipped) without onnxruntime.
+"""
+import json
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import onnxruntime as ort
+except ImportError as e:  # pragma: no cover - depends on the environment
+    print(f"skipped: {e} (run tools/setup-python.sh)")
+    sys.exit(77)
+
+
+def run(path, x):
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+def main():
+    exe, model, rules, work = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    out, report = os.path.join(work, "flatten_batch.opt.onnx"), os.path.join(work, "flatten_batch.json")
+    for f in (out, report):
+        if os.path.exists(f):
+            os.remove(f)
+    proc = subprocess.run([exe, model, "--dim", "batch=1", "--rules", rules, "--cost", "flops", "--check",
+                           "-o", out, "--report", report], capture_output=True, text=True)
+    print(proc.stderr)
+    with open(report) as f:
+        check = json.load(f)["check"]
+    sizes = check.get("sizes", [])
+    failures = []
+    if [(s["dim"], s["value"], s["evaluated"]) for s in sizes] != [("batch", 2, True)]:
+        failures.append(f"expected one evaluated check at batch=2, report has {sizes}")
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 6, 6)).astype(np.float32)
+    want = run(model, x)
+    try:
+        got = run(out, x)
+        ort_ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+        ort_says = f"runs at batch 2, {'same' if ort_ok else 'other'} outputs"
+    except Exception as e:  # onnxruntime raises several types
+        ort_ok, ort_says = False, f"fails at batch 2 ({str(e)[:120]})"
+    verdict = bool(sizes) and sizes[0]["passed"]
+    print(f"onnxruntime: the optimized model {ort_says}; --check at batch=2: {'passed' if verdict else 'failed'}")
+    if verdict != ort_ok:
+        failures.append(f"--check at batch=2 {'passed' if verdict else 'failed'}, onnxruntime: {ort_says}")
+    if proc.returncode != (0 if ort_ok else 1):
+        failures.append(f"eqsat-run exited {proc.returncode}, expected {0 if ort_ok else 1}")
+    if not ort_ok and "batch=2" not in proc.stderr:
+        failures.append("the failure message does not name batch=2")
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
