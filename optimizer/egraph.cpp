@@ -8,12 +8,7 @@
 namespace teq {
 
 size_t ENodeHash::operator()(const ENode& n) const noexcept {
-  size_t h = std::hash<int>{}(static_cast<int>(n.op));
-  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  for (int64_t a : n.attrs) mix(std::hash<int64_t>{}(a));
-  for (ClassId c : n.children) mix(c.value);
-  if (!n.name.empty()) mix(std::hash<std::string>{}(n.name));
-  return h;
+  return node_hash(n.op, std::span<const int64_t>(n.attrs), std::span<const ClassId>(n.children), n.name);
 }
 
 ClassId EGraph::find(ClassId id) const {

@@ -1,4 +1,4 @@
-// Rules and the rule corpus JSON format (DESIGN.md, docs/corpus-format.md): load, validate, save.
+// Rules and the rule corpus JSON format (docs/corpus-format.md): load, validate, save.
 //
 //   { "format": "tensor-eqsat-rules", "version": 1, "generator": {...},
 //     "rules": [ { "id": "matmul-assoc", "lhs": ["(matmul 0 ?a (matmul 0 ?b ?c))"],

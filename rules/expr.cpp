@@ -6,12 +6,7 @@
 namespace teq {
 
 size_t ExprNodeHash::operator()(const ExprNode& n) const noexcept {
-  size_t h = std::hash<int>{}(static_cast<int>(n.op));
-  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  for (int64_t a : n.attrs) mix(std::hash<int64_t>{}(a));
-  for (ExprId c : n.children) mix(c.value);
-  mix(std::hash<std::string>{}(n.name));
-  return h;
+  return node_hash(n.op, std::span<const int64_t>(n.attrs), std::span<const ExprId>(n.children), n.name);
 }
 
 ExprId Expr::add(ExprNode node) {

@@ -4,6 +4,8 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <string>
 
 namespace teq {
 
@@ -17,6 +19,18 @@ struct Id {
   friend constexpr auto operator<=>(Id, Id) = default;
   friend constexpr bool operator==(Id, Id) = default;
 };
+
+/// Hash of an operator node (term node or e-node): operator, attributes, child ids, leaf name. One
+/// definition for Expr's hash-consing and the e-graph's memo.
+template <class Op, class Tag>
+size_t node_hash(Op op, std::span<const int64_t> attrs, std::span<const Id<Tag>> children, const std::string& name) {
+  size_t h = std::hash<int>{}(static_cast<int>(op));
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (int64_t a : attrs) mix(std::hash<int64_t>{}(a));
+  for (Id<Tag> c : children) mix(c.value);
+  if (!name.empty()) mix(std::hash<std::string>{}(name));
+  return h;
+}
 
 }  // namespace teq
 

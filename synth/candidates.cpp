@@ -62,14 +62,6 @@ std::string key_of(const std::vector<const Expr*>& lhs, const std::vector<const 
   return out;
 }
 
-/// Non-leaf proper subterms of a pattern, as text.
-std::vector<std::string> operator_subterms(const Expr& p) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < p.size(); ++i)
-    if (!is_leaf(p.nodes()[i].op) && ExprId(i) != p.root()) out.push_back(to_sexpr(p, ExprId(i)));
-  return out;
-}
-
 }  // namespace
 
 std::vector<PatternEquation> collect_equations(const Enumeration& e) {

@@ -65,7 +65,7 @@ void add_variants(const std::string& name, std::vector<OpVariant>& out) {
   } else if (name == "concat") {
     for (int64_t axis : {0, 1}) add(OpKind::Concat, {axis}, 2);
   } else if (name == "split") {
-    // The cut comes from a leaf's extent on the same axis (DESIGN.md: explicit split points).
+    // The cut comes from a leaf's extent on the same axis (explicit split points: docs/operators.md, split).
     for (int64_t axis : {0, 1})
       for (int64_t part : {0, 1}) add(OpKind::Split, {axis, part, axis}, 2, LastChild::Leaf);
   } else if (name == "conv2d") {

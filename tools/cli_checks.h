@@ -1,8 +1,10 @@
-// Command-line validators shared by the programs' mains.
+// Command-line helpers shared by the programs' mains (and bench_report): validators, list parsing.
 #pragma once
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,5 +18,14 @@ inline const CLI::Validator kNonNegative(
       return end != s.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, got " + s;
     },
     "NUMBER>=0", "non-negative");
+
+/// "a,b,,c" -> {"a", "b", "c"}: the comma-separated lists of --ops, --models, --runs.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
 
 }  // namespace teq::cli

@@ -9,19 +9,14 @@
 #include "rules/import/load_rules.h"
 #include "synth/coverage.h"
 #include "synth/rulegen.h"
+#include "tools/cli_checks.h"
 
 using namespace teq;
 using namespace teq::synth;
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using teq::cli::split_list;
 
 void print_summary(const RulegenStats& s) {
   std::cerr << "rulegen: summary: " << s.enumerated << " graphs enumerated, " << s.classes << " fingerprint classes, "

@@ -21,6 +21,7 @@
 #include "optimizer/optimize.h"
 #include "optimizer/sequential.h"
 #include "svg_chart.h"
+#include "tools/cli_checks.h"
 
 namespace teq::bench {
 namespace {
@@ -104,13 +105,7 @@ std::string machine() {
   return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using teq::cli::split_list;
 
 ModelResult run_model(const std::string& name, const RuleCorpus& rules, const CostModel& cost, const Options& o) {
   ModelResult m;

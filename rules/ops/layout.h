@@ -2,7 +2,7 @@
 //   (concat axis a b ...)           all dims equal except `axis`
 //   (split axis part ref_axis x ref) cuts x along `axis` at c = ref.dim(ref_axis): part 0 is [0, c),
 //                                   part 1 is [c, end). The cut comes from a tensor's shape, never from a
-//                                   graph's history, so a rule's meaning is explicit (DESIGN.md).
+//                                   graph's history, so a rule's meaning is explicit (docs/operators.md).
 //   (slice axis begin end x)         [begin, end) along `axis`
 //   (transpose p0 .. pn x)           out.dim(i) = x.dim(p_i)
 //   (reshape d0 .. dn x)             row-major, same element count
