@@ -77,14 +77,15 @@ endfunction()
 set(ok_rules --rules ${EQSAT_RUN_RULES} --cost flops)
 eqsat_run_case(missing_file 2 "error: .*nope.onnx: no such file" ${EQSAT_RUN_WORK}/nope.onnx ${ok_rules})
 eqsat_run_case(not_onnx 2 "error: .*rules_small.json: not an ONNX model" ${EQSAT_RUN_RULES} ${ok_rules})
-eqsat_run_case(opset 2 "error: .*opset18.onnx: unsupported opset 18" ${EQSAT_RUN_DATA}/opset18.onnx ${ok_rules})
+eqsat_run_case(opset 2 "error: .*opset22.onnx: unsupported opset 22 \\(supported: 7 to 21\\)" ${EQSAT_RUN_DATA}/opset22.onnx
+               ${ok_rules})
 eqsat_run_case(symbolic_dim 2 "symbolic dimension 'batch'.*--dim batch=VALUE" ${EQSAT_RUN_DATA}/symbolic_dim.onnx
                ${ok_rules})
 eqsat_run_case(symbolic_dim_bound 0 "wrote" ${EQSAT_RUN_DATA}/symbolic_dim.onnx ${ok_rules} --dim batch=4
                -o ${EQSAT_RUN_WORK}/symbolic_dim.opt.onnx)
 eqsat_run_case(unknown_shape 2 "cannot infer the shape of 'y'.*MysteryOp" ${EQSAT_RUN_DATA}/unknown_shape.onnx
                ${ok_rules})
-eqsat_run_case(bad_rules 2 "error: .*opset18.onnx" ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_DATA}/opset18.onnx
+eqsat_run_case(bad_rules 2 "error: .*opset22.onnx" ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_DATA}/opset22.onnx
                --cost flops)
 eqsat_run_case(missing_rules 2 "rule file .*no-rules.json: no such file" ${EQSAT_RUN_MODELS}/mlp.onnx
                --rules ${EQSAT_RUN_WORK}/no-rules.json)
@@ -142,6 +143,15 @@ add_test(NAME eqsat_run.onnxruntime_models
                  sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${EQSAT_RUN_MODELS}
                  ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/python)
 set_tests_properties(eqsat_run.onnxruntime_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# Models of opsets 18, 20 and 21 (read through the library's opset-17 schemas, exported at their own opset)
+# and one with external tensor data (written back as external data): onnx.checker and onnxruntime, as above.
+add_test(NAME eqsat_run.onnxruntime_import_forms
+         COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                 sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${EQSAT_RUN_MODELS}
+                 ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/import_forms ${EQSAT_RUN_DATA}/opset18.onnx
+                 ${EQSAT_RUN_DATA}/opset20.onnx ${EQSAT_RUN_DATA}/opset21.onnx ${EQSAT_RUN_DATA}/external_data.onnx)
+set_tests_properties(eqsat_run.onnxruntime_import_forms PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 # --check at batch 2 of a model optimized at batch 1 (a Flatten) gives onnxruntime's verdict.
 add_test(NAME eqsat_run.second_size_onnxruntime

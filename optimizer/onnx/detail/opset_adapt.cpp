@@ -1,0 +1,227 @@
+#include "optimizer/onnx/detail/opset_adapt.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "optimizer/onnx/detail/proto_util.h"
+#include "optimizer/onnx/model.h"
+
+namespace teq::onnx_io::detail {
+
+namespace {
+
+/// Default-domain operators that changed (or arrived) in opsets 18 to 21, with the versions they changed
+/// in (from ONNX's changelog). An operator absent here has the same schema at 18..21 as at 17.
+const std::map<std::string, std::vector<int64_t>>& changes_after_17() {
+  static const std::map<std::string, std::vector<int64_t>> table = [] {
+    std::map<std::string, std::vector<int64_t>> t;
+    const std::pair<int64_t, std::vector<const char*>> by_version[] = {
+        {18, {"BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im", "GroupNormalization",
+              "LpPool", "Mish", "OptionalGetElement", "OptionalHasElement", "Pad", "ReduceL1", "ReduceL2",
+              "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+              "ReduceSumSquare", "Resize", "ScatterElements", "ScatterND", "Split"}},
+        {19, {"AveragePool", "Cast", "CastLike", "Constant", "DeformConv", "DequantizeLinear", "Equal", "Identity", "If",
+              "Loop", "Pad", "QuantizeLinear", "Reshape", "Resize", "Scan", "Shape", "Size"}},
+        {20, {"AffineGrid", "ConstantOfShape", "DFT", "Gelu", "GridSample", "ImageDecoder", "IsInf", "IsNaN",
+              "ReduceMax", "ReduceMin", "RegexFullMatch", "StringConcat", "StringSplit"}},
+        {21, {"Cast", "CastLike", "Constant", "ConstantOfShape", "DequantizeLinear", "Flatten", "GroupNormalization",
+              "Identity", "If", "Loop", "Pad", "QLinearMatMul", "QuantizeLinear", "Reshape", "Scan", "Shape", "Size",
+              "Squeeze", "Transpose", "Unsqueeze"}},
+    };
+    for (const auto& [version, ops] : by_version)
+      for (const char* op : ops) t[op].push_back(version);
+    return t;
+  }();
+  return table;
+}
+
+/// Changed after 17 only by gaining element types (int4, float8, bfloat16, ...): the opset-17 schema means
+/// the same for the types it knows, and shape inference rejects the others by name.
+const std::set<std::string> kTypesOnly = {"Constant", "ConstantOfShape", "Equal", "Identity", "Reshape", "Shape",
+                                          "Size", "Flatten", "Squeeze", "Transpose", "Unsqueeze", "IsInf", "IsNaN",
+                                          "QLinearMatMul", "OptionalGetElement", "OptionalHasElement"};
+/// Gained only a reduction mode (max/min) that leaves shapes alone: kept for inference, exported as they were.
+const std::set<std::string> kNewModesOnly = {"ScatterElements", "ScatterND", "GridSample"};
+/// Opset 18 moved `axes` from an attribute to an input (ReduceSum did so at 13).
+const std::set<std::string> kReduceAxesInput = {"ReduceL1",   "ReduceL2",   "ReduceLogSum", "ReduceLogSumExp",
+                                                "ReduceMax",  "ReduceMean", "ReduceMin",    "ReduceProd",
+                                                "ReduceSumSquare"};
+/// New after 17, output shaped like input 0: opaque, with an opset-17 Identity carrying the shape.
+const std::set<std::string> kShapePreservingNew = {"Mish", "GroupNormalization"};
+
+std::string describe(const onnx::NodeProto& n) {
+  return "node '" + (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + "' (" +
+         n.op_type() + ")";
+}
+
+void remove_attr(onnx::NodeProto& n, const std::string& name) {
+  auto* attrs = n.mutable_attribute();
+  for (int k = attrs->size(); k-- > 0;)
+    if (attrs->Get(k).name() == name) attrs->DeleteSubrange(k, 1);
+}
+
+void truncate_inputs(onnx::NodeProto& n, int count) {
+  while (n.input_size() > count) n.mutable_input()->RemoveLast();
+}
+
+class Adapter {
+ public:
+  Adapter(onnx::ModelProto& model, const std::string& origin) : model_(model), origin_(origin) {
+    const onnx::GraphProto& g = model.graph();
+    std::set<std::string> inputs;
+    for (const auto& in : g.input()) inputs.insert(in.name());
+    // Constants for axes inputs: initializers that are not graph inputs (those can be overridden at run
+    // time) and Constant nodes.
+    for (const auto& t : g.initializer())
+      if (!inputs.count(t.name())) constants_[t.name()] = &t;
+    for (const auto& n : g.node())
+      if (n.op_type() == "Constant" && n.output_size() == 1)
+        if (const auto* v = find_attr(n, "value"); v && v->has_t()) constants_[n.output(0)] = &v->t();
+  }
+
+  std::unordered_map<std::string, AdaptedNode> run() {
+    const int64_t opset = default_opset(model_);
+    for (auto& n : *model_.mutable_graph()->mutable_node()) {
+      if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+      auto it = changes_after_17().find(n.op_type());
+      if (it == changes_after_17().end()) continue;
+      std::optional<int64_t> version;
+      for (int64_t v : it->second)
+        if (v <= opset) version = v;
+      if (!version) continue;
+      const std::string original = n.SerializeAsString();
+      AdaptedNode a{original, false, false};
+      adapt(n, *version, a);
+      if (n.SerializeAsString() != original || a.stand_in) adapted_[n.output_size() ? n.output(0) : ""] = a;
+    }
+    for (auto& op : *model_.mutable_opset_import())
+      if (op.domain().empty() || op.domain() == "ai.onnx") op.set_version(kLibraryOpset);
+    // The library reads IR versions up to 8; opsets 18..21 bring no graph feature it would miss.
+    if (model_.ir_version() > 8) model_.set_ir_version(8);
+    return std::move(adapted_);
+  }
+
+ private:
+  [[noreturn]] void refuse(const onnx::NodeProto& n, const std::string& why) const {
+    throw OnnxError(origin_ + ": " + describe(n) + ": " + why);
+  }
+  [[noreturn]] void too_new(const onnx::NodeProto& n, int64_t version) const {
+    refuse(n, "'" + n.op_type() + "' changed in opset " + std::to_string(version) +
+                  ", after opset 17, the newest the linked ONNX library knows, and has no opset-17 form of the same "
+                  "meaning; it cannot be imported");
+  }
+
+  std::optional<std::vector<int64_t>> constant_ints(const std::string& name) const {
+    auto it = constants_.find(name);
+    if (it == constants_.end()) return std::nullopt;
+    return tensor_ints(*it->second);
+  }
+
+  /// The node as a stand-in of its shapes: Identity of input 0, no attributes.
+  static void make_identity(onnx::NodeProto& n) {
+    n.set_op_type("Identity");
+    n.clear_attribute();
+    truncate_inputs(n, 1);
+  }
+
+  void adapt(onnx::NodeProto& n, int64_t version, AdaptedNode& a) {
+    const std::string& op = n.op_type();
+    if (kTypesOnly.count(op)) return;
+    if (kNewModesOnly.count(op)) {
+      a.stand_in = true;  // its opset-17 form computes something else for the new modes: never map it
+      return;
+    }
+    if (op == "Cast" || op == "CastLike") {
+      remove_attr(n, "saturate");  // only float8 targets saturate, and opset 17 has no float8 types
+      return;
+    }
+    if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+      if (attr_int(n, "block_size", 0) != 0) refuse(n, "blocked quantization (block_size, opset 21) cannot be imported");
+      if (attr_int(n, "output_dtype", 0) != 0) refuse(n, "'output_dtype' (opset 21) cannot be imported");
+      for (const char* name : {"saturate", "block_size", "output_dtype"}) remove_attr(n, name);
+      return;
+    }
+    if (kReduceAxesInput.count(op)) return adapt_reduce(n);
+    if (op == "Split") {
+      // Split-18 with num_outputs and no split input: the opset-13 form splits into as many equal parts as
+      // it has outputs; a split that does not divide evenly is rejected there by shape inference.
+      remove_attr(n, "num_outputs");
+      return;
+    }
+    if (op == "Pad") {
+      if (n.input_size() > 3 && !n.input(3).empty())
+        refuse(n, "Pad with an 'axes' input (opset 18) cannot be imported; pad every axis instead");
+      truncate_inputs(n, std::min(n.input_size(), 3));
+      if (attr_string(n, "mode", "constant") == "wrap") a.stand_in = true;  // opset 19's mode, kept opaque
+      return;
+    }
+    if (op == "AveragePool") {
+      if (auto d = attr_ints(n, "dilations"))
+        for (int64_t v : *d)
+          if (v != 1) refuse(n, "AveragePool dilations other than 1 (opset 19) cannot be imported");
+      remove_attr(n, "dilations");
+      return;
+    }
+    if (op == "LpPool") {
+      if (attr_int(n, "ceil_mode", 0) != 0) refuse(n, "LpPool ceil_mode (opset 18) cannot be imported");
+      remove_attr(n, "ceil_mode");
+      return;
+    }
+    if (op == "Resize") {
+      if (find_attr(n, "axes")) refuse(n, "Resize with 'axes' (opset 18) cannot be imported");
+      if (attr_int(n, "antialias", 0) != 0) refuse(n, "Resize with antialias (opset 18) cannot be imported");
+      if (attr_string(n, "keep_aspect_ratio_policy", "stretch") != "stretch")
+        refuse(n, "Resize keep_aspect_ratio_policy other than stretch (opset 18) cannot be imported");
+      for (const char* name : {"axes", "antialias", "keep_aspect_ratio_policy"}) remove_attr(n, name);
+      a.stand_in = true;  // half_pixel_symmetric (opset 19) has no opset-17 meaning; exported as it was
+      return;
+    }
+    if (op == "Gelu") {
+      // The vocabulary's gelu is the exact erf form (rules/ops/elementwise.h); the tanh approximation is
+      // another function and stays opaque.
+      a.gelu = attr_string(n, "approximate", "none") == "none";
+      a.stand_in = true;
+      make_identity(n);
+      return;
+    }
+    if (kShapePreservingNew.count(op)) {
+      a.stand_in = true;
+      make_identity(n);
+      return;
+    }
+    too_new(n, version);
+  }
+
+  /// Reduce*-18: axes input (constant) -> attribute; noop_with_empty_axes with no axes -> Identity.
+  void adapt_reduce(onnx::NodeProto& n) {
+    std::vector<int64_t> axes;
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      auto values = constant_ints(n.input(1));
+      if (!values)
+        refuse(n, "its axes ('" + n.input(1) +
+                      "') are computed at run time; opset 18's axes input can be imported only as a constant "
+                      "(an initializer or a Constant node)");
+      axes = *values;
+    }
+    const bool noop = attr_int(n, "noop_with_empty_axes", 0) != 0;
+    remove_attr(n, "noop_with_empty_axes");
+    truncate_inputs(n, 1);
+    if (axes.empty() && noop) return make_identity(n);  // no axes and noop: the input itself
+    if (!axes.empty()) add_attr(n, "axes", axes);        // no axes: every axis, as at opset 13
+  }
+
+  onnx::ModelProto& model_;
+  const std::string& origin_;
+  std::map<std::string, const onnx::TensorProto*> constants_;
+  std::unordered_map<std::string, AdaptedNode> adapted_;
+};
+
+}  // namespace
+
+std::unordered_map<std::string, AdaptedNode> adapt_to_library_opset(onnx::ModelProto& model, const std::string& origin) {
+  return Adapter(model, origin).run();
+}
+
+}  // namespace teq::onnx_io::detail
