@@ -21,7 +21,7 @@ struct ExportOptions {
   bool fold_constants = true;
   /// export_onnx only: write initializers of at least detail::kExternalDataThreshold (1 KiB) bytes to
   /// PATH.data beside the model file (ONNX external data). nullopt: when the imported model did.
-  std::optional<bool> external_data;
+  std::optional<bool> external_data = std::nullopt;
 };
 
 /// The serialized onnx::ModelProto of `graph`. Throws OnnxError when `graph` does not fit `model` (a leaf

@@ -31,7 +31,7 @@ struct InputAxis {
 struct ImportOptions {
   /// Values for symbolic input dimensions (dim_param), e.g. {"batch", 1}. A symbolic dimension without
   /// a value here is an error unless default_dim > 0.
-  std::map<std::string, int64_t> dims;
+  std::map<std::string, int64_t> dims = {};
   /// Values for dimensions by input and axis (eqsat-run --dim INPUT:AXIS=VALUE), named or not; they take
   /// precedence over `dims`. An unknown input, an axis out of range, or a fixed dimension given another
   /// value is an error.

@@ -114,6 +114,17 @@ set(EQSAT_RUN_EXTRA "")
 # the second size is onnxruntime's).
 eqsat_run_case(check_second_size 0 "check: 12 output elements.*check at batch=1: 3 output elements, equal within tolerance"
                ${EQSAT_RUN_DATA}/symbolic_dim.onnx ${ok_rules} --dim batch=4 --check)
+# A dimension with neither a value nor a name, given by input and axis: checked again at a second value of it.
+eqsat_run_case(unnamed_dim_bound 0 "check: 12 output elements.*check at x:0=1: 3 output elements, equal within tolerance"
+               ${EQSAT_RUN_DATA}/unnamed_dim.onnx ${ok_rules} --dim x:0=4 --check)
+# Weights in an external file: loaded from beside the model, the optimized model's written beside the output.
+set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/external_data.opt.onnx|${EQSAT_RUN_WORK}/external_data.opt.onnx.data")
+eqsat_run_case(external_data 0 "check: .*equal within tolerance.*wrote .*external_data.opt.onnx \\(tensor data in .*external_data.opt.onnx.data\\)"
+               ${EQSAT_RUN_DATA}/external_data.onnx ${ok_rules} --check -o ${EQSAT_RUN_WORK}/external_data.opt.onnx)
+set(EQSAT_RUN_EXTRA "")
+# Opset 20: Gelu is the vocabulary's gelu; its tanh form stays opaque, with a note.
+eqsat_run_case(opset20_gelu 0 "opset 20.*note: node 'Gelu_4' \\(Gelu\\) stays opaque: approximate='tanh'"
+               ${EQSAT_RUN_DATA}/opset20.onnx ${ok_rules})
 # Several rule files are used together; an id repeated by a later file gets the file's stem in front.
 eqsat_run_case(two_rule_files 0 "57 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules
