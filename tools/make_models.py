@@ -246,7 +246,9 @@ def opset_models(out_dir):
     save(b, [tensor("x", [2, 4, 6, 6])], [tensor("y", [2, 4, 6, 6]), tensor("z", [2, 4, 8, 8])], 18, 8)
     # Opset 20: Gelu (exact: the vocabulary's gelu; tanh: opaque), ReduceMin.
     b = Builder("opset20", 22)
+    # Two matmuls of x: the rules merge them into one (written back as MatMul + Slice at opset 20).
     h = b.node("Gelu", [b.node("MatMul", ["x", b.weight("w1", (16, 16))])])
+    h = b.node("Add", [h, b.node("MatMul", ["x", b.weight("w3", (16, 16))])])
     h = b.node("Gelu", [b.node("MatMul", [h, b.weight("w2", (16, 8))])], approximate="tanh")
     b.node("ReduceMin", [h, b.const("axes", np.array([1], np.int64))], "y", keepdims=1)
     save(b, [tensor("x", [3, 16])], [tensor("y", [3, 1])], 20, 9)
@@ -268,6 +270,8 @@ def opset_models(out_dir):
                               producer_name="tensor-eqsat make_models.py")
     model.ir_version = IR_VERSION
     path = os.path.join(out_dir, "external_data.onnx")
+    if os.path.exists(os.path.join(out_dir, "external_data.bin")):
+        os.remove(os.path.join(out_dir, "external_data.bin"))  # onnx.save appends to an existing data file
     onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="external_data.bin")
     onnx.checker.check_model(path, full_check=True)
     paths += [path, os.path.join(out_dir, "external_data.bin")]

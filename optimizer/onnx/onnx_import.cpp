@@ -71,10 +71,11 @@ class Importer {
     check_header();
     make_shell();
     m_.external_data = load_external_data(proto_, dir_, m_.source);
-    // Opsets 18..21 are read through the library's opset-17 schemas: nodes in their opset-17 form from here
-    // on (m_.opset stays the model's, for export; opaque nodes export their original protos).
-    if (m_.opset > kLibraryOpset) adapted_ = adapt_to_library_opset(proto_, m_.source);
     bind_symbolic_dims();
+    // Opsets 18..21 are read through the library's opset-17 schemas: nodes in their opset-17 form from here
+    // on (m_.opset stays the model's, for export; opaque nodes export their original protos). After the
+    // dimensions are bound: an uneven Split-18 needs its input's extent.
+    if (m_.opset > kLibraryOpset) adapted_ = adapt_to_library_opset(proto_, m_.source);
     check_nodes();
     fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
     infer_shapes();

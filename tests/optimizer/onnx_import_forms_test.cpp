@@ -170,6 +170,31 @@ TEST(OnnxOpset18, SplitWithNumOutputs) {
   EXPECT_EQ(find_node(p, "Split"), nullptr);
 }
 
+TEST(OnnxOpset18, SplitWithNumOutputsThatDoNotDivide) {
+  // Split-18: parts of ceil(5 / 2) = 3, the last one smaller; the extent comes from a bound symbolic dimension.
+  ModelBuilder b(18);
+  b.input("x", {2, 0});
+  b.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("n");
+  auto& s = b.node("Split", {"x"}, {"a", "c"});
+  set_attr(s, "axis", -1);
+  set_attr(s, "num_outputs", 2);
+  b.node("Relu", {"a"}, {"y"});
+  b.node("Relu", {"c"}, {"z"});
+  b.output("y");
+  b.output("z");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx", {.dims = {{"n", 5}}});
+  EXPECT_EQ(print_graph(m.graph), "(relu (slice 1 0 3 (input x 2 5)))\n(relu (slice 1 3 5 (input x 2 5)))\n");
+  // Four parts of 5 would leave the last one empty: not a valid Split-18.
+  ModelBuilder c(18);
+  c.input("x", {2, 5});
+  auto& t = c.node("Split", {"x"}, {"p", "q", "r", "s"});
+  set_attr(t, "axis", 1);
+  set_attr(t, "num_outputs", 4);
+  for (const char* o : {"p", "q", "r", "s"}) c.output(o);
+  std::string e = error_of(c.bytes());
+  EXPECT_NE(e.find("node 'p' (Split): 4 outputs of a split of 5 leave the last one empty"), std::string::npos) << e;
+}
+
 TEST(OnnxOpset18, RefusedByNodeWhenThereIsNoOpset17Form) {
   {
     ModelBuilder b(18);  // axes computed at run time

@@ -5,6 +5,9 @@
 #include <set>
 #include <vector>
 
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
 #include "optimizer/onnx/detail/proto_util.h"
 #include "optimizer/onnx/model.h"
 
@@ -100,6 +103,7 @@ class Adapter {
       if (op.domain().empty() || op.domain() == "ai.onnx") op.set_version(kLibraryOpset);
     // The library reads IR versions up to 8; opsets 18..21 bring no graph feature it would miss.
     if (model_.ir_version() > 8) model_.set_ir_version(8);
+    split_unevenly();
     return std::move(adapted_);
   }
 
@@ -146,7 +150,8 @@ class Adapter {
     if (kReduceAxesInput.count(op)) return adapt_reduce(n);
     if (op == "Split") {
       // Split-18 with num_outputs and no split input: the opset-13 form splits into as many equal parts as
-      // it has outputs; a split that does not divide evenly is rejected there by shape inference.
+      // it has outputs. Split-18 also allows a last part that is smaller: split_unevenly gives those their sizes.
+      if (find_attr(n, "num_outputs") && (n.input_size() < 2 || n.input(1).empty())) pending_splits_.push_back(&n);
       remove_attr(n, "num_outputs");
       return;
     }
@@ -194,6 +199,59 @@ class Adapter {
     too_new(n, version);
   }
 
+  /// Split-18 by num_outputs over an axis that does not divide evenly: parts of ceil(d / n), the last one
+  /// smaller, given as the opset-13 split input. Needs the input's extent, so shapes are inferred (leniently,
+  /// on a copy) until every such split's input is known or nothing more becomes known.
+  void split_unevenly() {
+    while (!pending_splits_.empty()) {
+      onnx::ModelProto copy = model_;
+      try {
+        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(false, 0, true));
+      } catch (const std::exception&) {
+        return;  // the importer's own inference reports it
+      }
+      std::map<std::string, std::vector<int64_t>> dims;  // known shapes
+      auto note = [&dims](const onnx::ValueInfoProto& v) {
+        if (!v.type().tensor_type().has_shape()) return;
+        std::vector<int64_t> d;
+        for (const auto& x : v.type().tensor_type().shape().dim()) {
+          if (!x.has_dim_value()) return;
+          d.push_back(x.dim_value());
+        }
+        dims[v.name()] = d;
+      };
+      for (const auto* list : {&copy.graph().input(), &copy.graph().value_info(), &copy.graph().output()})
+        for (const auto& v : *list) note(v);
+      for (const auto& t : copy.graph().initializer()) dims[t.name()] = {t.dims().begin(), t.dims().end()};
+      std::vector<onnx::NodeProto*> unknown;
+      for (onnx::NodeProto* n : pending_splits_) {
+        auto it = dims.find(n->input(0));
+        if (it == dims.end()) {
+          unknown.push_back(n);
+          continue;
+        }
+        const int64_t rank = static_cast<int64_t>(it->second.size());
+        int64_t axis = attr_int(*n, "axis", 0);
+        if (axis < -rank || axis >= rank) continue;  // shape inference reports it
+        const int64_t extent = it->second[axis < 0 ? axis + rank : axis], parts = n->output_size();
+        if (parts < 1 || extent % parts == 0) continue;  // even: the opset-13 form as it is
+        const int64_t chunk = (extent + parts - 1) / parts;
+        if (chunk * (parts - 1) >= extent)
+          refuse(*n, std::to_string(parts) + " outputs of a split of " + std::to_string(extent) + " leave the last one empty");
+        std::vector<int64_t> sizes(parts, chunk);
+        sizes.back() = extent - chunk * (parts - 1);
+        const std::string name = n->output(0) + ".split_sizes";
+        onnx::TensorProto& t = *model_.mutable_graph()->add_initializer();
+        t = make_int_tensor(name, {parts}, sizes);
+        if (n->input_size() < 2) n->add_input(name);
+        else n->set_input(1, name);
+      }
+      if (unknown.size() == pending_splits_.size()) return;  // nothing more becomes known
+      pending_splits_ = std::move(unknown);
+    }
+  }
+
   /// Reduce*-18: axes input (constant) -> attribute; noop_with_empty_axes with no axes -> Identity.
   void adapt_reduce(onnx::NodeProto& n) {
     std::vector<int64_t> axes;
@@ -216,6 +274,7 @@ class Adapter {
   const std::string& origin_;
   std::map<std::string, const onnx::TensorProto*> constants_;
   std::unordered_map<std::string, AdaptedNode> adapted_;
+  std::vector<onnx::NodeProto*> pending_splits_;  // Split-18 by num_outputs, for split_unevenly
 };
 
 }  // namespace
