@@ -240,6 +240,13 @@ class Importer {
     for (const auto& n : g.node())
       for (const auto& in : n.input()) used_.insert(in);
     for (const auto& out : g.output()) used_.insert(out.name());
+    // An adapted node that stays opaque is exported with its original inputs (GroupNormalization's scale,
+    // say, which its opset-17 stand-in does not read): those are used too.
+    for (const auto& [_, a] : adapted_) {
+      onnx::NodeProto original;
+      if (original.ParseFromString(a.original))
+        for (const auto& in : original.input()) used_.insert(in);
+    }
   }
 
   /// Shape of a tensor the import needs; error when inference could not determine it.

@@ -195,6 +195,28 @@ TEST(OnnxOpset18, SplitWithNumOutputsThatDoNotDivide) {
   EXPECT_NE(e.find("node 'p' (Split): 4 outputs of a split of 5 leave the last one empty"), std::string::npos) << e;
 }
 
+TEST(OnnxOpset18, NewShapePreservingOperatorsStayOpaqueWithEveryInput) {
+  // GroupNormalization's stand-in reads only X; its scale, computed by another opaque node, must still be
+  // computed in the export.
+  ModelBuilder b(18);
+  b.input("x", {1, 4, 2, 2});
+  b.floats("s0", {2}, {1.0f, -2.0f});
+  b.floats("b0", {2}, {0.5f, 0.25f});
+  b.node("Abs", {"s0"}, {"s"});
+  set_attr(b.node("GroupNormalization", {"x", "s", "b0"}, {"y"}), "num_groups", 2);
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  ASSERT_EQ(m.opaque.size(), 2u);
+  onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* abs = find_node(p, "Abs");
+  const onnx::NodeProto* gn = find_node(p, "GroupNormalization");
+  ASSERT_NE(abs, nullptr);
+  ASSERT_NE(gn, nullptr);
+  ASSERT_EQ(gn->input_size(), 3);
+  EXPECT_EQ(gn->input(1), abs->output(0));
+  EXPECT_EQ(find_node(p, "Identity"), nullptr);
+}
+
 TEST(OnnxOpset18, RefusedByNodeWhenThereIsNoOpset17Form) {
   {
     ModelBuilder b(18);  // axes computed at run time
