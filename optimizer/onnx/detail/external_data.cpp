@@ -86,7 +86,11 @@ class Loader {
     const uint64_t size = fs::file_size(file, ec);
     if (ec) fail(t, "keeps its data in '" + file.string() + "', which is not a readable file");
     const uint64_t begin = offset.value_or(0);
-    auto expected = data_bytes(t.data_type(), static_cast<uint64_t>(num_elements(Shape(t.dims().begin(), t.dims().end()))));
+    for (int64_t d : t.dims())
+      if (d < 0 || d > kMaxElements) fail(t, "has the dimension " + std::to_string(d) + ", which no tensor can have");
+    const int64_t elements = num_elements(Shape(t.dims().begin(), t.dims().end()));
+    if (elements < 0 || elements > kMaxElements) fail(t, "has more than 2^40 elements, the largest tensor tensor-eqsat handles");
+    auto expected = data_bytes(t.data_type(), static_cast<uint64_t>(elements));
     if (!expected) fail(t, "has data type " + std::to_string(t.data_type()) + ", which cannot be kept externally");
     if (length && *length != *expected)
       fail(t, "has an external length of " + std::to_string(*length) + " bytes, but its shape needs " +

@@ -120,7 +120,11 @@ class Adapter {
   std::optional<std::vector<int64_t>> constant_ints(const std::string& name) const {
     auto it = constants_.find(name);
     if (it == constants_.end()) return std::nullopt;
-    return tensor_ints(*it->second);
+    try {
+      return tensor_ints(*it->second);
+    } catch (const OnnxError& e) {
+      throw OnnxError(origin_ + ": " + e.what());
+    }
   }
 
   /// The node as a stand-in of its shapes: Identity of input 0, no attributes.
@@ -235,8 +239,8 @@ class Adapter {
         int64_t axis = attr_int(*n, "axis", 0);
         if (axis < -rank || axis >= rank) continue;  // shape inference reports it
         const int64_t extent = it->second[axis < 0 ? axis + rank : axis], parts = n->output_size();
-        if (parts < 1 || extent % parts == 0) continue;  // even: the opset-13 form as it is
-        const int64_t chunk = (extent + parts - 1) / parts;
+        if (parts < 1 || extent < 1 || extent % parts == 0) continue;  // even: the opset-13 form as it is
+        const int64_t chunk = extent / parts + 1;  // ceil, as extent % parts != 0
         if (chunk * (parts - 1) >= extent)
           refuse(*n, std::to_string(parts) + " outputs of a split of " + std::to_string(extent) + " leave the last one empty");
         std::vector<int64_t> sizes(parts, chunk);
