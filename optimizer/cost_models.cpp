@@ -39,7 +39,10 @@ std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::fil
                                                        : std::filesystem::path(spec.substr(9)));
   if (spec.starts_with("db:")) {
     if (spec.size() == 3) unknown(spec, corpus_dir, "db: needs a file name");
-    return make_db_cost_model(std::filesystem::path(spec.substr(3)), make_cost_model(kDefaultCostSpec, corpus_dir));
+    // The DB names the model for the nodes it lacks (a CPU DB falls back to the CPU profile, say).
+    const std::filesystem::path file(spec.substr(3));
+    const std::string fallback = CostDb::load(file).fallback;
+    return make_db_cost_model(file, make_cost_model(fallback.empty() ? kDefaultCostSpec : fallback, corpus_dir));
   }
   std::string_view rest = spec;
   if (rest == "analytical") rest = kDefaultCostSpec;

@@ -111,6 +111,49 @@ std::string data_note(const fs::path& data) {
   return data.empty() ? "" : " (tensor data in " + data.string() + ")";
 }
 
+/// One node of the DB's canonical form as a model of its own: operands are graph inputs x0, x1, ..., except
+/// a conv2d kernel and a rank-2 matmul right operand, which are weights (initializers) as they almost always
+/// are in real models, so the runtime prepacks them as it would there.
+Expr single_node_graph(const CostKey& key) {
+  Expr g;
+  std::vector<ExprId> kids;
+  for (size_t k = 0; k < key.inputs.size(); ++k) {
+    const bool weight = k == 1 && (key.op == OpKind::Conv2d || (key.op == OpKind::Matmul && key.inputs[k].size() == 2));
+    kids.push_back(g.add(ExprNode{weight ? OpKind::Weight : OpKind::Input, key.inputs[k], {}, "x" + std::to_string(k)}));
+  }
+  g.add_root(g.add(key.op, key.attrs, kids));
+  return g;
+}
+
+void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::ostream* log) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw EqsatError("--cost-misses: cannot create " + dir.string() + ": " + ec.message());
+  nlohmann::json nodes = nlohmann::json::array();
+  size_t skipped = 0;
+  for (const CostKey& key : cost.missed()) {
+    const OpWorkKind work = op_work_kind(key.op);
+    if (work == OpWorkKind::Leaf || work == OpWorkKind::Constant || work == OpWorkKind::Opaque) {
+      ++skipped;  // precomputed at load time, or not ours to run alone
+      continue;
+    }
+    const std::string file = std::to_string(nodes.size()) + ".onnx";
+    try {
+      const Expr g = single_node_graph(key);
+      write_onnx(onnx_io::model_from_expr(g, "node"), g, dir / file);
+    } catch (const std::exception& e) {
+      throw EqsatError("--cost-misses: cannot write a model for " + key.text + ": " + e.what(), 3);
+    }
+    nodes.push_back({{"file", file}, {"key", key.text}});
+  }
+  std::ofstream index(dir / "index.json");
+  if (!index) throw EqsatError("--cost-misses: cannot write " + (dir / "index.json").string());
+  index << nlohmann::json{{"nodes", nodes}}.dump(2) << "\n";
+  if (log)
+    *log << "  cost DB misses: " << nodes.size() << " one-node models in " << dir.string() << " (" << skipped
+         << " constant or opaque nodes left out)\n";
+}
+
 }  // namespace
 
 fs::path find_corpus_dir() {
@@ -155,6 +198,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   } catch (const std::exception& e) {
     throw EqsatError(std::string("--cost: ") + e.what());
   }
+  if (!config.cost_misses_dir.empty() && !dynamic_cast<const MeasuredCostModel*>(cost.get()))
+    throw EqsatError("--cost-misses needs a measured cost model (--cost db:FILE.json), not " + cost->name());
 
   result.model = load_model(config);
   const onnx_io::OnnxModel& model = result.model;
@@ -265,6 +310,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(cost.get())) {
     j["cost_stats"] = measured->stats().to_json();
     measured->save();
+    if (!config.cost_misses_dir.empty()) write_cost_misses(*measured, config.cost_misses_dir, log);
   }
   if (!config.report.empty()) {
     std::ofstream f(config.report);

@@ -41,6 +41,9 @@ struct EqsatConfig {
   bool check = false;                     // compare original and optimized numerically
   onnx_io::CheckOptions check_options;
   onnx_io::ImportOptions import;
+  /// With a db: cost model: write every node the DB lacked as a one-node ONNX model into this folder, with
+  /// index.json ({"nodes": [{"file", "key"}]}), for bench/ort_cost_db.py to time; empty: nothing written.
+  std::filesystem::path cost_misses_dir;
   std::ostream* log = nullptr;            // progress and summary (eqsat-run: stderr); nullptr: quiet
 };
 

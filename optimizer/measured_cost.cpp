@@ -72,6 +72,7 @@ nlohmann::json CostDb::to_json() const {
           {"precision", precision},
           {"unit", "ms"},
           {"timing", {{"warmup", warmup}, {"repeats", repeats}, {"statistic", "median"}}},
+          {"fallback", fallback},
           {"entries", entries}};
 }
 
@@ -86,6 +87,10 @@ CostDb CostDb::from_json(const nlohmann::json& j, const std::string& origin) {
   CostDb db;
   db.device = j.value("device", std::string());
   db.precision = j.value("precision", std::string("fp32"));
+  if (j.contains("fallback") && !j["fallback"].is_string()) throw fail("\"fallback\" must be a cost model spec (a string)");
+  db.fallback = j.value("fallback", std::string());
+  if (db.fallback.starts_with("db:") || db.fallback.starts_with("measured"))
+    throw fail("\"fallback\" must be an analytical or flops model, not '" + db.fallback + "'");
   if (j.contains("timing") && j["timing"].is_object()) {
     db.warmup = j["timing"].value("warmup", 0);
     db.repeats = j["timing"].value("repeats", 0);
@@ -178,7 +183,7 @@ double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const S
     }
   }
   ++stats_.misses;
-  if (missed_set_.insert(key.text).second && stats_.missed_keys.size() < kMaxListed)
+  if (missed_set_.emplace(key.text, key).second && stats_.missed_keys.size() < kMaxListed)
     stats_.missed_keys.push_back(key.text);
   return use_fallback();
 }
@@ -186,6 +191,13 @@ double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const S
 CostLookupStats MeasuredCostModel::stats() const {
   std::unique_lock lock(mutex_);
   return stats_;
+}
+
+std::vector<CostKey> MeasuredCostModel::missed() const {
+  std::unique_lock lock(mutex_);
+  std::vector<CostKey> keys;
+  for (const auto& [text, key] : missed_set_) keys.push_back(key);
+  return keys;
 }
 
 CostDb MeasuredCostModel::db() const {

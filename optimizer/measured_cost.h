@@ -57,6 +57,9 @@ struct CostDb {
   std::string device;            // where the entries were measured, e.g. "NVIDIA H200 (sm_90, 139 GiB)"
   std::string precision = "fp32";  // "fp32" or "tf32"
   int warmup = 0, repeats = 0;
+  /// The cost model that answers for nodes the DB lacks (a spec for make_cost_model, e.g. "analytical:cpu-ort"
+  /// for a DB measured in onnxruntime on a CPU); empty = the default analytical model.
+  std::string fallback;
   std::map<std::string, double> entries_ms;
 
   nlohmann::json to_json() const;
@@ -98,6 +101,9 @@ class MeasuredCostModel final : public CostModel {
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
 
   CostLookupStats stats() const;
+  /// Every distinct node the DB had no entry for (db mode), in canonical form: what bench/ort_cost_db.py
+  /// measures next (eqsat-run --cost-misses DIR writes each as a one-node ONNX model).
+  std::vector<CostKey> missed() const;
   CostDb db() const;
   /// Writes the DB to config.save_path (no-op without one).
   void save() const;
@@ -106,7 +112,7 @@ class MeasuredCostModel final : public CostModel {
   mutable std::mutex mutex_;
   mutable CostDb db_;
   mutable CostLookupStats stats_;
-  mutable std::set<std::string> missed_set_;
+  mutable std::map<std::string, CostKey> missed_set_;
   mutable bool dirty_ = false;
   NodeTimer timer_;
   std::unique_ptr<const CostModel> fallback_;

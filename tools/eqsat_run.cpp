@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   app.add_option("--cost", c.cost,
                  "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
       ->capture_default_str();
+  std::string cost_misses;
+  app.add_option("--cost-misses", cost_misses,
+                 "with --cost db:FILE: write each node the DB lacks as a one-node ONNX model into this folder "
+                 "(index.json lists them) for bench/ort_cost_db.py to time");
   app.add_option("--search", search, "saturation, or sequential (TASO-style backtracking baseline)")
       ->check(CLI::IsMember({"saturation", "sequential"}))
       ->capture_default_str();
@@ -102,6 +106,7 @@ int main(int argc, char** argv) {
   c.output = output;
   c.rules.assign(rules.begin(), rules.end());
   c.report = report;
+  c.cost_misses_dir = cost_misses;
   c.optimize.extract = extract == "greedy"       ? teq::ExtractMethod::Greedy
                        : extract == "dag-greedy" ? teq::ExtractMethod::DagGreedy
                                                  : teq::ExtractMethod::Ilp;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "optimizer/cost_models.h"
 #include "optimizer/measured_cost.h"
 
 namespace teq {
@@ -61,6 +62,7 @@ TEST(GpuCostDb, RoundTripsThroughAFile) {
   db.precision = "tf32";
   db.warmup = 2;
   db.repeats = 7;
+  db.fallback = "analytical:cpu-ort";
   db.entries_ms = {{"relu||[2,3]", 0.004}, {"conv2d|1,1,0,0,0|[1,3,8,8],[4,3,1,1]", 0.0125}};
   const auto file = temp_file("roundtrip.json");
   db.save(file);
@@ -69,6 +71,7 @@ TEST(GpuCostDb, RoundTripsThroughAFile) {
   EXPECT_EQ(back.precision, "tf32");
   EXPECT_EQ(back.warmup, 2);
   EXPECT_EQ(back.repeats, 7);
+  EXPECT_EQ(back.fallback, "analytical:cpu-ort");
   EXPECT_EQ(back.entries_ms, db.entries_ms);
   std::ifstream in(file);
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -92,6 +95,11 @@ TEST(GpuCostDb, RejectsBrokenFilesNamingTheProblem) {
   expect_error({{"format", "tensor-eqsat-costs"}, {"version", 2}, {"entries", nlohmann::json::object()}}, "version");
   expect_error({{"format", "tensor-eqsat-costs"}, {"version", 1}}, "entries");
   expect_error({{"format", "tensor-eqsat-costs"}, {"version", 1}, {"entries", {{"relu||[2]", -1.0}}}}, "relu||[2]");
+  expect_error({{"format", "tensor-eqsat-costs"}, {"version", 1}, {"fallback", 3}, {"entries", nlohmann::json::object()}},
+               "fallback");
+  expect_error({{"format", "tensor-eqsat-costs"}, {"version", 1}, {"fallback", "db:other.json"},
+                {"entries", nlohmann::json::object()}},
+               "fallback");
   const auto file = temp_file("notjson.json");
   std::ofstream(file) << "{ not json";
   EXPECT_THROW(CostDb::load(file), CostDbError);
@@ -123,8 +131,29 @@ TEST(GpuCostModel, DbHitsMissesAndFallback) {
   EXPECT_EQ(s.unmeasurable, 1u);
   EXPECT_EQ(s.measured, 0u);
   EXPECT_EQ(s.missed_keys, std::vector<std::string>{"relu||[4,5]"});
+  ASSERT_EQ(model->missed().size(), 1u);  // every distinct miss in canonical form, for --cost-misses
+  EXPECT_EQ(model->missed()[0].op, OpKind::Relu);
+  EXPECT_EQ(model->missed()[0].inputs, (std::vector<Shape>{{4, 5}}));
   EXPECT_EQ(fb->calls, 3);
   EXPECT_EQ(s.to_json()["distinct_misses"], 1);
+  std::filesystem::remove(file);
+}
+
+TEST(GpuCostModel, TheDbNamesItsFallback) {
+  // A DB measured in onnxruntime on a CPU falls back to a CPU model, not to the default GPU one.
+  CostDb db;
+  db.fallback = "flops";
+  db.entries_ms = {{"relu||[2,3]", 0.5}};
+  const auto file = temp_file("fallback.json");
+  db.save(file);
+  const auto corpus = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus";
+  auto model = make_cost_model("db:" + file.string(), corpus);
+  const std::vector<Shape> in = {{4, 5}};
+  EXPECT_DOUBLE_EQ(model->node_cost(OpKind::Relu, {}, in, {4, 5}), FlopCostModel().node_cost(OpKind::Relu, {}, in, {4, 5}));
+  db.fallback.clear();
+  db.save(file);
+  EXPECT_DOUBLE_EQ(make_cost_model("db:" + file.string(), corpus)->node_cost(OpKind::Relu, {}, in, {4, 5}),
+                   make_cost_model(kDefaultCostSpec, corpus)->node_cost(OpKind::Relu, {}, in, {4, 5}));
   std::filesystem::remove(file);
 }
 

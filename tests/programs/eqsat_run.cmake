@@ -98,6 +98,12 @@ set(EQSAT_RUN_EXTRA -DTRUNCATE_FROM=${EQSAT_RUN_MODELS}/mlp.onnx -DTRUNCATE_TO=$
 # costs what the original costs and eqsat-run keeps the original (conv_relu.onnx: Conv 4->8 3x3 pads 1, Relu).
 eqsat_run_case(kept_original 0 "read back from the ONNX export the optimized graph costs .*kept the original graph"
                ${EQSAT_RUN_DATA}/conv_relu.onnx --rules ${PROJECT_SOURCE_DIR}/corpus/seed.json --cost flops)
+# The ORT cost DB loop (bench/ort_cost_db.py): every node the DB lacks becomes a one-node model to time.
+eqsat_run_case(cost_misses 0 "cost DB misses: [1-9][0-9]* one-node models in .*misses"
+               ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES} --cost db:${EQSAT_RUN_DATA}/empty_cost_db.json
+               --cost-misses ${EQSAT_RUN_WORK}/misses)
+eqsat_run_case(cost_misses_needs_db 2 "--cost-misses needs a measured cost model" ${EQSAT_RUN_MODELS}/mlp.onnx
+               ${ok_rules} --cost-misses ${EQSAT_RUN_WORK}/misses2)
 eqsat_run_case(truncated 2 "truncated.onnx: not an ONNX model" ${EQSAT_RUN_WORK}/truncated.onnx ${ok_rules})
 set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/shared_matmul.json)
 eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_MODELS}/shared_matmul.onnx
