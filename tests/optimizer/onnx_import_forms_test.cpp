@@ -217,6 +217,35 @@ TEST(OnnxOpset18, NewShapePreservingOperatorsStayOpaqueWithEveryInput) {
   EXPECT_EQ(find_node(p, "Identity"), nullptr);
 }
 
+TEST(OnnxOpset18, PadWithAxesIsSpreadOverEveryAxis) {
+  ModelBuilder b(18);
+  b.input("x", {2, 3});
+  b.node("Relu", {"x"}, {"r"});  // the rank comes from shape inference, not from a declaration
+  b.ints("pads", {1, 2});
+  b.ints("axes", {-1});
+  b.node("Pad", {"r", "pads", "", "axes"}, {"y"});
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(print_graph(m.graph), "(opaque 0 0 2 6 (relu (input x 2 3)))\n");
+  // Exported as the model had it: axes and pads as inputs.
+  const onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* pad = find_node(p, "Pad");
+  ASSERT_NE(pad, nullptr);
+  ASSERT_EQ(pad->input_size(), 4);
+  EXPECT_EQ(pad->input(1), "pads");
+  EXPECT_EQ(pad->input(3), "axes");
+  // Axes computed at run time cannot be spread.
+  ModelBuilder c(18);
+  c.input("x", {2, 3});
+  c.input("axes", {1});
+  c.m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  c.ints("pads", {1, 2});
+  c.node("Pad", {"x", "pads", "", "axes"}, {"y"});
+  c.output("y");
+  std::string e = error_of(c.bytes());
+  EXPECT_NE(e.find("node 'y' (Pad): its pads or axes are computed at run time"), std::string::npos) << e;
+}
+
 TEST(OnnxOpset18, RefusedByNodeWhenThereIsNoOpset17Form) {
   {
     ModelBuilder b(18);  // axes computed at run time

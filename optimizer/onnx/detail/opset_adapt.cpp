@@ -97,13 +97,14 @@ class Adapter {
       const std::string original = n.SerializeAsString();
       AdaptedNode a{original, false, false};
       adapt(n, *version, a);
-      if (n.SerializeAsString() != original || a.stand_in) adapted_[n.output_size() ? n.output(0) : ""] = a;
+      // Recorded even when unchanged so far: shape_dependent may still rewrite it.
+      adapted_[n.output_size() ? n.output(0) : ""] = a;
     }
     for (auto& op : *model_.mutable_opset_import())
       if (op.domain().empty() || op.domain() == "ai.onnx") op.set_version(kLibraryOpset);
     // The library reads IR versions up to 8; opsets 18..21 bring no graph feature it would miss.
     if (model_.ir_version() > 8) model_.set_ir_version(8);
-    split_unevenly();
+    shape_dependent();
     return std::move(adapted_);
   }
 
@@ -160,9 +161,9 @@ class Adapter {
       return;
     }
     if (op == "Pad") {
-      if (n.input_size() > 3 && !n.input(3).empty())
-        refuse(n, "Pad with an 'axes' input (opset 18) cannot be imported; pad every axis instead");
-      truncate_inputs(n, std::min(n.input_size(), 3));
+      // Pads of the listed axes only: spread over every axis once the input's rank is known (shape_dependent).
+      if (n.input_size() > 3 && !n.input(3).empty()) pending_pads_.push_back(&n);
+      else truncate_inputs(n, std::min(n.input_size(), 3));
       if (attr_string(n, "mode", "constant") == "wrap") a.stand_in = true;  // opset 19's mode, kept opaque
       return;
     }
@@ -203,9 +204,65 @@ class Adapter {
     too_new(n, version);
   }
 
-  /// Split-18 by num_outputs over an axis that does not divide evenly: parts of ceil(d / n), the last one
-  /// smaller, given as the opset-13 split input. Needs the input's extent, so shapes are inferred (leniently,
-  /// on a copy) until every such split's input is known or nothing more becomes known.
+  /// Adaptations that need an input's shape: Split-18 by num_outputs over an axis that does not divide
+  /// evenly (parts of ceil(d / n), the last one smaller, given as the opset-13 split input), and Pad-18 with
+  /// an axes input (pads spread over every axis of the input's rank). Shapes are inferred (leniently, on a
+  /// copy) until every such node's input is known or nothing more becomes known; a Pad whose input's rank
+  /// stays unknown is refused.
+  void shape_dependent() {
+    while (!pending_pads_.empty()) {
+      onnx::ModelProto copy = model_;
+      try {
+        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(false, 0, true));
+      } catch (const std::exception&) {
+        break;
+      }
+      std::map<std::string, int64_t> ranks;
+      for (const auto* list : {&copy.graph().input(), &copy.graph().value_info(), &copy.graph().output()})
+        for (const auto& v : *list)
+          if (v.type().tensor_type().has_shape()) ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+      for (const auto& t : copy.graph().initializer()) ranks[t.name()] = t.dims_size();
+      std::vector<onnx::NodeProto*> unknown;
+      for (onnx::NodeProto* n : pending_pads_) {
+        auto it = ranks.find(n->input(0));
+        if (it == ranks.end()) unknown.push_back(n);
+        else spread_pads(*n, it->second);
+      }
+      if (unknown.size() == pending_pads_.size()) break;  // nothing more becomes known
+      pending_pads_ = std::move(unknown);
+    }
+    if (!pending_pads_.empty())
+      refuse(*pending_pads_.front(), "its input's rank is unknown, so its 'axes' (opset 18) cannot be spread over every axis");
+    split_unevenly();
+  }
+
+  /// Pad-18 with constant pads and axes -> the opset-13 form: pads for every axis of a rank-`rank` input.
+  void spread_pads(onnx::NodeProto& n, int64_t rank) {
+    auto axes = constant_ints(n.input(3));
+    auto pads = constant_ints(n.input(1));
+    if (!axes || !pads)
+      refuse(n, "its pads or axes are computed at run time; opset 18's axes input can be imported only with constant "
+                "pads and axes");
+    const size_t k = axes->size();
+    if (pads->size() != 2 * k)
+      refuse(n, std::to_string(pads->size()) + " pads for " + std::to_string(k) + " axes; it needs " + std::to_string(2 * k));
+    std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < k; ++i) {
+      int64_t a = (*axes)[i];
+      if (a < -rank || a >= rank) refuse(n, "axis " + std::to_string(a) + " is out of range for a rank-" + std::to_string(rank) + " input");
+      if (a < 0) a += rank;
+      if (!seen.insert(a).second) refuse(n, "axis " + std::to_string(a) + " is listed twice");
+      full[static_cast<size_t>(a)] = (*pads)[i];
+      full[static_cast<size_t>(a + rank)] = (*pads)[i + k];
+    }
+    const std::string name = n.output(0) + ".pads";
+    *model_.mutable_graph()->add_initializer() = make_int_tensor(name, {2 * rank}, full);
+    n.set_input(1, name);
+    truncate_inputs(n, 3);
+  }
+
   void split_unevenly() {
     while (!pending_splits_.empty()) {
       onnx::ModelProto copy = model_;
@@ -279,6 +336,7 @@ class Adapter {
   std::map<std::string, const onnx::TensorProto*> constants_;
   std::unordered_map<std::string, AdaptedNode> adapted_;
   std::vector<onnx::NodeProto*> pending_splits_;  // Split-18 by num_outputs, for split_unevenly
+  std::vector<onnx::NodeProto*> pending_pads_;    // Pad-18 with axes, for shape_dependent
 };
 
 }  // namespace
