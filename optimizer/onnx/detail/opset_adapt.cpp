@@ -204,6 +204,19 @@ class Adapter {
     too_new(n, version);
   }
 
+  /// The model as adapted so far with the shapes lenient ONNX shape inference finds (node errors leave
+  /// outputs unknown); false when inference itself fails (the importer's own inference reports it).
+  bool inferred_copy(onnx::ModelProto& copy) const {
+    copy = model_;
+    try {
+      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const std::exception&) {
+      return false;
+    }
+    return true;
+  }
+
   /// Adaptations that need an input's shape: Split-18 by num_outputs over an axis that does not divide
   /// evenly (parts of ceil(d / n), the last one smaller, given as the opset-13 split input), and Pad-18 with
   /// an axes input (pads spread over every axis of the input's rank). Shapes are inferred (leniently, on a
@@ -211,13 +224,8 @@ class Adapter {
   /// stays unknown is refused.
   void shape_dependent() {
     while (!pending_pads_.empty()) {
-      onnx::ModelProto copy = model_;
-      try {
-        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
-                                           onnx::ShapeInferenceOptions(false, 0, true));
-      } catch (const std::exception&) {
-        break;
-      }
+      onnx::ModelProto copy;
+      if (!inferred_copy(copy)) break;
       std::map<std::string, int64_t> ranks;
       for (const auto* list : {&copy.graph().input(), &copy.graph().value_info(), &copy.graph().output()})
         for (const auto& v : *list)
@@ -265,13 +273,8 @@ class Adapter {
 
   void split_unevenly() {
     while (!pending_splits_.empty()) {
-      onnx::ModelProto copy = model_;
-      try {
-        onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
-                                           onnx::ShapeInferenceOptions(false, 0, true));
-      } catch (const std::exception&) {
-        return;  // the importer's own inference reports it
-      }
+      onnx::ModelProto copy;
+      if (!inferred_copy(copy)) return;
       std::map<std::string, std::vector<int64_t>> dims;  // known shapes
       auto note = [&dims](const onnx::ValueInfoProto& v) {
         if (!v.type().tensor_type().has_shape()) return;
