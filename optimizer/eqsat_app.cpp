@@ -98,12 +98,17 @@ onnx_io::OnnxModel load_model(const EqsatConfig& config) {
   }
 }
 
-void write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path) {
+/// Writes the model; returns the external data file written beside it (empty: none).
+fs::path write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path) {
   try {
-    onnx_io::export_onnx(model, graph, path);
+    return onnx_io::export_onnx(model, graph, path);
   } catch (const onnx_io::OnnxError& e) {
     throw EqsatError(e.what());
   }
+}
+
+std::string data_note(const fs::path& data) {
+  return data.empty() ? "" : " (tensor data in " + data.string() + ")";
 }
 
 /// One node of the DB's canonical form as a model of its own: operands are graph inputs x0, x1, ..., except
@@ -182,8 +187,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   if (!config.export_original.empty()) {
     // --export: the input model as ONNX, nothing else.
     result.model = load_model(config);
-    write_onnx(result.model, result.model.graph, config.export_original);
-    if (log) *log << "eqsat-run: wrote " << config.export_original.string() << "\n";
+    const fs::path data = write_onnx(result.model, result.model.graph, config.export_original);
+    if (log) *log << "eqsat-run: wrote " << config.export_original.string() << data_note(data) << "\n";
     return result;
   }
   RuleCorpus rules = load_rule_files(rule_paths);
@@ -253,7 +258,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
       r.optimized_cost = exported_cost;
     }
   }
-  if (!config.output.empty()) write_onnx(model, r.optimized, config.output);
+  fs::path output_data;  // the optimized model's external tensor data, when the input kept its data so
+  if (!config.output.empty()) output_data = write_onnx(model, r.optimized, config.output);
   std::optional<LatencyComparison> latency;
   if (config.measure) {
     try {
@@ -298,6 +304,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
          {"gap", r.extraction.gap}}},
        {"operators", {{"original", model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
        {"opaque_operators", model.opaque.size()}};
+  if (!output_data.empty()) j["output_data"] = output_data.string();
   if (result.check) j["check"] = check_json(*result.check, config.check_options);
   if (latency) j["latency"] = latency->to_json();
   if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(cost.get())) {
@@ -351,7 +358,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     if (latency)
       *log << "  measured on " << latency->device << ": " << fmt("%.3f", latency->original.median_ms) << " ms -> "
            << fmt("%.3f", latency->optimized.median_ms) << " ms, speedup " << fmt("%.3f", latency->speedup) << "x\n";
-    if (!config.output.empty()) *log << "  wrote " << config.output.string() << "\n";
+    if (!config.output.empty()) *log << "  wrote " << config.output.string() << data_note(output_data) << "\n";
     if (!config.report.empty()) *log << "  report " << config.report.string() << "\n";
   }
   return result;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -80,7 +81,9 @@ int main(int argc, char** argv) {
   app.add_option("--atol", c.check_options.atol, "absolute tolerance of --check")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--dim", dims, "value of a symbolic input dimension, NAME=VALUE (repeatable)");
+  app.add_option("--dim", dims,
+                 "value of a symbolic input dimension: NAME=VALUE for a named one (dim_param), INPUT:AXIS=VALUE for "
+                 "dimension AXIS of graph input INPUT, named or not (repeatable)");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
   // --export writes the input model and stops: options of the optimization make no sense with it.
   for (const char* name : {"--output", "--report", "--check", "--measure", "--search"})
@@ -109,23 +112,43 @@ int main(int argc, char** argv) {
                                                  : teq::ExtractMethod::Ilp;
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
+    int64_t value = 0;
     try {
       if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
       size_t used = 0;
-      const std::string value = d.substr(eq + 1);
-      c.import.dims[d.substr(0, eq)] = std::stoll(value, &used);
-      if (used != value.size()) throw std::invalid_argument(d);
+      const std::string text = d.substr(eq + 1);
+      value = std::stoll(text, &used);
+      if (used != text.size()) throw std::invalid_argument(d);
     } catch (const std::out_of_range&) {
       std::cerr << "eqsat-run: error: --dim " << d << ": the value does not fit in 64 bits\n";
       return 2;
     } catch (const std::exception&) {
-      std::cerr << "eqsat-run: error: --dim expects NAME=VALUE with an integer VALUE, got '" << d << "'\n";
+      std::cerr << "eqsat-run: error: --dim expects NAME=VALUE or INPUT:AXIS=VALUE with an integer VALUE, got '" << d
+                << "'\n";
       return 2;
     }
-    if (c.import.dims[d.substr(0, eq)] < 1) {
+    if (value < 1) {
       std::cerr << "eqsat-run: error: --dim " << d << ": a dimension must be at least 1\n";
       return 2;
     }
+    // INPUT:AXIS when the name ends in ":INTEGER" (the last colon: input names such as "x:0" keep theirs).
+    const std::string name = d.substr(0, eq);
+    const size_t colon = name.rfind(':');
+    std::optional<int64_t> axis;
+    if (colon != std::string::npos && colon > 0 && colon + 1 < name.size()) {
+      const std::string a = name.substr(colon + 1);
+      size_t used = 0;
+      try {
+        if (a.find_first_not_of("-0123456789") == std::string::npos) axis = std::stoll(a, &used);
+      } catch (const std::exception&) {
+        axis.reset();
+      }
+      if (axis && used != a.size()) axis.reset();
+    }
+    if (axis)
+      c.import.axis_dims[{name.substr(0, colon), *axis}] = value;
+    else
+      c.import.dims[name] = value;
   }
   if (quiet) c.log = nullptr;
 

@@ -9,9 +9,11 @@ Each model exercises a part of the importer and of the rule corpus (docs/eqsat-r
   attention        three projections of one input, transpose, scaled scores, softmax
   opaque_ops       LeakyRelu and Resize (outside the vocabulary) between convolutions
 
-It also writes the malformed models of eqsat-run's error tests to tests/python/data/ (opset 18, an
-unbound symbolic dimension, an operator whose output shape cannot be inferred), and the models with a
-symbolic batch of the check at a second batch size (flatten_batch, row_norms, row_norms_mixed, batch_one_only).
+It also writes the malformed models of eqsat-run's error tests to tests/python/data/ (opset 22, an
+unbound symbolic dimension, an unnamed one, an operator whose output shape cannot be inferred, external data
+outside the model's folder or too short), the models with a symbolic batch of the check at a second batch size
+(flatten_batch, row_norms, row_norms_mixed, batch_one_only), models of opsets 18, 20 and 21, and one whose
+weights are external data (external_data.onnx + external_data.bin).
 
 Usage: .venv/bin/python tools/make_models.py [OUT_DIR]   (default corpus/models; tools/setup-python.sh
 makes .venv). The output is deterministic: the same bytes on every run.
@@ -158,7 +160,24 @@ def bad_models(out_dir):
         return path
 
     relu = helper.make_node("Relu", ["x"], ["y"])
-    paths = [save("opset18", helper.make_graph([relu], "g", [tensor("x", [2, 3])], [tensor("y", [2, 3])]), 18)]
+    # Opset 22 is newer than the importer reads (7 to 21).
+    paths = [save("opset22", helper.make_graph([relu], "g", [tensor("x", [2, 3])], [tensor("y", [2, 3])]), 22)]
+    # A dimension with neither a value nor a name: given by input and axis (--dim x:0=VALUE).
+    paths.append(save("unnamed_dim", helper.make_graph([relu], "g", [tensor("x", [None, 3])],
+                                                       [tensor("y", [None, 3])]), 13))
+    # External data that must be refused: a location outside the model's folder, and a file too short.
+    for name, location in (("external_escape", "../external_escape.bin"), ("external_short", "external_short.bin")):
+        w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+        w.ClearField("raw_data")
+        w.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", location), ("offset", "0"), ("length", "24")):
+            entry = w.external_data.add()
+            entry.key, entry.value = key, value
+        add = helper.make_node("Add", ["x", "w"], ["y"])
+        paths.append(save(name, helper.make_graph([add], "g", [tensor("x", [2, 3])], [tensor("y", [2, 3])], [w]), 13))
+    with open(os.path.join(out_dir, "external_short.bin"), "wb") as f:
+        f.write(np.zeros(2, np.float32).tobytes())  # 8 of the 24 bytes
+    paths.append(os.path.join(out_dir, "external_short.bin"))
     paths.append(save("symbolic_dim", helper.make_graph([relu], "g", [tensor("x", ["batch", 3])],
                                                         [tensor("y", ["batch", 3])]), 13))
     mystery = helper.make_node("MysteryOp", ["x"], ["y"], domain="com.example")
@@ -197,6 +216,68 @@ def batch_models(out_dir):
     return paths
 
 
+def opset_models(out_dir):
+    """Models of opsets 18, 20 and 21, whose operators changed after the opset 17 that the ONNX library linked by
+    eqsat-run knows (tests/python/test_import_forms.py runs them through onnx.checker and onnxruntime)."""
+    paths = []
+
+    def save(b, inputs, outputs, opset, ir_version):
+        graph = helper.make_graph(b.nodes, b.name, inputs, outputs, b.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                  producer_name="tensor-eqsat make_models.py")
+        model.ir_version = ir_version
+        onnx.checker.check_model(model, full_check=True)
+        path = os.path.join(out_dir, b.name + ".onnx")
+        onnx.save(model, path)
+        paths.append(path)
+
+    # Opset 18: Reduce* take axes as an input, Split has num_outputs, Pad an optional axes input.
+    b = Builder("opset18", 21)
+    h = b.conv("x", 4, 8, 3)
+    m = b.node("ReduceMean", [h, b.const("axes23", np.array([2, 3], np.int64))], keepdims=1)
+    p1 = b.node("Split", [h], axis=1, num_outputs=2)
+    b.nodes[-1].output.append("split_b")
+    s = b.node("Add", [p1, "split_b"])
+    s = b.node("Mul", [s, b.node("Slice", [m, b.const("s0", np.array([0], np.int64)),
+                                           b.const("s4", np.array([4], np.int64)), b.const("s1", np.array([1], np.int64))])])
+    b.node("Add", [s, b.node("ReduceSum", [h, b.const("axes1", np.array([1], np.int64))], keepdims=1)], "y")
+    b.node("Pad", ["x", b.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+                   b.const("pad_value", np.array(0.5, np.float32))], "z", mode="constant")
+    save(b, [tensor("x", [2, 4, 6, 6])], [tensor("y", [2, 4, 6, 6]), tensor("z", [2, 4, 8, 8])], 18, 8)
+    # Opset 20: Gelu (exact: the vocabulary's gelu; tanh: opaque), ReduceMin.
+    b = Builder("opset20", 22)
+    # Two matmuls of x: the rules merge them into one (written back as MatMul + Slice at opset 20).
+    h = b.node("Gelu", [b.node("MatMul", ["x", b.weight("w1", (16, 16))])])
+    h = b.node("Add", [h, b.node("MatMul", ["x", b.weight("w3", (16, 16))])])
+    h = b.node("Gelu", [b.node("MatMul", [h, b.weight("w2", (16, 8))])], approximate="tanh")
+    b.node("ReduceMin", [h, b.const("axes", np.array([1], np.int64))], "y", keepdims=1)
+    save(b, [tensor("x", [3, 16])], [tensor("y", [3, 1])], 20, 9)
+    # Opset 21: Flatten, Reshape, Transpose, Squeeze, Unsqueeze gained types; AveragePool (19) dilations.
+    b = Builder("opset21", 23)
+    h = b.conv("x", 3, 4, 3)
+    h = b.node("AveragePool", [h], kernel_shape=[2, 2], strides=[2, 2], dilations=[1, 1])
+    h = b.node("Transpose", [b.node("Reshape", [h, b.const("shape", np.array([2, 4, 16], np.int64))])], perm=[0, 2, 1])
+    h = b.node("Unsqueeze", [b.node("Flatten", [h], axis=1), b.const("ax0", np.array([0], np.int64))])
+    b.node("Gemm", [b.node("Squeeze", [h, "ax0"]), b.weight("fc", (5, 64), 0.1)], "y", transB=1)
+    save(b, [tensor("x", [2, 3, 8, 8])], [tensor("y", [2, 5])], 21, 10)
+    # External data: the weights in external_data.bin beside the model (onnx.save's own writer).
+    b = Builder("external_data", 24)
+    h = b.conv("x", 4, 8, 3)
+    f = b.node("Flatten", [h], axis=1)
+    b.node("Gemm", [f, b.weight("fc.w", (5, 8 * 6 * 6), 0.1), b.weight("fc.b", (5,), 0.1)], "y", transB=1)
+    graph = helper.make_graph(b.nodes, b.name, [tensor("x", [1, 4, 6, 6])], [tensor("y", [1, 5])], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="tensor-eqsat make_models.py")
+    model.ir_version = IR_VERSION
+    path = os.path.join(out_dir, "external_data.onnx")
+    if os.path.exists(os.path.join(out_dir, "external_data.bin")):
+        os.remove(os.path.join(out_dir, "external_data.bin"))  # onnx.save appends to an existing data file
+    onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="external_data.bin")
+    onnx.checker.check_model(path, full_check=True)
+    paths += [path, os.path.join(out_dir, "external_data.bin")]
+    return paths
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "corpus", "models")
@@ -204,7 +285,7 @@ def main():
     paths = [make(out_dir) for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops)]
     bad_dir = os.path.join(root, "tests", "python", "data")
     os.makedirs(bad_dir, exist_ok=True)
-    for path in paths + bad_models(bad_dir) + batch_models(bad_dir):
+    for path in paths + bad_models(bad_dir) + batch_models(bad_dir) + opset_models(bad_dir):
         print(f"make_models: {os.path.relpath(path, root)} ({os.path.getsize(path)} bytes)")
 
 

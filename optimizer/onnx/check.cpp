@@ -180,8 +180,18 @@ CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, 
                               [&] { return run(optimized, "optimized graph"); }, options, start);
 }
 
-std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& model, const ImportOptions& import) {
-  std::vector<std::pair<std::string, int64_t>> dims;
+namespace {
+
+/// A symbolic dimension as the check rebinds it: by name (dim_param), or by input and axis (an unnamed one
+/// or one given as --dim INPUT:AXIS=VALUE), labelled "INPUT:AXIS".
+struct SymbolicDim {
+  std::string label;
+  int64_t value = 0;
+  std::optional<InputAxis> axis;  // the key in ImportOptions::axis_dims
+};
+
+std::vector<SymbolicDim> symbolic_dims_of(const OnnxModel& model, const ImportOptions& import) {
+  std::vector<SymbolicDim> dims;
   onnx::ModelProto shell;  // the model as imported, without nodes: declared inputs keep their dim_params
   if (model.shell.empty() || !shell.ParseFromString(model.shell)) return dims;
   std::set<std::string> data_inputs, seen;
@@ -189,13 +199,32 @@ std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& mode
     if (!in.is_weight) data_inputs.insert(in.name);
   for (const auto& in : shell.graph().input()) {
     if (!data_inputs.count(in.name()) || !in.type().tensor_type().has_shape()) continue;
-    for (const auto& d : in.type().tensor_type().shape().dim()) {
-      if (d.has_dim_value() || !d.has_dim_param() || !seen.insert(d.dim_param()).second) continue;
+    const auto& shape = in.type().tensor_type().shape();
+    const int64_t rank = shape.dim_size();
+    for (int64_t k = 0; k < rank; ++k) {
+      const auto& d = shape.dim(static_cast<int>(k));
+      if (d.has_dim_value()) continue;
+      std::optional<InputAxis> axis;
+      for (InputAxis key : {InputAxis{in.name(), k}, InputAxis{in.name(), k - rank}})
+        if (import.axis_dims.count(key)) axis = key;
+      if (axis) {
+        dims.push_back({in.name() + ":" + std::to_string(k), import.axis_dims.at(*axis), axis});
+        continue;
+      }
+      if (!d.has_dim_param() || !seen.insert(d.dim_param()).second) continue;
       auto it = import.dims.find(d.dim_param());
       int64_t value = it != import.dims.end() ? it->second : import.default_dim;
-      if (value > 0) dims.emplace_back(d.dim_param(), value);
+      if (value > 0) dims.push_back({d.dim_param(), value, std::nullopt});
     }
   }
+  return dims;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& model, const ImportOptions& import) {
+  std::vector<std::pair<std::string, int64_t>> dims;
+  for (const SymbolicDim& d : symbolic_dims_of(model, import)) dims.emplace_back(d.label, d.value);
   return dims;
 }
 
@@ -206,14 +235,17 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
   const Clock::time_point start = Clock::now();
   CheckResult r = check_equivalent(model, optimized, options);
   if (!r.evaluated || original_bytes.empty()) return r;
-  const std::vector<std::pair<std::string, int64_t>> dims = symbolic_dims(model, import);
-  for (const auto& [dim, value] : dims) {
+  for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
+    const std::string& dim = sym.label;
     SizeCheck s;
     s.dim = dim;
-    s.value = second_value(value);
+    s.value = second_value(sym.value);
     const std::string at = dim + "=" + std::to_string(s.value);
     ImportOptions second = import;
-    second.dims[dim] = s.value;
+    if (sym.axis)
+      second.axis_dims[*sym.axis] = s.value;
+    else
+      second.dims[dim] = s.value;
     const std::string failed = "at " + at + " (the second value of symbolic dimension '" + dim + "') ";
     std::optional<OnnxModel> original, exported_model;
     try {
@@ -272,7 +304,11 @@ CheckResult check_optimization_file(const OnnxModel& model, const Expr& optimize
     if (!(s << f.rdbuf())) throw OnnxError(original.string() + ": cannot read the model again for --check");
     bytes = s.str();
   }
-  return check_optimization(model, optimized, std::string_view(bytes), import, options);
+  // The original's external tensor data (if any) lies beside it.
+  ImportOptions with_dir = import;
+  if (with_dir.external_data_dir.empty() && !original.empty())
+    with_dir.external_data_dir = original.parent_path().empty() ? std::filesystem::path(".") : original.parent_path();
+  return check_optimization(model, optimized, std::string_view(bytes), with_dir, options);
 }
 
 }  // namespace teq::onnx_io

@@ -3,8 +3,9 @@
 // fast_eval.h) and compares their outputs. Weights come from the model's initializers; graph inputs get
 // uniform values in [-1, 1].
 //
-// A model whose graph inputs have symbolic dimensions (dim_param) is checked at the value they were
-// imported with and again at a second value of each (1 -> 2, anything else -> 1): the optimized graph is
+// A model whose graph inputs have symbolic dimensions (dim_param, or unnamed ones given by input and axis)
+// is checked at the value they were imported with and again at a second value of each (1 -> 2, anything
+// else -> 1): the optimized graph is
 // exported to ONNX, and that export and the original file are both imported at the second value and
 // compared. An optimized model that only works at the size it was optimized for fails there.
 // Usage:
@@ -37,7 +38,7 @@ struct CheckOptions {
 
 /// The check at a second value of one symbolic dimension.
 struct SizeCheck {
-  std::string dim;        // the dim_param
+  std::string dim;        // the dim_param, or "INPUT:AXIS" for a dimension given by input and axis
   int64_t value = 0;      // the second value
   bool evaluated = false; // false: the original model itself does not import or evaluate at this value
   bool passed = false;
@@ -67,7 +68,8 @@ CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, cons
 CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, const CheckOptions& options = {});
 
 /// The symbolic dimensions of the graph inputs (not weights) that `model` was imported with, in order of
-/// first appearance, each with the value it was bound to (`import.dims`, else `import.default_dim`).
+/// first appearance, each with the value it was bound to (`import.axis_dims`, labelled "INPUT:AXIS", else
+/// `import.dims`, else `import.default_dim`).
 std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& model, const ImportOptions& import);
 /// The second value a symbolic dimension is checked at: 2 when it was bound to 1, else 1.
 int64_t second_value(int64_t value);

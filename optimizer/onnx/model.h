@@ -44,6 +44,7 @@ struct OnnxModel {
   std::string shell;   // serialized onnx::ModelProto with an empty graph body: metadata, opset imports,
                        // functions, declared inputs and outputs
   std::string source;  // file name, for messages
+  bool external_data = false;  // the file kept tensor data in external files (export writes it so too)
   std::vector<std::string> notes;  // import remarks, e.g. why a node stayed opaque
 
   /// Number of opaque operator nodes.

@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/detail/external_data.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "rules/evaluator.h"
 
@@ -31,7 +32,7 @@ class Exporter {
   Exporter(const OnnxModel& model, const Expr& graph, const ExportOptions& options)
       : m_(model), g_(graph), options_(options) {}
 
-  std::string run() {
+  onnx::ModelProto run() {
     if (!proto_.ParseFromString(m_.shell)) throw OnnxError(m_.source + ": the imported model's shell is corrupt");
     if (g_.roots().size() != m_.outputs.size())
       throw OnnxError("export: the graph has " + std::to_string(g_.roots().size()) + " roots but the model " +
@@ -47,7 +48,7 @@ class Exporter {
     }
     for (const TensorInfo& in : m_.inputs)
       if (in.is_weight) need_initializer(in.name);
-    return proto_.SerializeAsString();
+    return std::move(proto_);
   }
 
  private:
@@ -366,7 +367,9 @@ class Exporter {
       case OpKind::Tanh: return finish("Tanh", {arg(0)}, id, 0, &n);
       case OpKind::Sigmoid: return finish("Sigmoid", {arg(0)}, id, 0, &n);
       case OpKind::Gelu: {
-        // 0.5 * x * (1 + erf(x / sqrt 2)): Gelu itself arrives only in opset 20.
+        // Gelu itself (its default, approximate='none', is the exact erf form) from opset 20; before it
+        // 0.5 * x * (1 + erf(x / sqrt 2)).
+        if (m_.opset >= 20) return finish("Gelu", {arg(0)}, id, 0, &n);
         if (m_.opset < 9) throw OnnxError("export: gelu needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
         std::string x = arg(0);
         std::string e = add_simple("Erf", {add_simple("Mul", {x, float_scalar(0.70710678118654752f)})});
@@ -486,16 +489,25 @@ class Exporter {
 }  // namespace
 
 std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const ExportOptions& options) {
-  return Exporter(model, graph, options).run();
+  return Exporter(model, graph, options).run().SerializeAsString();
 }
 
-void export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
-                 const ExportOptions& options) {
-  std::string bytes = export_onnx_bytes(model, graph, options);
+std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
+                                  const ExportOptions& options) {
+  onnx::ModelProto proto = Exporter(model, graph, options).run();
+  std::filesystem::path data;
+  if (options.external_data.value_or(model.external_data)) {
+    // Named after the model file, beside it: the location recorded in the model is that name alone.
+    data = path;
+    data += ".data";
+    if (detail::move_to_external_data(proto, data, detail::kExternalDataThreshold) == 0) data.clear();
+  }
+  std::string bytes = proto.SerializeAsString();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw OnnxError(path.string() + ": cannot open for writing");
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw OnnxError(path.string() + ": write failed");
+  return data;
 }
 
 }  // namespace teq::onnx_io

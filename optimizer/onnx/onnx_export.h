@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "optimizer/onnx/model.h"
@@ -18,14 +19,18 @@ struct ExportOptions {
   /// Precompute operators whose inputs are all weights (concat of weights, enlarge, ...) into new
   /// initializers. Constant generators (ones, eye, iconv, pool_kernel) are always precomputed.
   bool fold_constants = true;
+  /// export_onnx only: write initializers of at least detail::kExternalDataThreshold (1 KiB) bytes to
+  /// PATH.data beside the model file (ONNX external data). nullopt: when the imported model did.
+  std::optional<bool> external_data = std::nullopt;
 };
 
 /// The serialized onnx::ModelProto of `graph`. Throws OnnxError when `graph` does not fit `model` (a leaf
 /// or opaque id it does not know, another number of roots) or when an operator has no ONNX form in the
 /// model's opset; ShapeError when `graph` is ill-shaped.
 std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const ExportOptions& options = {});
-/// As export_onnx_bytes, written to `path`.
-void export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
+/// As export_onnx_bytes, written to `path`; with external data (options.external_data) the large
+/// initializers go to `path` + ".data" beside it. Returns that data file, or an empty path when none was written.
+std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
                  const ExportOptions& options = {});
 
 }  // namespace teq::onnx_io

@@ -17,7 +17,9 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "optimizer/onnx/detail/external_data.h"
 #include "optimizer/onnx/detail/fold_shapes.h"
+#include "optimizer/onnx/detail/opset_adapt.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "rules/semantics.h"
 
@@ -60,15 +62,20 @@ bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx
 
 class Importer {
  public:
-  Importer(onnx::ModelProto& proto, std::string origin, const ImportOptions& options)
-      : proto_(proto), options_(options) {
+  Importer(onnx::ModelProto& proto, std::string origin, const ImportOptions& options, std::filesystem::path dir)
+      : proto_(proto), options_(options), dir_(std::move(dir)) {
     m_.source = std::move(origin);
   }
 
   OnnxModel run() {
     check_header();
     make_shell();
+    m_.external_data = load_external_data(proto_, dir_, m_.source);
     bind_symbolic_dims();
+    // Opsets 18..21 are read through the library's opset-17 schemas: nodes in their opset-17 form from here
+    // on (m_.opset stays the model's, for export; opaque nodes export their original protos). After the
+    // dimensions are bound: an uneven Split-18 needs its input's extent.
+    if (m_.opset > kLibraryOpset) adapted_ = adapt_to_library_opset(proto_, m_.source);
     check_nodes();
     fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
     infer_shapes();
@@ -111,19 +118,51 @@ class Importer {
     onnx::GraphProto& g = *proto_.mutable_graph();
     std::unordered_set<std::string> inits;
     for (const auto& t : g.initializer()) inits.insert(t.name());
+    // Dimensions given by input and axis (--dim INPUT:AXIS=VALUE), with the axis made non-negative.
+    std::map<std::pair<std::string, int64_t>, int64_t> by_axis;
+    for (const auto& [key, value] : options_.axis_dims) {
+      const std::string option = "--dim " + key.input + ":" + std::to_string(key.axis) + "=" + std::to_string(value);
+      const onnx::ValueInfoProto* input = nullptr;
+      std::string names;
+      for (const auto& in : g.input()) {
+        if (inits.count(in.name())) continue;
+        names += (names.empty() ? "" : ", ") + in.name();
+        if (in.name() == key.input) input = &in;
+      }
+      if (!input) fail(option + ": the model has no graph input '" + key.input + "' (its inputs: " + names + ")");
+      const int64_t rank = input->type().tensor_type().has_shape() ? input->type().tensor_type().shape().dim_size() : -1;
+      if (rank < 0) fail(option + ": graph input '" + key.input + "' declares no shape");
+      if (key.axis < -rank || key.axis >= rank)
+        fail(option + ": graph input '" + key.input + "' has " + std::to_string(rank) + " dimensions, so the axis must be in " +
+             std::to_string(-rank) + ".." + std::to_string(rank - 1));
+      by_axis[{key.input, key.axis < 0 ? key.axis + rank : key.axis}] = value;
+    }
     for (auto& in : *g.mutable_input()) {
       if (inits.count(in.name())) continue;
       if (!in.type().has_tensor_type()) fail("graph input '" + in.name() + "' is not a tensor");
       if (!in.type().tensor_type().has_shape()) fail("graph input '" + in.name() + "' has no shape");
       auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-      for (auto& d : *shape->mutable_dim()) {
+      for (int64_t k = 0; k < shape->dim_size(); ++k) {
+        auto& d = *shape->mutable_dim(static_cast<int>(k));
+        if (auto it = by_axis.find({in.name(), k}); it != by_axis.end()) {
+          if (d.has_dim_value() && d.dim_value() != it->second)
+            fail("--dim " + in.name() + ":" + std::to_string(k) + "=" + std::to_string(it->second) + ": dimension " +
+                 std::to_string(k) + " of graph input '" + in.name() + "' is fixed at " + std::to_string(d.dim_value()));
+          d.set_dim_value(it->second);
+          continue;
+        }
         if (d.has_dim_value()) continue;
         std::string sym = d.has_dim_param() ? d.dim_param() : std::string();
         auto it = options_.dims.find(sym);
         int64_t value = it != options_.dims.end() ? it->second : options_.default_dim;
-        if (value <= 0)
-          fail("graph input '" + in.name() + "' has a symbolic dimension" + (sym.empty() ? "" : " '" + sym + "'") +
-               "; give it a value (eqsat-run --dim " + (sym.empty() ? "NAME" : sym) + "=VALUE)");
+        if (value <= 0) {
+          // An unnamed dimension has no NAME to give: it is given by input and axis.
+          if (sym.empty())
+            fail("graph input '" + in.name() + "' has an unnamed symbolic dimension (axis " + std::to_string(k) +
+                 "); give it a value (eqsat-run --dim " + in.name() + ":" + std::to_string(k) + "=VALUE)");
+          fail("graph input '" + in.name() + "' has a symbolic dimension '" + sym + "'; give it a value (eqsat-run --dim " +
+               sym + "=VALUE)");
+        }
         d.set_dim_value(value);
       }
     }
@@ -135,6 +174,7 @@ class Importer {
   /// default domain an operator of the model's opset with inputs, outputs and attributes its schema allows.
   void check_nodes() {
     const onnx::GraphProto& g = proto_.graph();
+    const int64_t schema_opset = default_opset(proto_);  // kLibraryOpset for a model of a newer opset
     std::unordered_set<std::string> defined;
     std::unordered_map<std::string, const onnx::NodeProto*> producer;
     for (const auto& t : g.initializer()) defined.insert(t.name());
@@ -152,7 +192,7 @@ class Importer {
       }
       for (const auto& out : n.output()) defined.insert(out);
       if (!is_default_domain(n.domain())) continue;
-      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(m_.opset), "");
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(schema_opset), "");
       if (!schema)
         fail(describe(n) + ": '" + n.op_type() + "' is not an operator of ONNX opset " + std::to_string(m_.opset) +
              " (custom operators need their own domain)");
@@ -200,6 +240,13 @@ class Importer {
     for (const auto& n : g.node())
       for (const auto& in : n.input()) used_.insert(in);
     for (const auto& out : g.output()) used_.insert(out.name());
+    // An adapted node that stays opaque is exported with its original inputs (GroupNormalization's scale,
+    // say, which its opset-17 stand-in does not read): those are used too.
+    for (const auto& [_, a] : adapted_) {
+      onnx::NodeProto original;
+      if (original.ParseFromString(a.original))
+        for (const auto& in : original.input()) used_.insert(in);
+    }
   }
 
   /// Shape of a tensor the import needs; error when inference could not determine it.
@@ -298,7 +345,22 @@ class Importer {
     for (const auto& in : n.input())
       if (!in.empty() && !values_.count(in) && !m_.passthrough.count(in))
         fail(describe(n) + " reads '" + in + "', which no earlier node, input or initializer defines");
-    if (is_default_domain(n.domain())) {
+    const AdaptedNode* adapted = adapted_node(n);
+    if (adapted && adapted->stand_in) {
+      // An operator newer than opset 17 whose working node only carries its shapes: named as the model has it.
+      onnx::NodeProto original;
+      original.ParseFromString(adapted->original);
+      try {
+        if (adapted->gelu && import_gelu(n)) return;
+        if (original.op_type() == "Gelu")
+          note_opaque(original, "approximate='" + attr_string(original, "approximate", "none") +
+                                    "' is not the vocabulary's gelu (the exact erf form)");
+      } catch (const NotInVocabulary& e) {
+        note_opaque(original, e.reason);
+      } catch (const ShapeError& e) {
+        note_opaque(original, std::string("shape mismatch: ") + e.what());
+      }
+    } else if (is_default_domain(n.domain())) {
       try {
         if (import_vocabulary(n)) return;
         note_opaque(n, "");
@@ -629,7 +691,27 @@ class Importer {
     set_output(n, add(OpKind::BatchNorm, {}, {x, scale, bias, mean, var}));
   }
 
-  void import_opaque(const onnx::NodeProto& n) {
+  const AdaptedNode* adapted_node(const onnx::NodeProto& n) const {
+    if (adapted_.empty() || n.output_size() == 0) return nullptr;
+    auto it = adapted_.find(n.output(0));
+    return it == adapted_.end() ? nullptr : &it->second;
+  }
+
+  /// Gelu (opset 20, exact erf form) -> the vocabulary's gelu.
+  bool import_gelu(const onnx::NodeProto& n) {
+    pending_.clear();
+    if (elem_type(n.output(0)) != onnx::TensorProto::FLOAT) throw NotInVocabulary{"not a float tensor"};
+    set_output(n, add(OpKind::Gelu, {}, {in(n, 0)}));
+    for (const auto& [name, id] : pending_) values_[name] = id;
+    return true;
+  }
+
+  void import_opaque(const onnx::NodeProto& working) {
+    // A node adapted to opset 17 is exported as the model had it, with its original inputs.
+    onnx::NodeProto original;
+    const AdaptedNode* adapted = adapted_node(working);
+    if (adapted && !original.ParseFromString(adapted->original)) fail(describe(working) + ": adapted node is corrupt");
+    const onnx::NodeProto& n = adapted ? original : working;
     OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}};
     std::vector<ExprId> kids;
     for (const auto& name : n.input()) {
@@ -703,6 +785,8 @@ class Importer {
 
   onnx::ModelProto& proto_;
   const ImportOptions& options_;
+  std::filesystem::path dir_;  // where external tensor data is looked up; empty: bytes without a file
+  std::unordered_map<std::string, AdaptedNode> adapted_;  // nodes of opsets 18..21 rewritten to opset 17
   OnnxModel m_;
   std::unordered_map<std::string, ValueType> types_;
   std::unordered_map<std::string, const onnx::TensorProto*> constants_;
@@ -714,14 +798,19 @@ class Importer {
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
 };
 
-}  // namespace
-
-OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options) {
+OnnxModel import_from(std::string_view bytes, const std::string& origin, const ImportOptions& options,
+                      const std::filesystem::path& dir) {
   onnx::ModelProto proto;
   if (bytes.empty()) throw OnnxError(origin + ": empty file, not an ONNX model");
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw OnnxError(origin + ": not an ONNX model (protobuf parsing failed: the file is truncated or not a model)");
-  return Importer(proto, origin, options).run();
+  return Importer(proto, origin, options, dir).run();
+}
+
+}  // namespace
+
+OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options) {
+  return import_from(bytes, origin, options, options.external_data_dir);
 }
 
 OnnxModel import_onnx(const std::filesystem::path& path, const ImportOptions& options) {
@@ -732,7 +821,10 @@ OnnxModel import_onnx(const std::filesystem::path& path, const ImportOptions& op
   if (!f) throw OnnxError(path.string() + ": cannot open for reading");
   std::ostringstream buf;
   buf << f.rdbuf();
-  return import_onnx_bytes(buf.str(), path.string(), options);
+  // External tensor data lies beside the model file, unless the caller says where.
+  std::filesystem::path dir = options.external_data_dir;
+  if (dir.empty()) dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  return import_from(buf.str(), path.string(), options, dir);
 }
 
 }  // namespace teq::onnx_io

@@ -169,6 +169,24 @@ errors_case(eqsat_run_conflicting_export eqsat-run 2 stderr "--export excludes -
 errors_case(eqsat_run_check_not_run eqsat-run 4 stderr
             "eqsat-run: error: --check could not run: cannot evaluate: the model contains operator LeakyRelu"
             ${PROJECT_SOURCE_DIR}/corpus/models/opaque_ops.onnx ${OK_RULES} --check)
+set(DATA ${PROJECT_SOURCE_DIR}/tests/python/data)
+errors_case(eqsat_run_unsupported_opset eqsat-run 2 stderr
+            "eqsat-run: error: .*opset22\\.onnx: unsupported opset 22 \\(supported: 7 to 21\\)" ${DATA}/opset22.onnx ${OK_RULES})
+errors_case(eqsat_run_unnamed_dim eqsat-run 2 stderr
+            "eqsat-run: error: .*graph input 'x' has an unnamed symbolic dimension \\(axis 0\\). give it a value \\(eqsat-run --dim x:0=VALUE\\)"
+            ${DATA}/unnamed_dim.onnx ${OK_RULES})
+errors_case(eqsat_run_dim_unknown_input eqsat-run 2 stderr
+            "eqsat-run: error: .*--dim nope:0=2: the model has no graph input 'nope' \\(its inputs: x\\)"
+            ${DATA}/unnamed_dim.onnx ${OK_RULES} --dim nope:0=2)
+errors_case(eqsat_run_dim_axis_out_of_range eqsat-run 2 stderr
+            "eqsat-run: error: .*--dim x:2=2: graph input 'x' has 2 dimensions, so the axis must be in -2\\.\\.1"
+            ${DATA}/unnamed_dim.onnx ${OK_RULES} --dim x:2=2)
+errors_case(eqsat_run_external_data_outside eqsat-run 2 stderr
+            "eqsat-run: error: .*tensor 'w' keeps its data in '\\.\\./external_escape\\.bin', outside the model's folder"
+            ${DATA}/external_escape.onnx ${OK_RULES})
+errors_case(eqsat_run_external_data_short eqsat-run 2 stderr
+            "eqsat-run: error: .*tensor 'w' needs 24 bytes at offset 0 of '.*external_short\\.bin', which holds only 8 bytes \\(too short\\)"
+            ${DATA}/external_short.onnx ${OK_RULES})
 
 # --- ruleverify --------------------------------------------------------------------------------------------
 errors_case(ruleverify_missing_file ruleverify 2 stderr "ruleverify: .*nope\\.json: cannot open file" ${W}/nope.json)

@@ -88,6 +88,16 @@ def check_model(exe, model_path, rules, work, numeric_check=True, weights_as_inp
     if proc.returncode != 0 and not check_not_run:
         return [f"{name}: eqsat-run exited {proc.returncode}: {proc.stderr.strip()}"]
     original, optimized = onnx.load(model_path), onnx.load(out)
+    # A model that keeps its weights in an external file is written back so: out.onnx + out.onnx.data.
+    def external(path):
+        return [t.name for t in onnx.load(path, load_external_data=False).graph.initializer
+                if t.data_location == onnx.TensorProto.EXTERNAL]
+    if external(model_path):
+        locations = {e.value for t in onnx.load(out, load_external_data=False).graph.initializer
+                     for e in t.external_data if e.key == "location"}
+        if not external(out) or locations != {os.path.basename(out) + ".data"} or not os.path.exists(out + ".data"):
+            failures.append(f"{name}: the input keeps external data, the output does not keep it in "
+                            f"{os.path.basename(out)}.data (locations {sorted(locations)})")
     try:
         onnx.checker.check_model(optimized, full_check=True)
     except Exception as e:  # onnx raises several types
@@ -98,7 +108,8 @@ def check_model(exe, model_path, rules, work, numeric_check=True, weights_as_inp
         failures.append(f"{name}: opset imports differ")
     known = {"Conv", "Relu", "Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Sigmoid", "Tanh", "MaxPool",
              "AveragePool", "GlobalAveragePool", "Concat", "Split", "Slice", "Transpose", "Reshape", "Flatten",
-             "BatchNormalization", "Softmax", "Identity", "Dropout", "Constant", "Expand", "Pad", "Erf", "Clip"}
+             "BatchNormalization", "Softmax", "Identity", "Dropout", "Constant", "Expand", "Pad", "Erf", "Clip",
+             "Squeeze", "Unsqueeze"}
 
     def opaque(m):
         # Integer shape arithmetic (Shape, Gather, ... on shapes) is folded into constants by the importer.

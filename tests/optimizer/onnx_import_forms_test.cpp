@@ -1,0 +1,460 @@
+// ONNX import of valid models that the ONNX library linked (schemas up to opset 17) cannot read as they are:
+// opsets 18 to 21 (nodes adapted to their opset-17 form, exported at the original opset), external tensor
+// data (loaded from beside the model, written back beside the output), and dimensions given by input and
+// axis. Models are built here with protobuf, so these tests need no Python.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "optimizer/onnx/onnx_export.h"
+#include "optimizer/onnx/onnx_import.h"
+#include "rules/sexpr.h"
+
+namespace teq::onnx_io {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A model builder: declared float inputs/outputs and nodes, at a given opset.
+struct ModelBuilder {
+  onnx::ModelProto m;
+  explicit ModelBuilder(int64_t opset, int64_t ir = 8) {
+    m.set_ir_version(ir);
+    auto* op = m.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    m.mutable_graph()->set_name("g");
+  }
+  onnx::ValueInfoProto* value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
+                              const std::vector<int64_t>& dims) {
+    auto* v = list->Add();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = t->mutable_shape();
+    for (int64_t d : dims) {
+      auto* dim = shape->add_dim();
+      if (d > 0) dim->set_dim_value(d);  // 0: a dimension with neither a value nor a name
+    }
+    return v;
+  }
+  void input(const std::string& name, const std::vector<int64_t>& dims) { value(m.mutable_graph()->mutable_input(), name, dims); }
+  void output(const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+    auto* n = m.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(out.at(0));
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return *n;
+  }
+  void ints(const std::string& name, const std::vector<int64_t>& v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+  }
+  onnx::TensorProto& floats(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+    return *t;
+  }
+  std::string bytes() const { return m.SerializeAsString(); }
+};
+
+void set_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void set_attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void set_attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+std::string error_of(const std::string& bytes, const ImportOptions& options = {}) {
+  try {
+    import_onnx_bytes(bytes, "model.onnx", options);
+  } catch (const OnnxError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+onnx::ModelProto exported(const OnnxModel& m) {
+  onnx::ModelProto p;
+  EXPECT_TRUE(p.ParseFromString(export_onnx_bytes(m, m.graph)));
+  return p;
+}
+
+const onnx::NodeProto* find_node(const onnx::ModelProto& p, const std::string& op) {
+  for (const auto& n : p.graph().node())
+    if (n.op_type() == op) return &n;
+  return nullptr;
+}
+
+TEST(OnnxOpset18, ReduceAxesInputIsReadAndExportedAsTheModelHadIt) {
+  for (int64_t opset : {18, 19, 20, 21}) {
+    ModelBuilder b(opset, opset >= 21 ? 10 : 9);
+    b.input("x", {2, 3, 4});
+    b.ints("axes", {1});
+    set_attr(b.node("ReduceMean", {"x", "axes"}, {"m"}), "keepdims", 1);
+    b.node("Relu", {"m"}, {"y"});
+    b.output("y");
+    OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+    EXPECT_EQ(m.opset, opset);
+    ASSERT_EQ(m.opaque.size(), 1u);
+    // The opset-17 form's shape (axes as an attribute) reached the graph: [2,1,4].
+    EXPECT_EQ(print_graph(m.graph).find("(opaque 0 0 2 1 4 (input x 2 3 4))") != std::string::npos, true)
+        << print_graph(m.graph);
+    // Export: the opaque node as the model had it (axes an input), at the model's opset and IR version.
+    onnx::ModelProto p = exported(m);
+    EXPECT_EQ(p.opset_import(0).version(), opset);
+    EXPECT_EQ(p.ir_version(), opset >= 21 ? 10 : 9);
+    const onnx::NodeProto* r = find_node(p, "ReduceMean");
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->input_size(), 2);
+    EXPECT_EQ(r->input(1), "axes");
+    bool axes_initializer = false;
+    for (const auto& t : p.graph().initializer()) axes_initializer |= t.name() == "axes";
+    EXPECT_TRUE(axes_initializer);
+    for (const auto& a : r->attribute()) EXPECT_NE(a.name(), "axes");
+  }
+}
+
+TEST(OnnxOpset18, NoopWithEmptyAxesIsTheInput) {
+  ModelBuilder b(18);
+  b.input("x", {2, 3});
+  set_attr(b.node("ReduceMax", {"x"}, {"m"}), "noop_with_empty_axes", 1);
+  b.node("Relu", {"m"}, {"y"});
+  b.output("y");
+  EXPECT_EQ(print_graph(import_onnx_bytes(b.bytes(), "model.onnx").graph), "(relu (input x 2 3))\n");
+  // Without noop_with_empty_axes no axes means every axis, as at opset 13.
+  ModelBuilder c(18);
+  c.input("x", {2, 3});
+  c.node("ReduceMax", {"x"}, {"y"});
+  c.output("y");
+  EXPECT_NE(print_graph(import_onnx_bytes(c.bytes(), "model.onnx").graph).find("(opaque 0 0 1 1 "), std::string::npos);
+}
+
+TEST(OnnxOpset18, SplitWithNumOutputs) {
+  ModelBuilder b(18);
+  b.input("x", {2, 6});
+  auto& s = b.node("Split", {"x"}, {"a", "c"});
+  set_attr(s, "axis", 1);
+  set_attr(s, "num_outputs", 2);
+  b.node("Add", {"a", "c"}, {"y"});
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(print_graph(m.graph), "(ewadd (slice 1 0 3 (input x 2 6)) (slice 1 3 6 (input x 2 6)))\n");
+  // What the exporter writes at opset 18 (Slice with inputs, Add) is valid there.
+  onnx::ModelProto p = exported(m);
+  EXPECT_EQ(p.opset_import(0).version(), 18);
+  EXPECT_EQ(find_node(p, "Split"), nullptr);
+}
+
+TEST(OnnxOpset18, SplitWithNumOutputsThatDoNotDivide) {
+  // Split-18: parts of ceil(5 / 2) = 3, the last one smaller; the extent comes from a bound symbolic dimension.
+  ModelBuilder b(18);
+  b.input("x", {2, 0});
+  b.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("n");
+  auto& s = b.node("Split", {"x"}, {"a", "c"});
+  set_attr(s, "axis", -1);
+  set_attr(s, "num_outputs", 2);
+  b.node("Relu", {"a"}, {"y"});
+  b.node("Relu", {"c"}, {"z"});
+  b.output("y");
+  b.output("z");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx", {.dims = {{"n", 5}}});
+  EXPECT_EQ(print_graph(m.graph), "(relu (slice 1 0 3 (input x 2 5)))\n(relu (slice 1 3 5 (input x 2 5)))\n");
+  // Four parts of 5 would leave the last one empty: not a valid Split-18.
+  ModelBuilder c(18);
+  c.input("x", {2, 5});
+  auto& t = c.node("Split", {"x"}, {"p", "q", "r", "s"});
+  set_attr(t, "axis", 1);
+  set_attr(t, "num_outputs", 4);
+  for (const char* o : {"p", "q", "r", "s"}) c.output(o);
+  std::string e = error_of(c.bytes());
+  EXPECT_NE(e.find("node 'p' (Split): 4 outputs of a split of 5 leave the last one empty"), std::string::npos) << e;
+}
+
+TEST(OnnxOpset18, NewShapePreservingOperatorsStayOpaqueWithEveryInput) {
+  // GroupNormalization's stand-in reads only X; its scale, computed by another opaque node, must still be
+  // computed in the export.
+  ModelBuilder b(18);
+  b.input("x", {1, 4, 2, 2});
+  b.floats("s0", {2}, {1.0f, -2.0f});
+  b.floats("b0", {2}, {0.5f, 0.25f});
+  b.node("Abs", {"s0"}, {"s"});
+  set_attr(b.node("GroupNormalization", {"x", "s", "b0"}, {"y"}), "num_groups", 2);
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  ASSERT_EQ(m.opaque.size(), 2u);
+  onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* abs = find_node(p, "Abs");
+  const onnx::NodeProto* gn = find_node(p, "GroupNormalization");
+  ASSERT_NE(abs, nullptr);
+  ASSERT_NE(gn, nullptr);
+  ASSERT_EQ(gn->input_size(), 3);
+  EXPECT_EQ(gn->input(1), abs->output(0));
+  EXPECT_EQ(find_node(p, "Identity"), nullptr);
+}
+
+TEST(OnnxOpset18, PadWithAxesIsSpreadOverEveryAxis) {
+  ModelBuilder b(18);
+  b.input("x", {2, 3});
+  b.node("Relu", {"x"}, {"r"});  // the rank comes from shape inference, not from a declaration
+  b.ints("pads", {1, 2});
+  b.ints("axes", {-1});
+  b.node("Pad", {"r", "pads", "", "axes"}, {"y"});
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(print_graph(m.graph), "(opaque 0 0 2 6 (relu (input x 2 3)))\n");
+  // Exported as the model had it: axes and pads as inputs.
+  const onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* pad = find_node(p, "Pad");
+  ASSERT_NE(pad, nullptr);
+  ASSERT_EQ(pad->input_size(), 4);
+  EXPECT_EQ(pad->input(1), "pads");
+  EXPECT_EQ(pad->input(3), "axes");
+  // Axes computed at run time cannot be spread.
+  ModelBuilder c(18);
+  c.input("x", {2, 3});
+  c.input("axes", {1});
+  c.m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  c.ints("pads", {1, 2});
+  c.node("Pad", {"x", "pads", "", "axes"}, {"y"});
+  c.output("y");
+  std::string e = error_of(c.bytes());
+  EXPECT_NE(e.find("node 'y' (Pad): its pads or axes are computed at run time"), std::string::npos) << e;
+}
+
+TEST(OnnxOpset18, RefusedByNodeWhenThereIsNoOpset17Form) {
+  {
+    ModelBuilder b(18);  // axes computed at run time
+    b.input("x", {2, 3});
+    b.input("axes", {1});
+    b.m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    b.node("ReduceMean", {"x", "axes"}, {"y"});
+    b.output("y");
+    std::string e = error_of(b.bytes());
+    EXPECT_NE(e.find("model.onnx: node 'y' (ReduceMean): its axes ('axes') are computed at run time"), std::string::npos) << e;
+  }
+  {
+    ModelBuilder b(19);
+    b.input("x", {1, 1, 8, 8});
+    auto& n = b.node("AveragePool", {"x"}, {"y"});
+    set_attr(n, "kernel_shape", std::vector<int64_t>{2, 2});
+    set_attr(n, "dilations", std::vector<int64_t>{2, 2});
+    b.output("y");
+    std::string e = error_of(b.bytes());
+    EXPECT_NE(e.find("node 'y' (AveragePool): AveragePool dilations other than 1 (opset 19)"), std::string::npos) << e;
+  }
+  {
+    ModelBuilder b(18);  // an operator new in 18 with no meaning the importer can carry
+    b.input("x", {2, 3});
+    b.node("BitwiseNot", {"x"}, {"y"});
+    b.output("y");
+    std::string e = error_of(b.bytes());
+    EXPECT_NE(e.find("node 'y' (BitwiseNot): 'BitwiseNot' changed in opset 18, after opset 17"), std::string::npos) << e;
+  }
+  {
+    ModelBuilder b(17);  // at 17 the schemas are the library's own: BitwiseNot is unknown there
+    b.input("x", {2, 3});
+    b.node("BitwiseNot", {"x"}, {"y"});
+    b.output("y");
+    EXPECT_NE(error_of(b.bytes()).find("is not an operator of ONNX opset 17"), std::string::npos);
+  }
+}
+
+TEST(OnnxOpset20, GeluIsTheVocabularysGeluAndItsTanhFormStaysOpaque) {
+  ModelBuilder b(20, 9);
+  b.input("x", {2, 3});
+  b.node("Gelu", {"x"}, {"g"});
+  set_attr(b.node("Gelu", {"g"}, {"y"}), "approximate", "tanh");
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(print_graph(m.graph), "(opaque 0 0 2 3 (gelu (input x 2 3)))\n");
+  ASSERT_EQ(m.opaque.size(), 1u);
+  EXPECT_EQ(m.opaque[0].op_type, "Gelu");
+  ASSERT_FALSE(m.notes.empty());
+  EXPECT_NE(m.notes[0].find("approximate='tanh' is not the vocabulary's gelu"), std::string::npos) << m.notes[0];
+  // Export at opset 20: both are Gelu nodes, the opaque one with its attribute, and nothing is an Identity.
+  onnx::ModelProto p = exported(m);
+  int gelus = 0, tanh = 0;
+  for (const auto& n : p.graph().node()) {
+    EXPECT_NE(n.op_type(), "Identity");
+    gelus += n.op_type() == "Gelu";
+    for (const auto& a : n.attribute()) tanh += a.name() == "approximate" && a.s() == "tanh";
+  }
+  EXPECT_EQ(gelus, 2);
+  EXPECT_EQ(tanh, 1);
+  // The export reads back to the same graph.
+  EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "back").graph), print_graph(m.graph));
+}
+
+// ---- external data -----------------------------------------------------------------------------------
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("teq_external_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// x [2,300] + w, with w [2,300] (2400 bytes) in `location` at `offset`.
+ModelBuilder external_model(const std::string& location, int64_t offset, int64_t length) {
+  ModelBuilder b(13);
+  b.input("x", {2, 300});
+  std::vector<float> w(600);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f;
+  onnx::TensorProto& t = b.floats("w", {2, 300}, w);
+  t.clear_raw_data();
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&t](const std::string& k, const std::string& v) {
+    auto* e = t.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add("location", location);
+  add("offset", std::to_string(offset));
+  if (length >= 0) add("length", std::to_string(length));
+  b.node("Add", {"x", "w"}, {"y"});
+  b.output("y");
+  return b;
+}
+
+std::string weight_bytes(size_t pad) {
+  std::string bytes(pad, 'p');
+  for (int i = 0; i < 600; ++i) {
+    float v = static_cast<float>(i) * 0.5f;
+    bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  return bytes;
+}
+
+TEST(OnnxExternalData, LoadsFromBesideTheModelAndWritesBackTheSameWay) {
+  TempDir dir;
+  fs::create_directories(dir.path / "sub");
+  write_file(dir.path / "sub" / "w.bin", weight_bytes(16));
+  write_file(dir.path / "model.onnx", external_model("sub/w.bin", 16, 2400).bytes());
+  OnnxModel m = import_onnx(dir.path / "model.onnx");
+  EXPECT_TRUE(m.external_data);
+  ASSERT_EQ(m.weights.count("w"), 1u);
+  EXPECT_EQ(m.weights.at("w").data[0], 0.0f);
+  EXPECT_EQ(m.weights.at("w").data[599], 299.5f);
+
+  const fs::path out = dir.path / "out.onnx";
+  const fs::path data = export_onnx(m, m.graph, out);
+  EXPECT_EQ(data, dir.path / "out.onnx.data");
+  EXPECT_EQ(read_file(data), weight_bytes(0));  // the one large initializer, and nothing else
+  onnx::ModelProto p;
+  ASSERT_TRUE(p.ParseFromString(read_file(out)));
+  bool external = false;
+  for (const auto& t : p.graph().initializer())
+    if (t.name() == "w") {
+      external = t.data_location() == onnx::TensorProto::EXTERNAL && !t.has_raw_data();
+      ASSERT_GE(t.external_data_size(), 1);
+      EXPECT_EQ(t.external_data(0).value(), "out.onnx.data");
+    }
+  EXPECT_TRUE(external);
+  // It reads back with the same values; an inline model stays inline unless asked.
+  OnnxModel back = import_onnx(out);
+  EXPECT_EQ(back.weights.at("w").data, m.weights.at("w").data);
+  EXPECT_EQ(export_onnx(back, back.graph, dir.path / "inline.onnx", {.external_data = false}), fs::path());
+  EXPECT_FALSE(fs::exists(dir.path / "inline.onnx.data"));
+}
+
+TEST(OnnxExternalData, BadLocationsAreRefusedByName) {
+  TempDir dir;
+  fs::create_directories(dir.path / "m");
+  write_file(dir.path / "w.bin", weight_bytes(0));
+  auto error = [&](const ModelBuilder& b) {
+    write_file(dir.path / "m" / "model.onnx", b.bytes());
+    try {
+      import_onnx(dir.path / "m" / "model.onnx");
+    } catch (const OnnxError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string e = error(external_model("../w.bin", 0, 2400));
+  EXPECT_NE(e.find("tensor 'w' keeps its data in '../w.bin', outside the model's folder"), std::string::npos) << e;
+  e = error(external_model((dir.path / "w.bin").string(), 0, 2400));
+  EXPECT_NE(e.find("outside the model's folder"), std::string::npos) << e;
+  fs::create_symlink(dir.path / "w.bin", dir.path / "m" / "link.bin");
+  e = error(external_model("link.bin", 0, 2400));
+  EXPECT_NE(e.find("resolves outside the model's folder"), std::string::npos) << e;
+  e = error(external_model("missing.bin", 0, 2400));
+  EXPECT_NE(e.find("which is not a readable file"), std::string::npos) << e;
+  write_file(dir.path / "m" / "short.bin", weight_bytes(0).substr(0, 100));
+  e = error(external_model("short.bin", 0, -1));
+  EXPECT_NE(e.find("needs 2400 bytes at offset 0 of"), std::string::npos) << e;
+  EXPECT_NE(e.find("holds only 100 bytes (too short)"), std::string::npos) << e;
+  write_file(dir.path / "m" / "w.bin", weight_bytes(0));
+  e = error(external_model("w.bin", 8, 2400));  // 8 + 2400 > 2400
+  EXPECT_NE(e.find("too short"), std::string::npos) << e;
+  e = error(external_model("w.bin", 0, 1200));
+  EXPECT_NE(e.find("has an external length of 1200 bytes, but its shape needs 2400"), std::string::npos) << e;
+  // From bytes there is no folder to look in.
+  e = error_of(external_model("w.bin", 0, 2400).bytes());
+  EXPECT_NE(e.find("can be read only when the model is imported from its file"), std::string::npos) << e;
+}
+
+// ---- dimensions by input and axis ----------------------------------------------------------------------
+
+TEST(OnnxAxisDims, AnUnnamedDimensionIsGivenByInputAndAxis) {
+  ModelBuilder b(13);
+  b.input("x", {0, 3});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  std::string e = error_of(b.bytes());
+  EXPECT_NE(e.find("graph input 'x' has an unnamed symbolic dimension (axis 0); give it a value (eqsat-run --dim x:0=VALUE)"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(print_graph(import_onnx_bytes(b.bytes(), "m", {.axis_dims = {{{"x", 0}, 5}}}).graph), "(relu (input x 5 3))\n");
+  EXPECT_EQ(print_graph(import_onnx_bytes(b.bytes(), "m", {.axis_dims = {{{"x", -2}, 2}}}).graph), "(relu (input x 2 3))\n");
+  // A fixed dimension may be given its own value, not another.
+  EXPECT_NO_THROW(import_onnx_bytes(b.bytes(), "m", {.axis_dims = {{{"x", 0}, 5}, {{"x", 1}, 3}}}));
+  e = error_of(b.bytes(), {.axis_dims = {{{"x", 0}, 5}, {{"x", 1}, 4}}});
+  EXPECT_NE(e.find("--dim x:1=4: dimension 1 of graph input 'x' is fixed at 3"), std::string::npos) << e;
+  e = error_of(b.bytes(), {.axis_dims = {{{"nope", 0}, 5}}});
+  EXPECT_NE(e.find("--dim nope:0=5: the model has no graph input 'nope' (its inputs: x)"), std::string::npos) << e;
+  e = error_of(b.bytes(), {.axis_dims = {{{"x", 2}, 5}}});
+  EXPECT_NE(e.find("--dim x:2=5: graph input 'x' has 2 dimensions, so the axis must be in -2..1"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace teq::onnx_io
