@@ -232,34 +232,61 @@ EqsatResult optimize_model(const EqsatConfig& config) {
 
   // Read the optimized graph back from its ONNX export and cost what the file holds: the e-graph may have
   // priced a form the exporter writes differently. When the file is not cheaper than the original, the
-  // original is kept (never slower under the chosen cost model).
+  // original is kept (never slower under the chosen cost model). The export is made once and reused by the
+  // symbolic-size guard and --check.
   const double claimed_cost = r.optimized_cost;
   double exported_cost = r.optimized_cost;
   bool kept_original = false;
+  std::string exported;  // the optimized graph's export, when it differs from the original
+  // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
+  const bool symbolic = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
+  const onnx_io::OriginalFile original_file = symbolic ? onnx_io::read_original_file(config.model, config.import)
+                                                       : onnx_io::OriginalFile{"", config.import};
+  auto keep_original = [&](std::string note) {
+    r.notes.push_back(std::move(note));
+    r.optimized = model.graph;
+    r.optimized_cost = r.original_cost;
+    r.rules_used.clear();
+    kept_original = true;
+    exported.clear();
+  };
   if (!(r.optimized == model.graph)) {
     try {
-      const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(onnx_io::export_onnx_bytes(model, r.optimized),
-                                                                 "the optimized model", config.import);
+      exported = onnx_io::export_onnx_bytes(model, r.optimized);
+      const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(exported, "the optimized model", config.import);
       exported_cost = graph_cost(back.graph, *cost);
     } catch (const std::exception& e) {
       throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
     }
     if (!(exported_cost < r.original_cost * (1 - 1e-6))) {  // a rounding-level gain is no gain
-      r.notes.push_back(exported_cost > r.original_cost
-                            ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
-                                  " read back from its ONNX export, more than the original's " +
-                                  fmt("%.6g", r.original_cost)
-                            : std::string("kept the original graph: no cheaper graph was found"));
-      r.optimized = model.graph;
-      r.optimized_cost = r.original_cost;
-      r.rules_used.clear();
-      kept_original = true;
+      keep_original(exported_cost > r.original_cost
+                        ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
+                              " read back from its ONNX export, more than the original's " + fmt("%.6g", r.original_cost)
+                        : std::string("kept the original graph: no cheaper graph was found"));
+    } else if (std::string fixed = onnx_io::fixed_size_reason(model, original_file.bytes, exported, original_file.import);
+               !fixed.empty()) {
+      // Never a model fixed to one size behind a symbolic signature: the original works at every size.
+      keep_original("kept the original graph: the optimized one is valid only at the size it was optimized for: " +
+                    fixed);
     } else {
       r.optimized_cost = exported_cost;
     }
   }
   fs::path output_data;  // the optimized model's external tensor data, when the input kept its data so
-  if (!config.output.empty()) output_data = write_onnx(model, r.optimized, config.output);
+  // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
+  // (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
+  const bool write_input_as_is = r.optimized == model.graph && config.builtin.empty() && !model.external_data;
+  if (write_input_as_is && symbolic) exported = original_file.bytes;
+  if (!config.output.empty()) {
+    if (write_input_as_is) {
+      const std::string bytes =
+          symbolic ? original_file.bytes : onnx_io::read_original_file(config.model, config.import).bytes;
+      std::ofstream out(config.output, std::ios::binary);
+      if (!(out << bytes) || !out.flush()) throw EqsatError("cannot write " + config.output.string());
+    } else {
+      output_data = write_onnx(model, r.optimized, config.output);
+    }
+  }
   std::optional<LatencyComparison> latency;
   if (config.measure) {
     try {
@@ -271,8 +298,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   if (config.check) {
     onnx_io::CheckOptions co = config.check_options;
     if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
-    result.check = onnx_io::check_optimization_file(model, r.optimized,
-                                                    config.builtin.empty() ? config.model : fs::path(), config.import, co);
+    result.check = onnx_io::check_optimization(model, r.optimized, original_file.bytes, original_file.import, co, exported);
     result.exit_code = !result.check->evaluated ? kExitCheckNotRun : result.check->passed ? 0 : 1;
   }
   const double total = since(start);

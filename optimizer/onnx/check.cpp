@@ -230,51 +230,85 @@ std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& mode
 
 int64_t second_value(int64_t value) { return value == 1 ? 2 : 1; }
 
+namespace {
+
+/// The original and the optimized export imported at the second value of one symbolic dimension. `original`
+/// is empty when the original itself does not import there (`reason` says why: that size is not checked);
+/// `optimized` is empty when the export does not (`reason` says why, naming the dimension: a failure).
+struct SecondSizeModels {
+  std::string dim, at, failed;  // "batch", "batch=2", "at batch=2 (the second value of ...) "
+  int64_t value = 0;
+  std::optional<OnnxModel> original, optimized;
+  std::string reason;
+};
+
+SecondSizeModels import_at_second_size(const OnnxModel& model, const SymbolicDim& sym, std::string_view original_bytes,
+                                       std::string_view optimized_bytes, const ImportOptions& import) {
+  SecondSizeModels m;
+  m.dim = sym.label;
+  m.value = second_value(sym.value);
+  m.at = m.dim + "=" + std::to_string(m.value);
+  m.failed = "at " + m.at + " (the second value of symbolic dimension '" + m.dim + "') ";
+  ImportOptions second = import;
+  if (sym.axis)
+    second.axis_dims[*sym.axis] = m.value;
+  else
+    second.dims[m.dim] = m.value;
+  try {
+    m.original = import_onnx_bytes(original_bytes, model.source + " at " + m.at, second);
+    // An operator the importer keeps opaque at this size only (its shape no longer fits): the original
+    // itself does not work here.
+    if (std::string what = first_opaque(*m.original, m.original->graph); !what.empty())
+      throw OnnxError(what + " has no meaning there" + first_note(*m.original));
+  } catch (const std::exception& e) {
+    m.original.reset();
+    m.reason = "the original model does not import at " + m.at + ", so this size is not checked: " + e.what();
+    return m;
+  }
+  try {
+    m.optimized = import_onnx_bytes(optimized_bytes, "the optimized model at " + m.at, second);
+    if (std::string what = first_opaque(*m.optimized, m.optimized->graph); !what.empty())
+      throw OnnxError(what + " has no meaning there" + first_note(*m.optimized));
+  } catch (const std::exception& e) {
+    m.optimized.reset();
+    m.reason = m.failed + "the optimized model is invalid: " + e.what();
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
+                              const ImportOptions& import) {
+  if (original_bytes.empty()) return "";
+  for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
+    SecondSizeModels m = import_at_second_size(model, sym, original_bytes, optimized_bytes, import);
+    if (m.original && !m.optimized) return m.reason;
+  }
+  return "";
+}
+
 CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, std::string_view original_bytes,
-                               const ImportOptions& import, const CheckOptions& options) {
+                               const ImportOptions& import, const CheckOptions& options,
+                               std::string_view optimized_bytes) {
   const Clock::time_point start = Clock::now();
   CheckResult r = check_equivalent(model, optimized, options);
   if (!r.evaluated || original_bytes.empty()) return r;
+  std::string exported;
+  if (optimized_bytes.empty()) optimized_bytes = exported = export_onnx_bytes(model, optimized);
   for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
-    const std::string& dim = sym.label;
+    SecondSizeModels m = import_at_second_size(model, sym, original_bytes, optimized_bytes, import);
     SizeCheck s;
-    s.dim = dim;
-    s.value = second_value(sym.value);
-    const std::string at = dim + "=" + std::to_string(s.value);
-    ImportOptions second = import;
-    if (sym.axis)
-      second.axis_dims[*sym.axis] = s.value;
-    else
-      second.dims[dim] = s.value;
-    const std::string failed = "at " + at + " (the second value of symbolic dimension '" + dim + "') ";
-    std::optional<OnnxModel> original, exported_model;
-    try {
-      original = import_onnx_bytes(original_bytes, model.source + " at " + at, second);
-      // An operator the importer keeps opaque at this size only (its shape no longer fits): the original
-      // itself does not work here.
-      if (std::string what = first_opaque(*original, original->graph); !what.empty())
-        throw OnnxError(what + " has no meaning there" + first_note(*original));
-    } catch (const std::exception& e) {
-      original.reset();
-      s.reason = "the original model does not import at " + at + ", so this size is not checked: " + e.what();
-    }
-    if (original) {
-      try {
-        // Made again for each dimension rather than kept: the bytes hold every weight.
-        exported_model = import_onnx_bytes(export_onnx_bytes(model, optimized), "the optimized model at " + at, second);
-        if (std::string what = first_opaque(*exported_model, exported_model->graph); !what.empty())
-          throw OnnxError(what + " has no meaning there" + first_note(*exported_model));
-      } catch (const std::exception& e) {
-        exported_model.reset();
-        s.evaluated = true;
-        s.reason = failed + "the optimized model is invalid: " + e.what();
-      }
-    }
-    if (exported_model) {
+    s.dim = m.dim;
+    s.value = m.value;
+    s.reason = m.reason;
+    s.evaluated = m.original && !m.optimized;  // an optimized model invalid where the original works: a failure
+    if (m.original && m.optimized) {
       CheckOptions o = options;
+      const std::string& at = m.at;
       if (options.on_progress)
         o.on_progress = [&options, &at](const std::string& line) { options.on_progress(line + " at " + at); };
-      CheckResult c = check_models(*original, *exported_model, o);
+      CheckResult c = check_models(*m.original, *m.optimized, o);
       s.evaluated = c.evaluated;
       s.passed = c.passed;
       s.max_abs_diff = c.max_abs_diff;
@@ -283,7 +317,7 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
       if (!c.evaluated)
         s.reason = "at " + at + " not checked: " + c.reason;
       else if (!c.passed)
-        s.reason = failed + "the optimized model computes other values: " + c.reason;
+        s.reason = m.failed + "the optimized model computes other values: " + c.reason;
     }
     if (s.evaluated && !s.passed) {
       r.passed = false;
@@ -295,20 +329,24 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
   return r;
 }
 
-CheckResult check_optimization_file(const OnnxModel& model, const Expr& optimized, const std::filesystem::path& original,
-                               const ImportOptions& import, const CheckOptions& options) {
-  std::string bytes;
-  if (!original.empty()) {
-    std::ifstream f(original, std::ios::binary);
-    std::ostringstream s;
-    if (!(s << f.rdbuf())) throw OnnxError(original.string() + ": cannot read the model again for --check");
-    bytes = s.str();
-  }
+OriginalFile read_original_file(const std::filesystem::path& path, const ImportOptions& import) {
+  OriginalFile f{"", import};
+  if (path.empty()) return f;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  if (!(s << in.rdbuf())) throw OnnxError(path.string() + ": cannot read the model again");
+  f.bytes = s.str();
   // The original's external tensor data (if any) lies beside it.
-  ImportOptions with_dir = import;
-  if (with_dir.external_data_dir.empty() && !original.empty())
-    with_dir.external_data_dir = original.parent_path().empty() ? std::filesystem::path(".") : original.parent_path();
-  return check_optimization(model, optimized, std::string_view(bytes), with_dir, options);
+  if (f.import.external_data_dir.empty())
+    f.import.external_data_dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  return f;
+}
+
+CheckResult check_optimization_file(const OnnxModel& model, const Expr& optimized, const std::filesystem::path& original,
+                               const ImportOptions& import, const CheckOptions& options,
+                               std::string_view optimized_bytes) {
+  const OriginalFile f = read_original_file(original, import);
+  return check_optimization(model, optimized, f.bytes, f.import, options, optimized_bytes);
 }
 
 }  // namespace teq::onnx_io

@@ -80,11 +80,29 @@ int64_t second_value(int64_t value);
 /// where the optimized export does not import, or computes other values, fails with a reason naming the
 /// dimension. A size where the original itself does not import is recorded as not evaluated and does not
 /// change the verdict. With empty `original_bytes` (a built-in model) only check_equivalent runs.
+/// `optimized_bytes`: the export of `optimized` when the caller has it already (empty: exported here).
 CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, std::string_view original_bytes,
-                               const ImportOptions& import, const CheckOptions& options = {});
+                               const ImportOptions& import, const CheckOptions& options = {},
+                               std::string_view optimized_bytes = {});
 /// As above with the model file's path (empty: a built-in model, no second sizes). Throws OnnxError when
 /// the file can no longer be read.
 CheckResult check_optimization_file(const OnnxModel& model, const Expr& optimized, const std::filesystem::path& original,
-                               const ImportOptions& import, const CheckOptions& options = {});
+                               const ImportOptions& import, const CheckOptions& options = {},
+                               std::string_view optimized_bytes = {});
+
+/// A model file read again: its bytes, and the import options with its folder as the external data folder.
+struct OriginalFile {
+  std::string bytes;  // empty for an empty path (a built-in model)
+  ImportOptions import;
+};
+/// Throws OnnxError when the file can no longer be read.
+OriginalFile read_original_file(const std::filesystem::path& path, const ImportOptions& import);
+
+/// Why the optimized export `optimized_bytes` is valid only at the size it was optimized for: the reason for
+/// the first symbolic dimension at whose second value the original imports and the export does not (a shape
+/// that no longer fits, naming the dimension), or empty. Shapes only, nothing is evaluated; eqsat-run keeps
+/// the original graph when this is not empty, with or without --check.
+std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
+                              const ImportOptions& import);
 
 }  // namespace teq::onnx_io

@@ -423,7 +423,8 @@ class Importer {
     // Canonical form first: explicit pads that are SAME padding (PyTorch's padding=k//2 at stride 1) become
     // SAME, the form the rules are written in, so one rule matches every encoding of the same convolution.
     int64_t out_same = (in + s - 1) / s, total = std::max<int64_t>((out_same - 1) * s + k - in, 0);
-    if (pb == total / 2 && pe == total - total / 2 && total > 0) return -1;
+    // Also when SAME pads nothing (a 1x1 kernel at any stride): explicit 0 and SAME are then the same.
+    if (pb == total / 2 && pe == total - total / 2) return -1;
     if (pb == pe) return pb;
     // Asymmetric padding that produces as many outputs as symmetric pb places every window identically.
     if (in + 2 * pb >= k && (in + pb + pe - k) / s == (in + 2 * pb - k) / s) return pb;
