@@ -275,14 +275,18 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   fs::path output_data;  // the optimized model's external tensor data, when the input kept its data so
   // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
   // (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
-  const bool write_input_as_is = r.optimized == model.graph && config.builtin.empty() && !model.external_data;
+  const bool write_input_as_is = r.optimized == model.graph && config.builtin.empty();
   if (write_input_as_is && symbolic) exported = original_file.bytes;
   if (!config.output.empty()) {
     if (write_input_as_is) {
-      const std::string bytes =
-          symbolic ? original_file.bytes : onnx_io::read_original_file(config.model, config.import).bytes;
-      std::ofstream out(config.output, std::ios::binary);
-      if (!(out << bytes) || !out.flush()) throw EqsatError("cannot write " + config.output.string());
+      onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
+      const onnx_io::OriginalFile& input =
+          symbolic ? original_file : (reread = onnx_io::read_original_file(config.model, config.import));
+      try {
+        output_data = onnx_io::copy_model(input.bytes, input.import.external_data_dir, config.output);
+      } catch (const onnx_io::OnnxError& e) {
+        throw EqsatError(e.what());
+      }
     } else {
       output_data = write_onnx(model, r.optimized, config.output);
     }

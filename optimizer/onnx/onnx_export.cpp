@@ -492,11 +492,12 @@ std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const E
   return Exporter(model, graph, options).run().SerializeAsString();
 }
 
-std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
-                                  const ExportOptions& options) {
-  onnx::ModelProto proto = Exporter(model, graph, options).run();
+namespace {
+
+/// Writes `proto` to `path`, its large initializers to PATH.data when `external`; returns that data file or empty.
+std::filesystem::path write_model(onnx::ModelProto& proto, const std::filesystem::path& path, bool external) {
   std::filesystem::path data;
-  if (options.external_data.value_or(model.external_data)) {
+  if (external) {
     // Named after the model file, beside it: the location recorded in the model is that name alone.
     data = path;
     data += ".data";
@@ -508,6 +509,23 @@ std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, con
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw OnnxError(path.string() + ": write failed");
   return data;
+}
+
+}  // namespace
+
+std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
+                                  const ExportOptions& options) {
+  onnx::ModelProto proto = Exporter(model, graph, options).run();
+  return write_model(proto, path, options.external_data.value_or(model.external_data));
+}
+
+std::filesystem::path copy_model(std::string_view bytes, const std::filesystem::path& source_dir,
+                                 const std::filesystem::path& path) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw OnnxError(path.string() + ": the input model no longer parses");
+  const bool external = detail::load_external_data(proto, source_dir, "the input model");
+  return write_model(proto, path, external);
 }
 
 }  // namespace teq::onnx_io

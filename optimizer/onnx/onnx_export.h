@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "optimizer/onnx/model.h"
 
@@ -32,5 +33,10 @@ std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const E
 /// initializers go to `path` + ".data" beside it. Returns that data file, or an empty path when none was written.
 std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
                  const ExportOptions& options = {});
+/// Writes the model file `bytes` (read from a file in `source_dir`) to `path` as it is, except that tensor data
+/// it keeps in external files moves to `path` + ".data" (as export_onnx writes it). Returns that data file, or
+/// an empty path. For a graph the optimizer left unchanged: the user gets their own file back, not a re-export.
+std::filesystem::path copy_model(std::string_view bytes, const std::filesystem::path& source_dir,
+                                 const std::filesystem::path& path);
 
 }  // namespace teq::onnx_io

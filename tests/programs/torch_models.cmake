@@ -23,3 +23,28 @@ foreach(model ${TEQ_TORCH_MODELS})
                    --weights-as-inputs --no-eval-check "--eqsat-args=--node-limit 10000 --ilp-time-limit 3")
   set_tests_properties(eqsat_run.torch.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+
+# The same networks exported at opset 17 with a symbolic batch (corpus/models/torch/opset17-dynamic/), their
+# weights made initializers, in four forms (opset 17, 18 and 21, external data: tests/python/test_variants.py):
+# each optimized with --dim batch=1 must run in onnxruntime at batch 1 and 2 with the original's outputs, and
+# every form must give the same speedup and rules. Greedy extraction: the ILP's time limit would make the
+# comparison depend on the machine's load. To keep the suite's time: the plain convolution networks skip
+# opset 18 (none of their operators changes between 17 and 18; Inception-v3's and DenseNet-121's Pad does), and
+# VGG-19 (548 MB of weights, 40 s a form) runs the opset-17 form only.
+set(TEQ_TORCH_VARIANTS_resnet50 opset17,opset21,external)
+set(TEQ_TORCH_VARIANTS_resnext50 opset17,opset21,external)
+set(TEQ_TORCH_VARIANTS_vgg19 opset17)
+file(GLOB TEQ_TORCH_DYNAMIC_MODELS CONFIGURE_DEPENDS ${TEQ_TORCH_MODELS_DIR}/opset17-dynamic/*.onnx)
+foreach(model ${TEQ_TORCH_DYNAMIC_MODELS})
+  get_filename_component(name ${model} NAME_WE)
+  set(variants opset17,opset18,opset21,external)
+  if(DEFINED TEQ_TORCH_VARIANTS_${name})
+    set(variants ${TEQ_TORCH_VARIANTS_${name}})
+  endif()
+  add_test(NAME eqsat_run.torch_variants.${name}
+           COMMAND sh -c "if [ -x '${TEQ_TORCH_MODELS_VENV}' ]; then exec '${TEQ_TORCH_MODELS_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                   sh ${PROJECT_SOURCE_DIR}/tests/python/test_variants.py $<TARGET_FILE:eqsat-run> ${model}
+                   ${PROJECT_SOURCE_DIR}/corpus/seed.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch_variants
+                   --variants ${variants} "--eqsat-args=--node-limit 10000 --extract greedy")
+  set_tests_properties(eqsat_run.torch_variants.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endforeach()

@@ -60,12 +60,16 @@ def run(path, feeds):
 def random_feeds(path, seed, weights_as_inputs=False):
     rng = np.random.default_rng(seed)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    # Batch-norm variances must be positive (a model's are): uniform in [0.5, 1.5] (bench/with_weights.py too).
+    variances = {n.input[4] for n in onnx.load(path).graph.node if n.op_type == "BatchNormalization" and len(n.input) > 4}
     feeds = {}
     for k, i in enumerate(session.get_inputs()):
         value = rng.uniform(-1, 1, i.shape)
         if weights_as_inputs and k > 0:
             fan_in = int(np.prod(i.shape[1:])) if len(i.shape) >= 2 else 0
             value *= np.sqrt(6.0 / fan_in) if fan_in else 0.1  # uniform(-a, a) has variance a^2 / 3
+            if i.name in variances:
+                value = rng.uniform(0.5, 1.5, i.shape)
         feeds[i.name] = value.astype(ORT_TYPES[i.type])
     return feeds
 
