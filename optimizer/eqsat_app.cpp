@@ -209,6 +209,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
          << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
          << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name() << "\n";
     for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
+    for (const std::string& f : model.folded) *log << "  import: " << f << "\n";
   }
 
   OptimizeConfig oc = config.optimize;
@@ -273,9 +274,22 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     }
   }
   fs::path output_data;  // the optimized model's external tensor data, when the input kept its data so
+  // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
+  // is the smaller file, when it is valid at every size the input is.
+  bool write_canonical = false;
+  if (r.optimized == model.graph && !model.folded.empty()) {
+    std::string canonical = onnx_io::export_onnx_bytes(model, model.graph);
+    std::string fixed = onnx_io::fixed_size_reason(model, original_file.bytes, canonical, original_file.import);
+    if (fixed.empty()) {
+      exported = std::move(canonical);
+      write_canonical = true;
+    } else {
+      r.notes.push_back("wrote the input as it is, without the import's folding: " + fixed);
+    }
+  }
   // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
   // (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
-  const bool write_input_as_is = r.optimized == model.graph && config.builtin.empty();
+  const bool write_input_as_is = r.optimized == model.graph && !write_canonical && config.builtin.empty();
   if (write_input_as_is && symbolic) exported = original_file.bytes;
   if (!config.output.empty()) {
     if (write_input_as_is) {
@@ -333,7 +347,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
          {"bound", r.extraction.bound},
          {"gap", r.extraction.gap}}},
        {"operators", {{"original", model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
-       {"opaque_operators", model.opaque.size()}};
+       {"opaque_operators", model.opaque.size()},
+       {"import_folded", model.folded}};
   if (!output_data.empty()) j["output_data"] = output_data.string();
   if (result.check) j["check"] = check_json(*result.check, config.check_options);
   if (latency) j["latency"] = latency->to_json();

@@ -46,6 +46,9 @@ struct OnnxModel {
   std::string source;  // file name, for messages
   bool external_data = false;  // the file kept tensor data in external files (export writes it so too)
   std::vector<std::string> notes;  // import remarks, e.g. why a node stayed opaque
+  /// Nodes the import folded away (a BatchNormalization into the convolution before it, a multiplication by
+  /// ones, ...), described. Not empty: the graph, exported as it is, is already smaller than the file.
+  std::vector<std::string> folded;
 
   /// Number of opaque operator nodes.
   size_t num_opaque() const { return opaque.size(); }

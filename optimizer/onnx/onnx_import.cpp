@@ -238,8 +238,14 @@ class Importer {
 
   void collect_used(const onnx::GraphProto& g) {
     for (const auto& n : g.node())
-      for (const auto& in : n.input()) used_.insert(in);
-    for (const auto& out : g.output()) used_.insert(out.name());
+      for (const auto& in : n.input()) {
+        used_.insert(in);
+        ++use_count_[in];
+      }
+    for (const auto& out : g.output()) {
+      used_.insert(out.name());
+      ++use_count_[out.name()];
+    }
     // An adapted node that stays opaque is exported with its original inputs (GroupNormalization's scale,
     // say, which its opset-17 stand-in does not read): those are used too.
     for (const auto& [_, a] : adapted_) {
@@ -584,10 +590,26 @@ class Importer {
     return true;
   }
 
+  /// Whether input k is a constant whose every element is `v`.
+  bool constant_all(const onnx::NodeProto& n, int k, double v) {
+    auto values = const_input(n, k);
+    return values && !values->empty() && std::all_of(values->begin(), values->end(), [v](double x) { return x == v; });
+  }
+
   void import_binary(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     ExprId a = in(n, 0), b = in(n, 1);
     const Shape& out = out_shape(n);
+    // Canonical form: x*1, 1*x, x/1, x+0, 0+x and x-0 are x (when x already has the output's shape).
+    const bool mul_or_div = op == "Mul" || op == "Div", add_or_sub = op == "Add" || op == "Sub";
+    for (int k : {1, 0}) {
+      if (k == 0 && (op == "Div" || op == "Sub")) continue;
+      ExprId keep = k == 1 ? a : b;
+      if (shapes_[keep.value] == out && ((mul_or_div && constant_all(n, k, 1)) || (add_or_sub && constant_all(n, k, 0)))) {
+        m_.folded.push_back(describe(n) + ": " + (mul_or_div ? "a factor of one" : "a term of zero") + " removed");
+        return alias(n, keep);
+      }
+    }
     if (op == "Mul" && shapes_[b.value].empty() && shapes_[a.value] == out) return set_output(n, add(OpKind::Smul, {}, {a, b}));
     if (op == "Mul" && shapes_[a.value].empty() && shapes_[b.value] == out) return set_output(n, add(OpKind::Smul, {}, {b, a}));
     OpKind k = op == "Add" ? OpKind::EwAdd : op == "Sub" ? OpKind::EwSub : op == "Mul" ? OpKind::EwMul : OpKind::EwDiv;
@@ -666,12 +688,67 @@ class Importer {
     set_output(n, y);
   }
 
+  /// The value of a weight leaf, or nullptr.
+  const Tensor<float>* weight_value(ExprId id) const {
+    const ExprNode& node = m_.graph[id];
+    if (node.op != OpKind::Weight) return nullptr;
+    auto it = m_.weights.find(node.name);
+    return it == m_.weights.end() ? nullptr : &it->second;
+  }
+
+  /// Canonical form of Conv -> BatchNormalization (inference) with constant weights, as runtimes run it:
+  /// one convolution with w' = w * k and bias' = (bias - mean) * k + beta per output channel, where
+  /// k = scale / sqrt(var + epsilon). nullopt when the pattern or its constants are not there.
+  std::optional<ExprId> fold_batchnorm_into_conv(const onnx::NodeProto& n, ExprId x, float eps) {
+    if (use_count_[n.input(0)] != 1) return std::nullopt;  // the convolution's output is read elsewhere too
+    const Tensor<float>* bn[4];
+    for (int k = 1; k <= 4; ++k) {
+      auto it = values_.find(n.input(k));
+      if (it == values_.end() || !(bn[k - 1] = weight_value(it->second))) return std::nullopt;
+    }
+    // x is conv2d(input, w) or ewadd(conv2d(input, w), broadcast(reshape(b))), as import_conv builds it.
+    ExprId conv = x;
+    const Tensor<float>* conv_bias = nullptr;
+    if (m_.graph[x].op == OpKind::EwAdd) {
+      conv = m_.graph[x].children[0];
+      ExprId bc = m_.graph[x].children[1];
+      if (m_.graph[bc].op != OpKind::Broadcast || m_.graph[m_.graph[bc].children[0]].op != OpKind::Reshape) return std::nullopt;
+      conv_bias = weight_value(m_.graph[m_.graph[bc].children[0]].children[0]);
+      if (!conv_bias) return std::nullopt;
+    }
+    const ExprNode conv_node = m_.graph[conv];  // a copy: add() below grows the graph
+    if (conv_node.op != OpKind::Conv2d || conv_node.attrs[4] != 0) return std::nullopt;
+    const Tensor<float>* w = weight_value(conv_node.children[1]);
+    if (!w) return std::nullopt;
+    const int64_t out_channels = w->shape[0];
+    for (const Tensor<float>* t : bn)
+      if (t->shape != Shape{out_channels}) return std::nullopt;
+    if (conv_bias && conv_bias->shape != Shape{out_channels}) return std::nullopt;
+    const auto& [scale, beta, mean, var] = bn;
+    Tensor<float> folded_w = *w;
+    std::vector<float> folded_b(static_cast<size_t>(out_channels));
+    const size_t per_channel = folded_w.data.size() / static_cast<size_t>(out_channels);
+    for (size_t o = 0; o < static_cast<size_t>(out_channels); ++o) {
+      const double k = scale->data[o] / std::sqrt(static_cast<double>(var->data[o]) + eps);
+      for (size_t i = 0; i < per_channel; ++i) folded_w.data[o * per_channel + i] = static_cast<float>(folded_w.data[o * per_channel + i] * k);
+      folded_b[o] = static_cast<float>(((conv_bias ? conv_bias->data[o] : 0.0f) - mean->data[o]) * k + beta->data[o]);
+    }
+    const std::string w_name = m_.graph[conv_node.children[1]].name;
+    ExprId new_w = weight(unique_name(w_name + ".bn"), std::move(folded_w));
+    ExprId y = add(OpKind::Conv2d, conv_node.attrs, {conv_node.children[0], new_w});
+    ExprId b = weight(unique_name(w_name + ".bn_bias"), Tensor<float>(Shape{out_channels}, std::move(folded_b)));
+    ExprId bias = add(OpKind::Reshape, {out_channels, 1, 1}, {b});
+    m_.folded.push_back(describe(n) + ": folded into the convolution before it");
+    return add(OpKind::EwAdd, {}, {y, broadcast_to(bias, shapes_[y.value])});
+  }
+
   void import_batchnorm(const onnx::NodeProto& n) {
     require_single_output(n);
     if (attr_int(n, "training_mode", 0) != 0) throw NotInVocabulary{"training mode"};
     if (m_.opset < 9 && attr_int(n, "spatial", 1) != 1) throw NotInVocabulary{"spatial = 0"};
-    ExprId x = in(n, 0), scale = in(n, 1), bias = in(n, 2), mean = in(n, 3), var = in(n, 4);
     float eps = attr_float(n, "epsilon", 1e-5f);
+    if (auto folded = fold_batchnorm_into_conv(n, in(n, 0), eps)) return set_output(n, *folded);
+    ExprId x = in(n, 0), scale = in(n, 1), bias = in(n, 2), mean = in(n, 3), var = in(n, 4);
     if (eps != 0) {
       // Our batchnorm has no epsilon: fold it into the variance (a new weight when var is one).
       const ExprNode& v = m_.graph[var];
@@ -794,6 +871,7 @@ class Importer {
   std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
   std::unordered_map<std::string, ExprId> values_;
   std::unordered_set<std::string> used_, new_names_;
+  std::unordered_map<std::string, int> use_count_;  // readers of each value (nodes and graph outputs)
   std::map<std::string, ExprId> folded_var_;
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
