@@ -119,12 +119,13 @@ double AnalyticalCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const
   const double compute = w.flops / peak;
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
   double t = std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
-  // A fused activation costs what the separate activation costs: the exporter writes it as its own ONNX
-  // node, and a runtime that fuses Conv+Relu fuses the original's separate Relu just as well, so fusing
-  // in the e-graph earns nothing.
-  if (auto act = activation_op(fused_activation(op, attrs))) {
+  // A fused activation costs what the separate activation node costs, since the exporter writes it as its
+  // own ONNX node: nothing for a relu after a convolution or 2-d matmul (an epilogue the runtime fuses back,
+  // fuses_epilogues), the activation's own kernel otherwise. Fusing in the e-graph earns nothing either way.
+  const Activation act = fused_activation(op, attrs);
+  if (act != Activation::None && !(act == Activation::Relu && is_anchor_operator(op, inputs))) {
     const Shape* out = &output;
-    t += node_cost(*act, {}, std::span<const Shape>(out, 1), output);
+    t += node_cost(*activation_op(act), {}, std::span<const Shape>(out, 1), output);
   }
   return t;
 }

@@ -59,6 +59,8 @@ class AnalyticalCostModel final : public CostModel {
   std::string name() const override;
   /// Seconds.
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
+  /// onnxruntime, cuDNN and TensorRT all run a convolution's bias add and relu in its kernel.
+  bool fuses_epilogues() const override { return true; }
   const DeviceProfile& profile() const { return profile_; }
 
  private:

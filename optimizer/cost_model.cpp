@@ -1,5 +1,7 @@
 #include "optimizer/cost_model.h"
 
+#include <algorithm>
+
 namespace teq {
 
 double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
@@ -26,6 +28,27 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
     case OpKind::Softmax: return out;
     default: return 0;  // data movement, constants, leaves, opaque
   }
+}
+
+bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands) {
+  if (op == OpKind::Relu) return operands.size() == 1 && operands[0].fusion_anchor;
+  if (op != OpKind::EwAdd || operands.size() != 2) return false;
+  return (operands[0].fusion_anchor && operands[1].precomputable) || (operands[1].fusion_anchor && operands[0].precomputable);
+}
+
+bool is_anchor_operator(OpKind op, std::span<const Shape> inputs) {
+  return op == OpKind::Conv2d || (op == OpKind::Matmul && inputs.size() == 2 && inputs[0].size() == 2 && inputs[1].size() == 2);
+}
+
+bool is_fusion_anchor(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, std::span<const OperandFacts> operands) {
+  if (op == OpKind::EwAdd) return is_fused_epilogue(op, operands);
+  return fused_activation(op, attrs) == Activation::None && is_anchor_operator(op, inputs);
+}
+
+double node_cost_in_context(const CostModel& cost, OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                            const Shape& output, std::span<const OperandFacts> operands) {
+  if (cost.fuses_epilogues() && is_fused_epilogue(op, operands)) return 0;
+  return std::max(0.0, cost.node_cost(op, attrs, inputs, output));
 }
 
 double FlopCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,

@@ -19,9 +19,36 @@ class CostModel {
   virtual std::string name() const = 0;
   /// Cost of one operator node with these attributes, input shapes and output shape. Leaves (var,
   /// input, weight) are never asked. Work that depends only on weights is made free by the optimizer
-  /// (precomputed at load time), not by the cost model.
+  /// (precomputed at load time), not by the cost model; so are epilogues (below) under a model that says
+  /// its runtime fuses them.
   virtual double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const = 0;
+  /// Whether the runtime this model prices runs a convolution's or 2-d matrix product's bias add and relu
+  /// inside that operator's kernel, as onnxruntime (Conv+Add+Relu, Gemm+Relu), cuDNN and TensorRT do at
+  /// load time. Then those epilogue nodes cost nothing, in the original as in the optimized graph, and a
+  /// rewrite that moves a bias add or relu away from its convolution pays for the kernel it makes.
+  virtual bool fuses_epilogues() const { return false; }
 };
+
+/// An operand of a node, as a fusing runtime sees it.
+struct OperandFacts {
+  bool precomputable = false;  // weight-only: computed once at load time
+  bool fusion_anchor = false;  // a convolution's or 2-d matmul's output, its bias at most added (no activation)
+};
+
+/// Whether a node is an epilogue a fusing runtime runs inside the kernel of its anchor operand: ewadd of an
+/// anchor and a precomputable operand (a bias), or relu of an anchor.
+bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands);
+/// Whether the operator's output is one a fusing runtime adds a bias and a relu to in its kernel: a
+/// convolution or a 2-d matrix product (whatever its fused activation).
+bool is_anchor_operator(OpKind op, std::span<const Shape> inputs);
+/// Whether a node's output is a fusion anchor: a convolution or 2-d matmul without a fused activation, or a
+/// bias-add epilogue of one.
+bool is_fusion_anchor(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, std::span<const OperandFacts> operands);
+/// The cost of a node in its context: 0 for an epilogue under a model that fuses them, else node_cost.
+/// Every extraction and graph costing goes through this, so the original and the optimized graph are
+/// priced alike.
+double node_cost_in_context(const CostModel& cost, OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                            const Shape& output, std::span<const OperandFacts> operands);
 
 /// A simple, deterministic model for tests of the search machinery: multiply-adds plus elements read and
 /// written, plus a fixed per-node overhead, so that fewer, larger operators win. It keeps TASO's conventions

@@ -48,18 +48,45 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
   ExtractionProblem p;
   p.nodes.resize(egraph.node_slots());
   p.classes.resize(egraph.class_slots());
+  auto usable = [&](NodeId n) { return !(n.value < blacklist.size() && blacklist[n.value]); };
+  // Facts of each class as an operand: weight-only, and a fusion anchor when one of its e-nodes is (a
+  // conv, or a bias add of an anchor: a fixpoint, the chains are short).
+  std::vector<OperandFacts> facts(egraph.class_slots());
+  for (ClassId c : egraph.class_ids()) facts[c.value].precomputable = egraph.eclass(c).weight_only;
   std::vector<Shape> in;
+  std::vector<OperandFacts> operands;
+  auto gather = [&](const ENode& e) {
+    in.clear();
+    operands.clear();
+    for (ClassId d : e.children) {
+      in.push_back(egraph.shape(d));
+      operands.push_back(facts[egraph.find(d).value]);
+    }
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (ClassId c : egraph.class_ids()) {
+      if (facts[c.value].fusion_anchor) continue;
+      for (NodeId n : egraph.eclass(c).nodes) {
+        if (!usable(n)) continue;
+        gather(egraph.node(n));
+        if (is_fusion_anchor(egraph.node(n).op, egraph.node(n).attrs, in, operands)) {
+          facts[c.value].fusion_anchor = changed = true;
+          break;
+        }
+      }
+    }
+  }
   for (ClassId c : egraph.class_ids()) {
     for (NodeId n : egraph.eclass(c).nodes) {
-      if (n.value < blacklist.size() && blacklist[n.value]) continue;
+      if (!usable(n)) continue;
       const ENode& e = egraph.node(n);
       ExtractionProblem::Node& out = p.nodes[n.value];
       out.cls = c;
       for (ClassId d : e.children) out.children.push_back(egraph.find(d));
       if (!is_leaf(e.op) && !egraph.is_precomputable(n)) {
-        in.clear();
-        for (ClassId d : e.children) in.push_back(egraph.shape(d));
-        out.cost = std::max(0.0, cost.node_cost(e.op, e.attrs, in, egraph.eclass(c).shape));
+        gather(e);
+        out.cost = node_cost_in_context(cost, e.op, e.attrs, in, egraph.eclass(c).shape, operands);
       }
       p.classes[c.value].push_back(n);
     }
@@ -117,6 +144,8 @@ double graph_cost(const Expr& graph, const CostModel& cost) {
       for (ExprId c : graph.nodes()[i].children) needed[c.value] = true;
   double total = 0;
   std::vector<Shape> in;
+  std::vector<bool> anchor(graph.size(), false);
+  std::vector<OperandFacts> operands;
   for (size_t i = 0; i < graph.size(); ++i) {
     const ExprNode& n = graph.nodes()[i];
     if (n.op == OpKind::Weight || is_constant_op(n.op)) {
@@ -126,10 +155,15 @@ double graph_cost(const Expr& graph, const CostModel& cost) {
       for (ExprId c : n.children) all = all && precomputable[c.value];
       precomputable[i] = all;
     }
-    if (!needed[i] || is_leaf(n.op) || precomputable[i]) continue;
     in.clear();
-    for (ExprId c : n.children) in.push_back(shapes[c.value]);
-    total += std::max(0.0, cost.node_cost(n.op, n.attrs, in, shapes[i]));
+    operands.clear();
+    for (ExprId c : n.children) {
+      in.push_back(shapes[c.value]);
+      operands.push_back({precomputable[c.value], anchor[c.value]});
+    }
+    anchor[i] = !is_leaf(n.op) && is_fusion_anchor(n.op, n.attrs, in, operands);
+    if (!needed[i] || is_leaf(n.op) || precomputable[i]) continue;
+    total += node_cost_in_context(cost, n.op, n.attrs, in, shapes[i], operands);
   }
   return total;
 }

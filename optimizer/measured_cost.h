@@ -97,6 +97,8 @@ class MeasuredCostModel final : public CostModel {
   ~MeasuredCostModel() override;
 
   std::string name() const override { return config_.name; }
+  /// As the fallback model says: the DB times nodes one by one, the runtime fuses epilogues into them.
+  bool fuses_epilogues() const override { return fallback_ && fallback_->fuses_epilogues(); }
   /// Seconds (the DB stores milliseconds). Leaves cost 0.
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
 

@@ -30,6 +30,8 @@ struct Graph {
   std::vector<Shape> shapes;
   std::vector<double> raw_cost;     // the cost model's figure (0 for leaves)
   std::vector<bool> precomputable;  // depends only on weights and constants: free at run time
+  std::vector<bool> anchor;         // a fusion anchor (cost_model.h): a conv's or 2-d matmul's output
+  std::vector<bool> epilogue;       // a bias add or relu a fusing runtime runs inside its anchor's kernel
   double cost = 0;
   uint64_t hash = 0;
   std::vector<uint32_t> history;    // rules applied on the way from the input
@@ -149,7 +151,7 @@ class Rewriter {
     uint64_t h = 0;
     ExprNodeHash node_hash;
     for (size_t i = 0; i < out_.expr.size(); ++i) {
-      if (!out_.precomputable[i]) total += out_.raw_cost[i];
+      if (!out_.precomputable[i] && !(out_.epilogue[i] && cost_.fuses_epilogues())) total += out_.raw_cost[i];
       h = h * 1'000'003 ^ node_hash(out_.expr.nodes()[i]);
     }
     for (ExprId r : out_.expr.roots()) h = h * 1'000'003 ^ r.value;
@@ -177,6 +179,14 @@ class Rewriter {
     out_.shapes.push_back(shape);
     out_.raw_cost.push_back(c);
     out_.precomputable.push_back(precomputable_node(n, out_.precomputable));
+    std::vector<OperandFacts> operands;
+    std::vector<Shape> in;
+    for (ExprId ch : n.children) {
+      operands.push_back({out_.precomputable[ch.value], out_.anchor[ch.value]});
+      in.push_back(out_.shapes[ch.value]);
+    }
+    out_.anchor.push_back(is_fusion_anchor(n.op, n.attrs, in, operands));
+    out_.epilogue.push_back(is_fused_epilogue(n.op, operands));
     return id;
   }
 
@@ -270,7 +280,9 @@ Graph canonical_input(const Expr& graph, const CostModel& cost) {
       c = std::max(0.0, cost.node_cost(n.op, n.attrs, in, g.shapes[i]));
     }
     g.raw_cost.push_back(c);
-    g.precomputable.push_back(false);  // recomputed by the canonical copy
+    g.precomputable.push_back(false);  // these three are recomputed by the canonical copy
+    g.anchor.push_back(false);
+    g.epilogue.push_back(false);
   }
   return *Rewriter(g, cost).run(nullptr, nullptr);
 }

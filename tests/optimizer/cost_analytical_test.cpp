@@ -6,8 +6,10 @@
 
 #include "optimizer/analytical_cost.h"
 #include "optimizer/cost_models.h"
+#include "optimizer/extract.h"  // graph_cost
 #include "optimizer/measured_cost.h"
 #include "rules/semantics.h"
+#include "rules/sexpr.h"
 
 namespace teq {
 namespace {
@@ -110,14 +112,39 @@ TEST(AnalyticalCost, ViewsAreFreeSplitIsTheCopyOnnxSliceIs) {
 }
 
 TEST(AnalyticalCost, AFusedActivationCostsWhatTheSeparateOneCosts) {
-  // The exporter writes (conv2d ... act) as Conv followed by the activation node: fusing earns nothing.
+  // The exporter writes (conv2d ... act) as Conv followed by the activation node: fusing earns nothing. A
+  // relu after a convolution or 2-d matmul is an epilogue the runtime fuses back (free), a tanh is not.
   AnalyticalCostModel m = h200();
   const std::vector<Shape> in{{1, 16, 8, 8}, {16, 16, 3, 3}};
   const double plain = cost(m, OpKind::Conv2d, {1, 1, 1, 1, 0}, in);
-  const double relu = cost(m, OpKind::Relu, {}, {{1, 16, 8, 8}});
-  EXPECT_DOUBLE_EQ(cost(m, OpKind::Conv2d, {1, 1, 1, 1, 2}, in), plain + relu);
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Conv2d, {1, 1, 1, 1, 2}, in), plain);
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Conv2d, {1, 1, 1, 1, 3}, in), plain + cost(m, OpKind::Tanh, {}, {{1, 16, 8, 8}}));
   const std::vector<Shape> mm{{8, 32}, {32, 16}};
   EXPECT_DOUBLE_EQ(cost(m, OpKind::Matmul, {3}, mm), cost(m, OpKind::Matmul, {0}, mm) + cost(m, OpKind::Tanh, {}, {{8, 16}}));
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Matmul, {2}, mm), cost(m, OpKind::Matmul, {0}, mm));
+  const std::vector<Shape> batched{{4, 8, 32}, {4, 32, 16}};  // a 3-d matmul's relu stays its own kernel
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Matmul, {2}, batched),
+                   cost(m, OpKind::Matmul, {0}, batched) + cost(m, OpKind::Relu, {}, {{4, 8, 16}}));
+}
+
+/// Graph costs, as extraction and the read-back price them: epilogues in context.
+double graph(const CostModel& m, const std::string& sexpr) { return graph_cost(parse_expr(sexpr), m); }
+
+TEST(AnalyticalCost, BiasAndReluAfterAConvolutionAreFusedIntoIt) {
+  AnalyticalCostModel m = h200();
+  const std::string x = "(input x 1 16 8 8)", w = "(weight w 16 16 3 3)";
+  const std::string conv = "(conv2d 1 1 1 1 0 " + x + " " + w + ")";
+  const std::string bias = "(broadcast 1 16 8 8 (reshape 16 1 1 (weight b 16)))";
+  const double plain = graph(m, conv);
+  EXPECT_DOUBLE_EQ(graph(m, "(relu " + conv + ")"), plain);
+  EXPECT_DOUBLE_EQ(graph(m, "(relu (ewadd " + conv + " " + bias + "))"), plain);
+  EXPECT_DOUBLE_EQ(graph(m, "(ewadd " + bias + " " + conv + ")"), plain);
+  // Not epilogues: a bias that is not a weight, a relu after a relu's input moved away from the conv.
+  EXPECT_GT(graph(m, "(ewadd " + conv + " (input y 1 16 8 8))"), plain);
+  EXPECT_GT(graph(m, "(relu (concat 1 " + conv + " " + conv + "))"), graph(m, "(concat 1 " + conv + " " + conv + ")"));
+  // The flops model keeps TASO's conventions: a separate relu is charged.
+  FlopCostModel flops;
+  EXPECT_GT(graph(flops, "(relu " + conv + ")"), graph(flops, conv));
 }
 
 TEST(AnalyticalCost, TensorCoresSpeedUpMatmulOnly) {
