@@ -790,6 +790,7 @@ class Importer {
   /// the node's input for no bounds at all, else the vocabulary's clip.
   void import_clip(const onnx::NodeProto& n, double lo, double hi) {
     ExprId x = in(n, 0);
+    if (std::isnan(lo) || std::isnan(hi)) throw NotInVocabulary{"NaN clip bound"};
     const bool has_lo = lo > -FLT_MAX, has_hi = hi < FLT_MAX;
     if (lo == 0 && !has_hi) return set_output(n, add(OpKind::Relu, {}, {x}));
     if (!has_lo && !has_hi) return set_output(n, x);
