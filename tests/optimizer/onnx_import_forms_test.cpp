@@ -679,5 +679,33 @@ TEST(OnnxTorchOps, PyTorchsErfGeluIsTheVocabularysGelu) {
   EXPECT_NE(gelu(false, true).find("(erf "), std::string::npos);
 }
 
+TEST(OnnxTorchOps, ClipAndPadAttributesBeforeOpset11) {
+  // Before opset 11 Clip's bounds and Pad's amounts are attributes: read so, and written back so.
+  ModelBuilder b(10);
+  b.input("x", {2, 3});
+  auto& clip = b.node("Clip", {"x"}, {"c"});
+  auto* lo = clip.add_attribute();
+  lo->set_name("min");
+  lo->set_type(onnx::AttributeProto::FLOAT);
+  lo->set_f(-0.5f);
+  auto* hi = clip.add_attribute();
+  hi->set_name("max");
+  hi->set_type(onnx::AttributeProto::FLOAT);
+  hi->set_f(6.0f);
+  set_attr(b.node("Pad", {"c"}, {"y"}), "pads", std::vector<int64_t>{0, 1, 1, 0});
+  b.output("y");
+  OnnxModel m = import_round_trip(b);
+  EXPECT_EQ(print_graph(m.graph), "(pad 0 1 1 0 (clip -1 1 6 0 (input x 2 3)))\n");
+  const onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* c = find_node(p, "Clip");
+  const onnx::NodeProto* pad = find_node(p, "Pad");
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(pad, nullptr);
+  EXPECT_EQ(c->input_size(), 1);
+  EXPECT_EQ(c->attribute_size(), 2);
+  EXPECT_EQ(pad->input_size(), 1);
+  EXPECT_EQ(pad->attribute(0).name(), "pads");
+}
+
 }  // namespace
 }  // namespace teq::onnx_io
