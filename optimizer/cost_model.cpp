@@ -14,7 +14,8 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
     }
     case OpKind::MaxPool:
     case OpKind::AvgPool: return out * static_cast<double>(attrs[0] * attrs[1]);
-    case OpKind::GlobalAvgPool: return static_cast<double>(num_elements(inputs[0]));
+    case OpKind::GlobalAvgPool:
+    case OpKind::ReduceMean: return static_cast<double>(num_elements(inputs[0]));  // one add per element read
     case OpKind::EwAdd:
     case OpKind::EwSub:
     case OpKind::EwMul:
@@ -24,6 +25,9 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
     case OpKind::Tanh:
     case OpKind::Sigmoid:
     case OpKind::Gelu:
+    case OpKind::Sqrt:
+    case OpKind::Erf:
+    case OpKind::Clip:
     case OpKind::BatchNorm:
     case OpKind::Softmax: return out;
     default: return 0;  // data movement, constants, leaves, opaque

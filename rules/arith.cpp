@@ -9,6 +9,8 @@ const char* unary_fn_name(UnaryFn fn) {
     case UnaryFn::Gelu: return "gelu";
     case UnaryFn::Exp: return "exp";
     case UnaryFn::Rsqrt: return "rsqrt";
+    case UnaryFn::Sqrt: return "sqrt";
+    case UnaryFn::Erf: return "erf";
   }
   return "?";
 }

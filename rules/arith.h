@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace teq {
 
 /// Non-linear point-wise functions. relu and max are not here: they have real meaning everywhere.
-enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt };
+enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt, Sqrt, Erf };
+inline constexpr size_t kNumUnaryFns = 7;
 const char* unary_fn_name(UnaryFn fn);
 
 /// An element of Z/pZ with p = 2^61 - 1: exact arithmetic with division, no overflow, no rounding.
@@ -92,6 +94,8 @@ struct FloatArith {
       case UnaryFn::Gelu: return F(0.5) * x * (F(1) + std::erf(x / std::sqrt(F(2))));
       case UnaryFn::Exp: return std::exp(x);
       case UnaryFn::Rsqrt: return F(1) / std::sqrt(x);
+      case UnaryFn::Sqrt: return std::sqrt(x);
+      case UnaryFn::Erf: return std::erf(x);
     }
     return x;
   }

@@ -37,8 +37,11 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
     case OpKind::Tanh:
     case OpKind::Sigmoid:
     case OpKind::Gelu:
+    case OpKind::Sqrt:
+    case OpKind::Erf:
     case OpKind::Noop:
     case OpKind::Ones: return in[0];
+    case OpKind::Clip: return shape_clip(attrs, in);
     case OpKind::Broadcast: return shape_broadcast(attrs, in);
     case OpKind::Matmul: return shape_matmul(attrs, in);
     case OpKind::Conv2d: return shape_conv2d(attrs, in);
@@ -51,6 +54,8 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
     case OpKind::Slice: return shape_slice(attrs, in);
     case OpKind::Transpose: return shape_transpose(attrs, in);
     case OpKind::Reshape: return shape_reshape(attrs, in);
+    case OpKind::Pad: return shape_pad(attrs, in);
+    case OpKind::ReduceMean: return shape_reduce_mean(attrs, in);
     case OpKind::BatchNorm: return shape_batchnorm(in);
     case OpKind::Softmax: return shape_softmax(attrs, in);
     case OpKind::Eye: return shape_eye(in);

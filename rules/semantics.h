@@ -13,6 +13,7 @@
 #include "rules/ops/norm.h"
 #include "rules/ops/opaque.h"
 #include "rules/ops/pool.h"
+#include "rules/ops/reduce.h"
 
 namespace teq {
 
@@ -37,6 +38,9 @@ Tensor<S> evaluate_op(const Arith<S>& ar, OpKind op, AttrSpan attrs, ops::Args<S
     case OpKind::Tanh: return pointwise([&](const S& x) { return ar.unary(UnaryFn::Tanh, x); });
     case OpKind::Sigmoid: return pointwise([&](const S& x) { return ar.unary(UnaryFn::Sigmoid, x); });
     case OpKind::Gelu: return pointwise([&](const S& x) { return ar.unary(UnaryFn::Gelu, x); });
+    case OpKind::Sqrt: return pointwise([&](const S& x) { return ar.unary(UnaryFn::Sqrt, x); });
+    case OpKind::Erf: return pointwise([&](const S& x) { return ar.unary(UnaryFn::Erf, x); });
+    case OpKind::Clip: return eval_clip(ar, attrs, args);
     case OpKind::Broadcast: return eval_broadcast(args, out_shape);
     case OpKind::Noop: return *args[0];
     case OpKind::Matmul: return eval_matmul(ar, attrs, args, out_shape);
@@ -50,6 +54,8 @@ Tensor<S> evaluate_op(const Arith<S>& ar, OpKind op, AttrSpan attrs, ops::Args<S
     case OpKind::Slice: return eval_slice(attrs, args, out_shape);
     case OpKind::Transpose: return eval_transpose(attrs, args, out_shape);
     case OpKind::Reshape: return eval_reshape(args, out_shape);
+    case OpKind::Pad: return eval_pad(ar, attrs, args, out_shape);
+    case OpKind::ReduceMean: return eval_reduce_mean(ar, attrs, args, out_shape);
     case OpKind::BatchNorm: return eval_batchnorm(ar, args, out_shape);
     case OpKind::Softmax: return eval_softmax(ar, attrs, args, out_shape);
     case OpKind::Ones: return eval_ones(ar, out_shape);

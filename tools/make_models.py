@@ -278,6 +278,39 @@ def opset_models(out_dir):
     return paths
 
 
+def torch_ops_model(out_dir):
+    """The operators of real PyTorch exports at opset 17 (tests/programs/eqsat_run.cmake runs it through
+    onnx.checker, onnxruntime and --check): a zero Pad folded into a counted AveragePool and one that stays
+    (before a MaxPool), Clip with fractional bounds, ReduceMean, LayerNormalization, PyTorch's erf-form GELU,
+    Pow by 2, 0.5 and 1, Sqrt, Erf."""
+    b = Builder("torch_ops", 25)
+    h = b.conv("x", 4, 8, 3)
+    a = b.node("AveragePool", [b.node("Pad", [h, b.const("pads_hw", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))])],
+               kernel_shape=[3, 3])
+    m = b.node("MaxPool", [b.node("Pad", [h, b.const("pads_low", np.array([0, 0, 0, 1, 0, 0, 1, 0], np.int64))])],
+               kernel_shape=[2, 2], strides=[2, 2])
+    c = b.node("Clip", [a, b.const("lo", np.array(-0.5, np.float32)), b.const("hi", np.array(1.25, np.float32))])
+    s = b.node("Add", [b.node("ReduceMean", [c], axes=[2, 3], keepdims=0),
+                       b.node("ReduceMean", [m], axes=[-1, -2], keepdims=0)])
+    n = b.node("LayerNormalization", [s, b.weight("ln.scale", (8,)), b.weight("ln.bias", (8,), 0.1)], axis=-1,
+               epsilon=1e-5)
+    e = b.node("Erf", [b.node("Div", [n, b.const("sqrt2", np.array(1.4142135, np.float32))])])
+    g = b.node("Mul", [b.node("Mul", [n, b.node("Add", [e, b.const("one", np.array(1.0, np.float32))])]),
+                       b.const("half", np.array(0.5, np.float32))])
+    p = b.node("Pow", [b.node("Pow", [g, b.const("two", np.array(2.0, np.float32))]), "half"])
+    b.node("Pow", [b.node("Sqrt", [b.node("Add", [p, "one"])]), "one"], "y")
+    b.node("Erf", [n], "z")
+    graph = helper.make_graph(b.nodes, b.name, [tensor("x", [2, 4, 6, 6])], [tensor("y", [2, 8]), tensor("z", [2, 8])],
+                              b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="tensor-eqsat make_models.py")
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model, full_check=True)
+    path = os.path.join(out_dir, "torch_ops.onnx")
+    onnx.save(model, path)
+    return [path]
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "corpus", "models")
@@ -285,7 +318,7 @@ def main():
     paths = [make(out_dir) for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops)]
     bad_dir = os.path.join(root, "tests", "python", "data")
     os.makedirs(bad_dir, exist_ok=True)
-    for path in paths + bad_models(bad_dir) + batch_models(bad_dir) + opset_models(bad_dir):
+    for path in paths + bad_models(bad_dir) + batch_models(bad_dir) + opset_models(bad_dir) + torch_ops_model(bad_dir):
         print(f"make_models: {os.path.relpath(path, root)} ({os.path.getsize(path)} bytes)")
 
 

@@ -149,8 +149,17 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
         case OpKind::Tanh:
         case OpKind::Sigmoid:
         case OpKind::Gelu:
+        case OpKind::Sqrt:
+        case OpKind::Erf:
+        case OpKind::Clip:
         case OpKind::Ones:
         case OpKind::Noop: rs.equal(g, c(0)); break;
+        case OpKind::Pad: rs.fix(g, attrs / 2), rs.fix(c(0), attrs / 2); break;
+        case OpKind::ReduceMean:
+          // keepdims 1 keeps the rank; 0 drops one axis per listed axis (node_rank below).
+          if (attrs >= 2) rs.at_least(c(0), axis_bound(n.attrs.back()));
+          if (attrs >= 1 && n.attrs[0] == 1) rs.equal(g, c(0));
+          break;
         case OpKind::Softmax: rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0))); break;
         case OpKind::Broadcast: rs.fix(g, attrs), soft.emplace_back(c(0), g); break;
         case OpKind::Matmul:
@@ -263,6 +272,10 @@ class DimClasses {
       case OpKind::Input:
       case OpKind::Weight: return static_cast<int>(n.attrs.size());
       case OpKind::Eye: return 2;
+      case OpKind::Pad: return static_cast<int>(n.attrs.size() / 2);
+      case OpKind::ReduceMean:
+        if (n.attrs.empty() || n.attrs[0] == 1) return child(0);
+        return child(0) - static_cast<int>(n.attrs.size() - 1);
       case OpKind::Opaque: return std::max(static_cast<int>(n.attrs.size()) - 2, 0);
       default: return n.children.empty() ? 0 : child(0);
     }
@@ -314,10 +327,28 @@ class DimClasses {
       case OpKind::Tanh:
       case OpKind::Sigmoid:
       case OpKind::Gelu:
+      case OpKind::Sqrt:
+      case OpKind::Erf:
+      case OpKind::Clip:
       case OpKind::Ones:
       case OpKind::Noop:
       case OpKind::Softmax:
       case OpKind::BatchNorm: same(g, c(0)); break;
+      case OpKind::ReduceMean: {
+        // Kept axes are the operand's; a reduced axis is 1 (keepdims) or gone.
+        if (n.attrs.empty()) return;
+        const int rx = rank_[c(0)];
+        int out = 0;
+        for (int d = 0; d < rx; ++d) {
+          const bool reduced = std::find(n.attrs.begin() + 1, n.attrs.end(), d) != n.attrs.end();
+          if (reduced && n.attrs[0] != 1) continue;
+          if (out >= r) return;
+          if (reduced) pin(slot(g, out), 1);
+          else unite(slot(g, out), slot(c(0), d));
+          ++out;
+        }
+        break;
+      }
       case OpKind::Matmul: {
         size_t a = c(0), b = c(1);
         int ra = rank_[a], rb = rank_[b];

@@ -27,7 +27,7 @@ struct Arith<z3::expr> {
   }
 
   z3::context* ctx;
-  mutable std::array<std::optional<z3::func_decl>, 5> functions;
+  mutable std::array<std::optional<z3::func_decl>, kNumUnaryFns> functions;
 };
 
 }  // namespace teq

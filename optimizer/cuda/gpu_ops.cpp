@@ -381,6 +381,16 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       out.push_back([=] { kernels::iconv(y, c, kh, kw, st); });
       return;
     }
+    case OpKind::Sqrt:
+    case OpKind::Erf: {
+      const float* x = arg[0];
+      const kernels::Unary fn = node.op == OpKind::Sqrt ? kernels::Unary::Sqrt : kernels::Unary::Erf;
+      out.push_back([=] { kernels::unary(fn, x, y, count, st); });
+      return;
+    }
+    case OpKind::Clip:
+    case OpKind::Pad:
+    case OpKind::ReduceMean: break;  // no GPU kernels yet: the error below
     case OpKind::Opaque:
       throw GpuError("gpu: opaque operator #" + std::to_string(attrs.empty() ? -1 : attrs[0]) +
                      " is outside the vocabulary and has no GPU implementation");

@@ -27,6 +27,8 @@ __device__ inline float apply_unary(Unary fn, float x) {
     case Unary::Tanh: return tanhf(x);
     case Unary::Sigmoid: return 1.0f / (1.0f + expf(-x));
     case Unary::Gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case Unary::Sqrt: return sqrtf(x);
+    case Unary::Erf: return erff(x);
   }
   return x;
 }

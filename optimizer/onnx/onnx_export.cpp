@@ -1,5 +1,6 @@
 #include "optimizer/onnx/onnx_export.h"
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -265,6 +266,15 @@ class Exporter {
     return y;
   }
 
+  /// A zero Pad (ONNX order: begins, then ends): pads as an input from opset 11, an attribute before.
+  std::string pad(const std::string& x, const std::vector<int64_t>& pads, ExprId id) {
+    onnx::NodeProto* n = nullptr;
+    if (m_.opset >= 11) return finish("Pad", {x, int_constant(pads)}, id, 0, &n);
+    std::string y = finish("Pad", {x}, id, 0, &n);
+    add_attr(*n, "pads", pads);
+    return y;
+  }
+
   /// Operand `c` of a binary element-wise node whose other operand is `other`: a broadcast is left to
   /// ONNX's own numpy broadcasting when the other operand already has the full shape.
   std::string binary_operand(ExprId c, ExprId other) {
@@ -390,10 +400,34 @@ class Exporter {
       case OpKind::Enlarge: {
         const Shape& w = shapes_[kids[0].value];
         int64_t dy = (a[0] - w[2]) / 2, dx = (a[1] - w[3]) / 2;
-        std::vector<int64_t> pads{0, 0, dy, dx, 0, 0, a[0] - w[2] - dy, a[1] - w[3] - dx};
-        if (m_.opset >= 11) return finish("Pad", {arg(0), int_constant(pads)}, id, 0, &n);
-        std::string y = finish("Pad", {arg(0)}, id, 0, &n);
-        add_attr(*n, "pads", pads);
+        return pad(arg(0), {0, 0, dy, dx, 0, 0, a[0] - w[2] - dy, a[1] - w[3] - dx}, id);
+      }
+      case OpKind::Pad: return pad(arg(0), a, id);
+      case OpKind::Sqrt: return finish("Sqrt", {arg(0)}, id, 0, &n);
+      case OpKind::Erf:
+        if (m_.opset < 9) throw OnnxError("export: erf needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
+        return finish("Erf", {arg(0)}, id, 0, &n);
+      case OpKind::Clip: {
+        // Bounds num / 2^exp (exp -1: none) as float32, exact for every bound the importer writes.
+        auto bound = [&](int b) { return static_cast<float>(std::ldexp(static_cast<double>(a[2 * b]), -static_cast<int>(a[2 * b + 1]))); };
+        const bool has_lo = a[1] != ops::kNoBound, has_hi = a[3] != ops::kNoBound;
+        if (m_.opset >= 11) {
+          std::vector<std::string> inputs{arg(0), has_lo ? float_scalar(bound(0)) : std::string()};
+          if (has_hi) inputs.push_back(float_scalar(bound(1)));
+          return finish("Clip", inputs, id, 0, &n);
+        }
+        std::string y = finish("Clip", {arg(0)}, id, 0, &n);
+        if (has_lo) add_attr(*n, "min", bound(0));
+        if (has_hi) add_attr(*n, "max", bound(1));
+        return y;
+      }
+      case OpKind::ReduceMean: {
+        const std::vector<int64_t> axes(a.begin() + 1, a.end());
+        // Opset 18 made axes an input.
+        std::string y = m_.opset >= 18 ? finish("ReduceMean", {arg(0), int_constant(axes)}, id, 0, &n)
+                                       : finish("ReduceMean", {arg(0)}, id, 0, &n);
+        if (m_.opset < 18) add_attr(*n, "axes", axes);
+        add_attr(*n, "keepdims", a[0]);
         return y;
       }
       case OpKind::MaxPool:

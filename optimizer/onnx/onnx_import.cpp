@@ -237,15 +237,11 @@ class Importer {
   }
 
   void collect_used(const onnx::GraphProto& g) {
-    for (const auto& n : g.node())
-      for (const auto& in : n.input()) {
-        used_.insert(in);
-        ++use_count_[in];
-      }
-    for (const auto& out : g.output()) {
-      used_.insert(out.name());
-      ++use_count_[out.name()];
+    for (const auto& n : g.node()) {
+      for (const auto& in : n.input()) used_.insert(in), ++readers_[in];
+      for (const auto& out : n.output()) producer_[out] = &n;
     }
+    for (const auto& out : g.output()) used_.insert(out.name()), ++readers_[out.name()];
     // An adapted node that stays opaque is exported with its original inputs (GroupNormalization's scale,
     // say, which its opset-17 stand-in does not read): those are used too.
     for (const auto& [_, a] : adapted_) {
@@ -425,12 +421,13 @@ class Importer {
   }
 
   /// One spatial axis of a window op: ONNX (pad_begin, pad_end) -> our padding attribute (-1 = SAME).
-  std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe) {
+  /// `conv`: a convolution, whose rules are written with SAME wherever SAME is what it computes, also
+  /// where SAME pads nothing (a 1x1 kernel); pooling rules keep an explicit 0 there (optimizer/models).
+  std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool conv) {
     // Canonical form first: explicit pads that are SAME padding (PyTorch's padding=k//2 at stride 1) become
     // SAME, the form the rules are written in, so one rule matches every encoding of the same convolution.
     int64_t out_same = (in + s - 1) / s, total = std::max<int64_t>((out_same - 1) * s + k - in, 0);
-    // Also when SAME pads nothing (a 1x1 kernel at any stride): explicit 0 and SAME are then the same.
-    if (pb == total / 2 && pe == total - total / 2) return -1;
+    if (pb == total / 2 && pe == total - total / 2 && (total > 0 || conv)) return -1;
     if (pb == pe) return pb;
     // Asymmetric padding that produces as many outputs as symmetric pb places every window identically.
     if (in + 2 * pb >= k && (in + pb + pe - k) / s == (in + 2 * pb - k) / s) return pb;
@@ -438,7 +435,9 @@ class Importer {
   }
 
   /// Our (stride h, stride w, pad h, pad w) of Conv/MaxPool/AveragePool on a [N,C,H,W] input.
-  std::array<int64_t, 4> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw) {
+  /// `extra`: zero padding (ONNX order h_begin, w_begin, h_end, w_end) of a Pad folded into the window.
+  std::array<int64_t, 4> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw,
+                                      const std::array<int64_t, 4>& extra = {0, 0, 0, 0}) {
     if (auto d = attr_ints(n, "dilations"))
       for (int64_t v : *d)
         if (v != 1) throw NotInVocabulary{"dilations other than 1"};
@@ -447,6 +446,10 @@ class Importer {
     if (strides.size() != 2 || pads.size() != 4) throw NotInVocabulary{"strides/pads are not 2-d"};
     const int64_t kernel[2] = {kh, kw};
     std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    if (extra != std::array<int64_t, 4>{0, 0, 0, 0}) {
+      if (auto_pad != "NOTSET") throw NotInVocabulary{"a Pad before auto_pad " + auto_pad};
+      for (int k = 0; k < 4; ++k) pads[k] += extra[k];
+    }
     std::array<int64_t, 4> out{strides[0], strides[1], 0, 0};
     for (int a = 0; a < 2; ++a) {
       int64_t in = x[2 + a], s = strides[a], pb = pads[a], pe = pads[a + 2];
@@ -459,7 +462,7 @@ class Importer {
       } else if (auto_pad != "NOTSET") {
         throw NotInVocabulary{"auto_pad " + auto_pad};
       }
-      auto p = map_padding(in, kernel[a], s, pb, pe);
+      auto p = map_padding(in, kernel[a], s, pb, pe, n.op_type() == "Conv");
       if (!p) throw NotInVocabulary{"asymmetric padding"};
       out[2 + a] = *p;
     }
@@ -497,8 +500,9 @@ class Importer {
           (k == 1 ? lo : hi) = (*v)[0];
         }
       }
-      if (lo != 0 || hi < FLT_MAX) throw NotInVocabulary{"clip other than max(x, 0)"};
-      set_output(n, add(OpKind::Relu, {}, {in(n, 0)}));
+      import_clip(n, lo, hi);
+    } else if (op == "Mul" && import_erf_gelu(n)) {
+      // PyTorch's exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)): the vocabulary's gelu
     } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       import_binary(n);
     } else if (op == "MatMul") {
@@ -516,9 +520,28 @@ class Importer {
       auto kernel = attr_ints(n, "kernel_shape");
       if (xs.size() != 4 || !kernel || kernel->size() != 2) throw NotInVocabulary{"not a 2-d pooling"};
       if (attr_int(n, "storage_order", 0) != 0) throw NotInVocabulary{"storage_order"};
-      auto w = window_attrs(n, xs, (*kernel)[0], (*kernel)[1]);
-      std::vector<int64_t> attrs{(*kernel)[0], (*kernel)[1], w[0], w[1], w[2], w[3]};
-      if (op == "AveragePool") attrs.push_back(attr_int(n, "count_include_pad", 0) != 0 ? 1 : 0);
+      int64_t include_pad = attr_int(n, "count_include_pad", 0) != 0 ? 1 : 0;
+      std::optional<std::array<int64_t, 4>> w;
+      if (op == "AveragePool") {
+        // A zero Pad of the spatial axes before it (PyTorch's avg_pool2d(padding=p) with count_include_pad)
+        // is the pooling's own padding counted in the divisor: every window then holds kh*kw elements,
+        // real or padded, so it divides by kh*kw. That needs the pooling's own pads to be counted as well
+        // (count_include_pad=1) or absent.
+        auto own = attr_ints(n, "pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+        const bool no_own = std::all_of(own.begin(), own.end(), [](int64_t p) { return p == 0; });
+        if (auto f = foldable_pad(x); f && (include_pad || no_own)) {
+          try {
+            w = window_attrs(n, shapes_[f->x.value], (*kernel)[0], (*kernel)[1], f->pads);
+            x = f->x;
+            include_pad = 1;
+          } catch (const NotInVocabulary&) {
+            // not expressible as our symmetric or SAME padding: the Pad stays a node of its own
+          }
+        }
+      }
+      if (!w) w = window_attrs(n, xs, (*kernel)[0], (*kernel)[1]);
+      std::vector<int64_t> attrs{(*kernel)[0], (*kernel)[1], (*w)[0], (*w)[1], (*w)[2], (*w)[3]};
+      if (op == "AveragePool") attrs.push_back(include_pad);
       set_output(n, add(op == "MaxPool" ? OpKind::MaxPool : OpKind::AvgPool, attrs, {x}));
     } else if (op == "GlobalAveragePool") {
       ExprId x = in(n, 0);
@@ -556,6 +579,16 @@ class Importer {
       ExprId x = in(n, 0);
       const Shape& s = out_shape(n);
       set_output(n, s == shapes_[x.value] ? x : add(OpKind::Reshape, std::vector<int64_t>(s.begin(), s.end()), {x}));
+    } else if (op == "Sqrt" || op == "Erf") {
+      set_output(n, add(op == "Sqrt" ? OpKind::Sqrt : OpKind::Erf, {}, {in(n, 0)}));
+    } else if (op == "Pow") {
+      import_pow(n);
+    } else if (op == "ReduceMean") {
+      import_reduce_mean(n);
+    } else if (op == "Pad") {
+      import_pad(n);
+    } else if (op == "LayerNormalization") {
+      import_layernorm(n);
     } else if (op == "BatchNormalization") {
       import_batchnorm(n);
     } else if (op == "Softmax") {
@@ -636,7 +669,17 @@ class Importer {
     ExprId x = in(n, 0), w = in(n, 1);
     const Shape xs = shapes_[x.value], ws = shapes_[w.value];  // copies: add() grows shapes_
     if (xs.size() != 4 || ws.size() != 4) throw NotInVocabulary{"not a 2-d convolution"};
-    auto a = window_attrs(n, xs, ws[2], ws[3]);
+    std::optional<std::array<int64_t, 4>> folded;
+    if (auto f = foldable_pad(x)) {
+      // A zero Pad of the spatial axes is the convolution's own zero padding.
+      try {
+        folded = window_attrs(n, shapes_[f->x.value], ws[2], ws[3], f->pads);
+        x = f->x;
+      } catch (const NotInVocabulary&) {
+        // not expressible as our padding: the Pad stays a node of its own
+      }
+    }
+    auto a = folded ? *folded : window_attrs(n, xs, ws[2], ws[3]);
     ExprId y = add(OpKind::Conv2d, {a[0], a[1], a[2], a[3], 0}, {x, w});
     if (has_input(n, 2)) {
       // Bias [O] -> [O,1,1], broadcast over N, H, W.
@@ -700,7 +743,7 @@ class Importer {
   /// one convolution with w' = w * k and bias' = (bias - mean) * k + beta per output channel, where
   /// k = scale / sqrt(var + epsilon). nullopt when the pattern or its constants are not there.
   std::optional<ExprId> fold_batchnorm_into_conv(const onnx::NodeProto& n, ExprId x, float eps) {
-    if (use_count_[n.input(0)] != 1) return std::nullopt;  // the convolution's output is read elsewhere too
+    if (auto r = readers_.find(n.input(0)); r == readers_.end() || r->second != 1) return std::nullopt;  // the convolution's output is read elsewhere too
     const Tensor<float>* bn[4];
     for (int k = 1; k <= 4; ++k) {
       auto it = values_.find(n.input(k));
@@ -740,6 +783,202 @@ class Importer {
     ExprId bias = add(OpKind::Reshape, {out_channels, 1, 1}, {b});
     m_.folded.push_back(describe(n) + ": folded into the convolution before it");
     return add(OpKind::EwAdd, {}, {y, broadcast_to(bias, shapes_[y.value])});
+  }
+
+  /// The node computing `name` when it has that type and this is its only reader (so that folding it away
+  /// removes it), else nullptr.
+  const onnx::NodeProto* sole_producer(const std::string& name, const std::string& op_type) const {
+    auto it = producer_.find(name);
+    if (it == producer_.end() || it->second->op_type() != op_type || !is_default_domain(it->second->domain()))
+      return nullptr;
+    auto r = readers_.find(name);
+    return r != readers_.end() && r->second == 1 ? it->second : nullptr;
+  }
+  /// Whether `name` is a constant scalar within 1e-6 of `v`.
+  bool is_constant(const std::string& name, double v) {
+    auto it = constants_.find(name);
+    if (it == constants_.end()) return false;
+    auto x = tensor_numbers(*it->second);
+    return x && x->size() == 1 && std::fabs((*x)[0] - v) <= 1e-6;
+  }
+
+  /// A Mul that ends PyTorch's exact GELU, x * (1 + erf(x / sqrt 2)) * 0.5 with the products grouped and the
+  /// operands of each Mul and Add in any order (x / sqrt 2 also as x * (1 / sqrt 2)), whose intermediate
+  /// values have no other reader: its output becomes (gelu x), the vocabulary's (UnaryFn::Gelu is
+  /// 0.5 x (1 + erf(x / sqrt 2))). False when the node is not such a Mul.
+  bool import_erf_gelu(const onnx::NodeProto& n) {
+    if (n.input_size() != 2) return false;
+    // The three factors of the two nested products.
+    for (int k = 0; k < 2; ++k) {
+      const onnx::NodeProto* inner = sole_producer(n.input(k), "Mul");
+      if (!inner || inner->input_size() != 2) continue;
+      const std::string factors[3] = {n.input(1 - k), inner->input(0), inner->input(1)};
+      for (int half = 0; half < 3; ++half) {
+        if (!is_constant(factors[half], 0.5)) continue;
+        for (int x = 0; x < 3; ++x) {
+          if (x == half) continue;
+          const std::string& one_plus = factors[3 - half - x];
+          auto y = erf_gelu_input(one_plus);
+          if (!y || *y != factors[x]) continue;
+          auto v = values_.find(*y);
+          if (v == values_.end() || elem_type(*y) != onnx::TensorProto::FLOAT) return false;
+          set_output(n, add(OpKind::Gelu, {}, {v->second}));
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+  /// x when `name` is 1 + erf(x / sqrt 2) computed by nodes that nothing else reads.
+  std::optional<std::string> erf_gelu_input(const std::string& name) {
+    const onnx::NodeProto* add1 = sole_producer(name, "Add");
+    if (!add1 || add1->input_size() != 2) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      if (!is_constant(add1->input(1 - k), 1.0)) continue;
+      const onnx::NodeProto* erf = sole_producer(add1->input(k), "Erf");
+      if (!erf) continue;
+      if (const onnx::NodeProto* div = sole_producer(erf->input(0), "Div");
+          div && div->input_size() == 2 && is_constant(div->input(1), std::sqrt(2.0)))
+        return div->input(0);
+      if (const onnx::NodeProto* mul = sole_producer(erf->input(0), "Mul"); mul && mul->input_size() == 2)
+        for (int j = 0; j < 2; ++j)
+          if (is_constant(mul->input(1 - j), std::sqrt(0.5))) return mul->input(j);
+    }
+    return std::nullopt;
+  }
+
+  /// A float32 value as num / 2^exp with the smallest exp in 0..62 (clip's bound attributes); nullopt when
+  /// it is not finite, not a float32 value, or needs a larger numerator or exponent.
+  static std::optional<std::array<int64_t, 2>> dyadic(double v) {
+    if (!std::isfinite(v) || static_cast<double>(static_cast<float>(v)) != v) return std::nullopt;
+    int64_t exp = 0;
+    for (; v != std::floor(v); v *= 2)  // exact: doubling a double only changes its exponent
+      if (++exp > 62) return std::nullopt;
+    if (std::fabs(v) >= 0x1p62) return std::nullopt;
+    return std::array<int64_t, 2>{static_cast<int64_t>(v), exp};
+  }
+
+  /// Clip with constant bounds (infinite or +-FLT_MAX: no bound): relu for [0, none) (the canonical form),
+  /// the node's input for no bounds at all, else the vocabulary's clip.
+  void import_clip(const onnx::NodeProto& n, double lo, double hi) {
+    ExprId x = in(n, 0);
+    if (std::isnan(lo) || std::isnan(hi)) throw NotInVocabulary{"NaN clip bound"};
+    const bool has_lo = lo > -FLT_MAX, has_hi = hi < FLT_MAX;
+    if (lo == 0 && !has_hi) return set_output(n, add(OpKind::Relu, {}, {x}));
+    if (!has_lo && !has_hi) return set_output(n, x);
+    std::vector<int64_t> attrs{0, ops::kNoBound, 0, ops::kNoBound};
+    for (int b = 0; b < 2; ++b) {
+      if (!(b == 0 ? has_lo : has_hi)) continue;
+      auto d = dyadic(b == 0 ? lo : hi);
+      if (!d) throw NotInVocabulary{"clip bound " + std::to_string(b == 0 ? lo : hi) + " is not num / 2^k with k <= 62"};
+      attrs[2 * b] = (*d)[0];
+      attrs[2 * b + 1] = (*d)[1];
+    }
+    if (has_lo && has_hi && lo > hi) throw NotInVocabulary{"clip with min above max"};
+    set_output(n, add(OpKind::Clip, attrs, {x}));
+  }
+
+  /// Pow with a constant scalar exponent: 2 is x*x (the canonical form), 0.5 sqrt, 1 the base itself.
+  void import_pow(const onnx::NodeProto& n) {
+    ExprId x = in(n, 0);
+    auto e = const_input(n, 1);
+    if (!e || e->size() != 1) throw NotInVocabulary{"exponent is not a constant scalar"};
+    const double p = (*e)[0];
+    if (p == 2) return set_output(n, add(OpKind::EwMul, {}, {x, x}));
+    if (p == 0.5) return set_output(n, add(OpKind::Sqrt, {}, {x}));
+    if (p == 1) return set_output(n, x);
+    std::ostringstream what;
+    what << "exponent " << p << " (the vocabulary has 2 as ewmul x x, 0.5 as sqrt and 1)";
+    throw NotInVocabulary{what.str()};
+  }
+
+  /// ReduceMean (axes as an attribute: opset 18's axes input was made one by adapt_to_library_opset).
+  void import_reduce_mean(const onnx::NodeProto& n) {
+    ExprId x = in(n, 0);
+    const Shape xs = shapes_[x.value];
+    if (xs.empty()) throw NotInVocabulary{"0-d input"};
+    std::vector<int64_t> axes;
+    if (auto a = attr_ints(n, "axes")) {
+      for (int64_t v : *a) axes.push_back(normalize_axis(v, xs.size(), "ReduceMean", {}));
+      std::sort(axes.begin(), axes.end());
+      if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) throw NotInVocabulary{"repeated axis"};
+    }
+    if (axes.empty())  // no axes: every axis
+      for (size_t d = 0; d < xs.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    std::vector<int64_t> attrs{attr_int(n, "keepdims", 1) != 0 ? 1 : 0};
+    attrs.insert(attrs.end(), axes.begin(), axes.end());
+    set_output(n, add(OpKind::ReduceMean, attrs, {x}));
+  }
+
+  /// Pad in constant mode with value 0 and constant, non-negative pads (ONNX order: begins, then ends).
+  void import_pad(const onnx::NodeProto& n) {
+    ExprId x = in(n, 0);
+    const Shape xs = shapes_[x.value];
+    const std::string mode = attr_string(n, "mode", "constant");
+    if (mode != "constant") throw NotInVocabulary{"mode '" + mode + "'"};
+    std::vector<double> pads;
+    double value = 0;
+    if (m_.opset < 11) {
+      auto p = attr_ints(n, "pads");
+      if (!p) throw NotInVocabulary{"no pads"};
+      pads.assign(p->begin(), p->end());
+      value = attr_float(n, "value", 0.0f);
+    } else {
+      auto p = const_input(n, 1);
+      if (!p) throw NotInVocabulary{"non-constant pads"};
+      pads = *p;
+      if (has_input(n, 2)) {
+        auto v = const_input(n, 2);
+        if (!v || v->size() > 1) throw NotInVocabulary{"non-constant pad value"};
+        if (!v->empty()) value = (*v)[0];
+      }
+    }
+    if (value != 0) throw NotInVocabulary{"pad value other than 0"};
+    if (pads.size() != 2 * xs.size()) throw NotInVocabulary{"pads do not cover every axis"};
+    std::vector<int64_t> attrs;
+    for (double p : pads) {
+      if (p < 0) throw NotInVocabulary{"negative pads (cropping)"};
+      attrs.push_back(static_cast<int64_t>(p));
+    }
+    if (std::all_of(attrs.begin(), attrs.end(), [](int64_t p) { return p == 0; })) return set_output(n, x);
+    set_output(n, add(OpKind::Pad, attrs, {x}));
+  }
+
+  /// A pad node of a 4-d tensor that pads only the spatial axes (H, W): its operand and the pads in ONNX's
+  /// (h_begin, w_begin, h_end, w_end) order, for folding into the Conv or AveragePool that reads it.
+  struct FoldablePad {
+    ExprId x;
+    std::array<int64_t, 4> pads;
+  };
+  std::optional<FoldablePad> foldable_pad(ExprId id) const {
+    const ExprNode& p = m_.graph[id];
+    if (p.op != OpKind::Pad || p.attrs.size() != 8) return std::nullopt;
+    const auto& a = p.attrs;
+    if (a[0] || a[1] || a[4] || a[5]) return std::nullopt;
+    return FoldablePad{p.children[0], {a[2], a[3], a[6], a[7]}};
+  }
+
+  /// LayerNormalization (opset 17) as its decomposition: mean and variance over axes axis..rank-1,
+  /// (x - mean) / sqrt(var + epsilon) * scale + bias.
+  void import_layernorm(const onnx::NodeProto& n) {
+    require_single_output(n);
+    ExprId x = in(n, 0);
+    const Shape xs = shapes_[x.value];
+    if (xs.empty()) throw NotInVocabulary{"0-d input"};
+    if (attr_int(n, "stash_type", 1) != 1) throw NotInVocabulary{"stash_type other than float"};
+    const int64_t axis = normalize_axis(attr_int(n, "axis", -1), xs.size(), "LayerNormalization", {});
+    std::vector<int64_t> attrs{1};
+    for (int64_t d = axis; d < static_cast<int64_t>(xs.size()); ++d) attrs.push_back(d);
+    const float eps = attr_float(n, "epsilon", 1e-5f);
+    ExprId mean = add(OpKind::ReduceMean, attrs, {x});
+    ExprId d = add(OpKind::EwSub, {}, {x, broadcast_to(mean, xs)});
+    ExprId var = add(OpKind::ReduceMean, attrs, {add(OpKind::EwMul, {}, {d, d})});
+    const Shape vs = shapes_[var.value];
+    ExprId sd = add(OpKind::Sqrt, {}, {add(OpKind::EwAdd, {}, {var, broadcast_to(scalar_weight(n.output(0) + ".epsilon", eps), vs)})});
+    ExprId y = add(OpKind::EwDiv, {}, {d, broadcast_to(sd, xs)});
+    y = add(OpKind::EwMul, {}, {y, broadcast_to(in(n, 1), xs)});
+    if (has_input(n, 2)) y = add(OpKind::EwAdd, {}, {y, broadcast_to(in(n, 2), xs)});
+    set_output(n, y);
   }
 
   void import_batchnorm(const onnx::NodeProto& n) {
@@ -871,7 +1110,8 @@ class Importer {
   std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
   std::unordered_map<std::string, ExprId> values_;
   std::unordered_set<std::string> used_, new_names_;
-  std::unordered_map<std::string, int> use_count_;  // readers of each value (nodes and graph outputs)
+  std::unordered_map<std::string, const onnx::NodeProto*> producer_;  // the node computing each tensor
+  std::unordered_map<std::string, size_t> readers_;  // node inputs and graph outputs naming each tensor
   std::map<std::string, ExprId> folded_var_;
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped

@@ -1,6 +1,14 @@
 // Element-wise operators: ewadd/ewsub/ewmul/ewdiv (equal shapes), smul (tensor times 0-d scalar),
-// relu/tanh/sigmoid/gelu, broadcast (numpy rules, to an explicit shape) and noop.
+// relu/tanh/sigmoid/gelu/sqrt/erf, clip (constant bounds), broadcast (numpy rules, to an explicit shape) and
+// noop.
+//   (clip lo_num lo_exp hi_num hi_exp x)  min(max(x, lo), hi) with lo = lo_num / 2^lo_exp and
+//                                          hi = hi_num / 2^hi_exp (every float32 bound is such a dyadic
+//                                          rational); exp in 0..62, written canonically (an odd num when
+//                                          exp > 0); exp = -1 with num = 0 means "no bound"; at least one
+//                                          bound, lo <= hi.
 #pragma once
+
+#include <optional>
 
 #include "rules/ops/common.h"
 
@@ -11,6 +19,10 @@ enum class BinaryOp { Add, Sub, Mul, Div };
 Shape shape_binary(std::string_view op, Shapes in);      // equal shapes
 Shape shape_smul(Shapes in);                             // (x, s): s must be 0-d
 Shape shape_broadcast(AttrSpan target, Shapes in);       // in[0] broadcastable to target
+Shape shape_clip(AttrSpan attrs, Shapes in);             // validates the bounds; result has x's shape
+
+/// The exponent attribute of a clip bound that is absent.
+inline constexpr int64_t kNoBound = -1;
 
 template <class S>
 Tensor<S> eval_binary(BinaryOp kind, Args<S> in) {
@@ -45,6 +57,20 @@ Tensor<S> eval_pointwise(Args<S> in, F&& f) {
   out.reserve(in[0]->data.size());
   for (const S& x : in[0]->data) out.push_back(f(x));
   return Tensor<S>(in[0]->shape, std::move(out));
+}
+
+/// clip: max with the lower bound, then min(y, hi) = -max(-y, -hi) with the upper one.
+template <class S>
+Tensor<S> eval_clip(const Arith<S>& ar, AttrSpan attrs, Args<S> in) {
+  auto bound = [&](int64_t num, int64_t exp) -> std::optional<S> {
+    if (exp == kNoBound) return std::nullopt;
+    return ar.constant(num, int64_t{1} << exp);
+  };
+  const std::optional<S> lo = bound(attrs[0], attrs[1]), hi = bound(attrs[2], attrs[3]);
+  return eval_pointwise(in, [&](const S& x) {
+    S y = lo ? ar.max(x, *lo) : x;
+    return hi ? -ar.max(-y, -*hi) : y;
+  });
 }
 
 template <class S>

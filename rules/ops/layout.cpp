@@ -75,4 +75,21 @@ Shape shape_reshape(AttrSpan attrs, Shapes in) {
   return Shape(attrs.begin(), attrs.end());
 }
 
+Shape shape_pad(AttrSpan attrs, Shapes in) {
+  const Shape& x = in[0];
+  shape_check(attrs.size() == 2 * x.size(), "pad",
+              "needs 2 x rank = " + std::to_string(2 * x.size()) + " amounts (begins then ends), got " +
+                  std::to_string(attrs.size()),
+              in);
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  Shape out = x;
+  for (size_t k = 0; k < attrs.size(); ++k) {
+    shape_check(attrs[k] >= 0 && attrs[k] <= kLimit, "pad",
+                "amounts must be in 0..2^30 (zero padding only, no cropping): " + to_string(attrs), in);
+    out[k % x.size()] += attrs[k];
+  }
+  shape_check(num_elements(out) <= kMaxElements, "pad", "result too large", in);
+  return out;
+}
+
 }  // namespace teq::ops

@@ -6,6 +6,8 @@
 //   (slice axis begin end x)         [begin, end) along `axis`
 //   (transpose p0 .. pn x)           out.dim(i) = x.dim(p_i)
 //   (reshape d0 .. dn x)             row-major, same element count
+//   (pad b0 .. bn e0 .. en x)        b_d zeros before and e_d zeros after axis d (all >= 0; the order of
+//                                   ONNX Pad's pads), so out.dim(d) = x.dim(d) + b_d + e_d
 #pragma once
 
 #include "rules/ops/common.h"
@@ -17,6 +19,7 @@ Shape shape_split(AttrSpan attrs, Shapes in);
 Shape shape_slice(AttrSpan attrs, Shapes in);
 Shape shape_transpose(AttrSpan attrs, Shapes in);
 Shape shape_reshape(AttrSpan attrs, Shapes in);
+Shape shape_pad(AttrSpan attrs, Shapes in);
 
 /// [begin, end) of the part that a split selects (attributes already validated by shape_split).
 struct SplitRange {
@@ -75,6 +78,24 @@ Tensor<S> eval_transpose(AttrSpan perm, Args<S> in, const Shape& out_shape) {
     out.push_back(x.data[src]);
   }
   return Tensor<S>(out_shape, std::move(out));
+}
+
+template <class S>
+Tensor<S> eval_pad(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  const Tensor<S>& x = *in[0];
+  const size_t rank = x.rank();
+  const std::vector<int64_t> out_strides = strides_of(out_shape);
+  int64_t offset = 0;  // where x's first element lands
+  for (size_t d = 0; d < rank; ++d) offset += attrs[d] * out_strides[d];
+  Tensor<S> out(out_shape, ar.constant(0));
+  std::vector<int64_t> idx;
+  for (int64_t flat = 0; flat < x.size(); ++flat) {
+    unravel(flat, x.shape, idx);
+    int64_t dst = offset;
+    for (size_t d = 0; d < rank; ++d) dst += idx[d] * out_strides[d];
+    out.data[dst] = x.data[flat];
+  }
+  return out;
 }
 
 template <class S>

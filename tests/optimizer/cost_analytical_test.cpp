@@ -111,6 +111,29 @@ TEST(AnalyticalCost, ViewsAreFreeSplitIsTheCopyOnnxSliceIs) {
   EXPECT_GT(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), 0);
 }
 
+TEST(AnalyticalCost, TorchExportOperatorsAreWorkedOutByTheirKind) {
+  // sqrt, erf, clip: one operation per element, memory-bound like relu; reduce_mean reads every input
+  // element once (one add each) and writes the small result; pad is a copy with no arithmetic.
+  const Shape x{64, 1024};
+  const std::vector<int64_t> relu6{0, 0, 6, 0}, last{1, 1}, cols{0, 1, 0, 1};
+  for (OpKind op : {OpKind::Sqrt, OpKind::Erf}) {
+    const OpWork w = op_work(op, {}, std::vector<Shape>{x}, x, 4);
+    EXPECT_DOUBLE_EQ(w.flops, 64 * 1024) << op_name(op);
+    EXPECT_DOUBLE_EQ(w.bytes, 2 * 64 * 1024 * 4) << op_name(op);
+  }
+  const OpWork clip = op_work(OpKind::Clip, relu6, std::vector<Shape>{x}, x, 4);
+  EXPECT_DOUBLE_EQ(clip.flops, 64 * 1024);
+  const OpWork mean = op_work(OpKind::ReduceMean, last, std::vector<Shape>{x}, Shape{64, 1}, 4);
+  EXPECT_DOUBLE_EQ(mean.flops, 64 * 1024);
+  EXPECT_DOUBLE_EQ(mean.bytes, (64 * 1024 + 64) * 4);
+  const OpWork pad = op_work(OpKind::Pad, cols, std::vector<Shape>{x}, Shape{64, 1026}, 4);
+  EXPECT_DOUBLE_EQ(pad.flops, 0);
+  EXPECT_DOUBLE_EQ(pad.bytes, (64 * 1024 + 64 * 1026) * 4);
+  EXPECT_TRUE(pad.launches_kernel);
+  AnalyticalCostModel m = h200();
+  EXPECT_DOUBLE_EQ(cost(m, OpKind::Sqrt, {}, {x}), cost(m, OpKind::Relu, {}, {x}));
+}
+
 TEST(AnalyticalCost, AFusedActivationCostsWhatTheSeparateOneCosts) {
   // The exporter writes (conv2d ... act) as Conv followed by the activation node: fusing earns nothing. A
   // relu after a convolution or 2-d matmul is an epilogue the runtime fuses back (free), a tanh is not.

@@ -49,9 +49,28 @@ std::optional<Case> random_case(OpKind op, Rng& rng) {
     case OpKind::Tanh:
     case OpKind::Sigmoid:
     case OpKind::Gelu:
+    case OpKind::Sqrt:
+    case OpKind::Erf:
     case OpKind::GlobalAvgPool:  // needs rank 4: the others are rejected by its shape rule
     case OpKind::Ones:
     case OpKind::Eye: return Case{{}, {s}};
+    case OpKind::Clip: {
+      // ReLU6, [-1/2, 5/4], an upper bound only, a lower bound only.
+      static const std::vector<std::vector<int64_t>> kBounds = {{0, 0, 6, 0}, {-1, 1, 5, 2}, {0, -1, 1, 2}, {-3, 2, 0, -1}};
+      return Case{kBounds[static_cast<size_t>(rnd(rng, 0, 3))], {s}};
+    }
+    case OpKind::ReduceMean: {
+      Case c{{rnd(rng, 0, 1)}, {s}};
+      for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
+        if (rnd(rng, 0, 1)) c.attrs.push_back(d);
+      if (c.attrs.size() == 1) c.attrs.push_back(rnd(rng, 0, static_cast<int64_t>(rank) - 1));
+      return c;
+    }
+    case OpKind::Pad: {
+      Case c{{}, {s}};
+      for (size_t k = 0; k < 2 * rank; ++k) c.attrs.push_back(rnd(rng, 0, 2));
+      return c;
+    }
     case OpKind::Broadcast: {
       // A suffix of the target with some dimensions 1.
       Shape in(s.end() - rnd(rng, 0, static_cast<int64_t>(rank)), s.end());
@@ -145,12 +164,13 @@ std::optional<Case> random_case(OpKind op, Rng& rng) {
   return std::nullopt;
 }
 
-/// Random operand values; operands that must be positive (a divisor, a batchnorm variance) stay in [0.5, 1.5].
+/// Random operand values; operands that must be positive (a divisor, a batchnorm variance, a square root's)
+/// stay in [0.5, 1.5].
 template <class S>
 std::vector<Tensor<S>> random_operands(OpKind op, const std::vector<Shape>& shapes, Rng& rng) {
   std::vector<Tensor<S>> out;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    const bool positive = (op == OpKind::EwDiv && k == 1) || (op == OpKind::BatchNorm && k == 4);
+    const bool positive = (op == OpKind::EwDiv && k == 1) || (op == OpKind::BatchNorm && k == 4) || op == OpKind::Sqrt;
     std::uniform_real_distribution<double> u(positive ? 0.5 : -1.0, positive ? 1.5 : 1.0);
     std::vector<S> v(static_cast<size_t>(num_elements(shapes[k])));
     for (S& x : v) x = static_cast<S>(u(rng));

@@ -31,6 +31,8 @@ const std::vector<std::string>& operator_cases() {
       "(tanh (input x 2 3 5 7))",
       "(sigmoid (input x 1000))",
       "(gelu (input x 4 33))",
+      "(sqrt (input px 4 33))",
+      "(erf (input x 1000))",
       "(broadcast 2 3 4 5 (input x 3 1 5))",
       "(broadcast 4 6 (input x 6))",
       "(noop (relu (input x 3 4)) (input y 2))",
@@ -102,8 +104,11 @@ TEST(GpuRuntime, CasesCoverEveryVocabularyOperator) {
     const Expr e = parse_expr(c);  // named: a range-for over parse_expr(c).nodes() reads a destroyed temporary
     for (const ExprNode& n : e.nodes()) seen.insert(n.op);
   }
+  // Operators the GPU runtime has no kernel for yet (it says so: GpuError "has no GPU implementation"), so
+  // measured costs and --check on the GPU do not cover models that use them.
+  const std::set<OpKind> no_kernel_yet = {OpKind::Clip, OpKind::Pad, OpKind::ReduceMean};
   for (const OpInfo& info : all_ops()) {
-    if (is_leaf(info.kind) || info.kind == OpKind::Opaque) continue;
+    if (is_leaf(info.kind) || info.kind == OpKind::Opaque || no_kernel_yet.count(info.kind)) continue;
     EXPECT_TRUE(seen.count(info.kind)) << "no GPU test case for operator " << info.name;
   }
 }

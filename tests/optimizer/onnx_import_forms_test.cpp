@@ -1,10 +1,14 @@
 // ONNX import of valid models that the ONNX library linked (schemas up to opset 17) cannot read as they are:
 // opsets 18 to 21 (nodes adapted to their opset-17 form, exported at the original opset), external tensor
 // data (loaded from beside the model, written back beside the output), and dimensions given by input and
-// axis. Models are built here with protobuf, so these tests need no Python.
+// axis; and the operators of real PyTorch exports (Sqrt, Erf, Clip, ReduceMean, Pad and its folds into
+// AveragePool/Conv, Pow with a constant exponent, LayerNormalization). Models are built here with protobuf,
+// so these tests need no Python.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +16,7 @@
 
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
+#include "rules/evaluator.h"
 #include "rules/sexpr.h"
 
 namespace teq::onnx_io {
@@ -115,7 +120,7 @@ TEST(OnnxOpset18, ReduceAxesInputIsReadAndExportedAsTheModelHadIt) {
     ModelBuilder b(opset, opset >= 21 ? 10 : 9);
     b.input("x", {2, 3, 4});
     b.ints("axes", {1});
-    set_attr(b.node("ReduceMean", {"x", "axes"}, {"m"}), "keepdims", 1);
+    set_attr(b.node("ReduceMax", {"x", "axes"}, {"m"}), "keepdims", 1);
     b.node("Relu", {"m"}, {"y"});
     b.output("y");
     OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
@@ -128,7 +133,7 @@ TEST(OnnxOpset18, ReduceAxesInputIsReadAndExportedAsTheModelHadIt) {
     onnx::ModelProto p = exported(m);
     EXPECT_EQ(p.opset_import(0).version(), opset);
     EXPECT_EQ(p.ir_version(), opset >= 21 ? 10 : 9);
-    const onnx::NodeProto* r = find_node(p, "ReduceMean");
+    const onnx::NodeProto* r = find_node(p, "ReduceMax");
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->input_size(), 2);
     EXPECT_EQ(r->input(1), "axes");
@@ -136,6 +141,26 @@ TEST(OnnxOpset18, ReduceAxesInputIsReadAndExportedAsTheModelHadIt) {
     for (const auto& t : p.graph().initializer()) axes_initializer |= t.name() == "axes";
     EXPECT_TRUE(axes_initializer);
     for (const auto& a : r->attribute()) EXPECT_NE(a.name(), "axes");
+  }
+}
+
+TEST(OnnxOpset18, ReduceMeanIsTheVocabularysAndExportedWithAnAxesInput) {
+  for (int64_t opset : {18, 21}) {
+    ModelBuilder b(opset, opset >= 21 ? 10 : 9);
+    b.input("x", {2, 3, 4});
+    b.ints("axes", {-1, 0});
+    set_attr(b.node("ReduceMean", {"x", "axes"}, {"y"}), "keepdims", 0);
+    b.output("y");
+    OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+    EXPECT_TRUE(m.opaque.empty());
+    // Axes made non-negative and sorted.
+    EXPECT_EQ(print_graph(m.graph), "(reduce_mean 0 0 2 (input x 2 3 4))\n");
+    const onnx::ModelProto p = exported(m);
+    const onnx::NodeProto* r = find_node(p, "ReduceMean");
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->input_size(), 2);  // opset 18 takes axes as an input
+    for (const auto& a : r->attribute()) EXPECT_NE(a.name(), "axes");
+    EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "again").graph), print_graph(m.graph));
   }
 }
 
@@ -223,10 +248,18 @@ TEST(OnnxOpset18, PadWithAxesIsSpreadOverEveryAxis) {
   b.node("Relu", {"x"}, {"r"});  // the rank comes from shape inference, not from a declaration
   b.ints("pads", {1, 2});
   b.ints("axes", {-1});
-  b.node("Pad", {"r", "pads", "", "axes"}, {"y"});
+  set_attr(b.node("Pad", {"r", "pads", "", "axes"}, {"y"}), "mode", std::string("reflect"));  // stays opaque
   b.output("y");
   OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
   EXPECT_EQ(print_graph(m.graph), "(opaque 0 0 2 6 (relu (input x 2 3)))\n");
+  // In constant mode it is the vocabulary's pad over every axis.
+  ModelBuilder z(18);
+  z.input("x", {2, 3});
+  z.ints("pads", {1, 2});
+  z.ints("axes", {-1});
+  z.node("Pad", {"x", "pads", "", "axes"}, {"y"});
+  z.output("y");
+  EXPECT_EQ(print_graph(import_onnx_bytes(z.bytes(), "model.onnx").graph), "(pad 0 1 0 2 (input x 2 3))\n");
   // Exported as the model had it: axes and pads as inputs.
   const onnx::ModelProto p = exported(m);
   const onnx::NodeProto* pad = find_node(p, "Pad");
@@ -454,6 +487,224 @@ TEST(OnnxAxisDims, AnUnnamedDimensionIsGivenByInputAndAxis) {
   EXPECT_NE(e.find("--dim nope:0=5: the model has no graph input 'nope' (its inputs: x)"), std::string::npos) << e;
   e = error_of(b.bytes(), {.axis_dims = {{{"x", 2}, 5}}});
   EXPECT_NE(e.find("--dim x:2=5: graph input 'x' has 2 dimensions, so the axis must be in -2..1"), std::string::npos) << e;
+}
+
+// ---- the operators of real PyTorch exports: sqrt, erf, clip, reduce_mean, pad, Pow, LayerNormalization ----
+
+/// A 0-d float Constant node (how PyTorch writes clip bounds and exponents).
+void scalar_constant(ModelBuilder& b, const std::string& name, float v) {
+  auto& n = b.node("Constant", {}, {name});
+  auto* a = n.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->set_raw_data(std::string(reinterpret_cast<const char*>(&v), sizeof v));
+}
+
+/// Import, then export and import again: the same graph (the export writes every new operator back).
+OnnxModel import_round_trip(const ModelBuilder& b) {
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(print_graph(import_onnx_bytes(exported(m).SerializeAsString(), "again").graph), print_graph(m.graph));
+  return m;
+}
+
+TEST(OnnxTorchOps, SqrtErfAndPowWithAConstantExponent) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3});
+  b.node("Sqrt", {"x"}, {"s"});
+  b.node("Erf", {"s"}, {"e"});
+  scalar_constant(b, "two", 2.0f);
+  scalar_constant(b, "half", 0.5f);
+  scalar_constant(b, "one", 1.0f);
+  scalar_constant(b, "three", 3.0f);
+  b.node("Pow", {"e", "two"}, {"p2"});
+  b.node("Pow", {"p2", "half"}, {"p5"});
+  b.node("Pow", {"p5", "one"}, {"p1"});
+  b.node("Pow", {"p1", "three"}, {"y"});
+  b.output("y");
+  OnnxModel m = import_round_trip(b);
+  // Exponent 2 is x*x, 0.5 sqrt, 1 nothing; 3 stays opaque, with a note.
+  const std::string g = print_graph(m.graph);
+  EXPECT_NE(g.find("(let t0 (erf (sqrt (input x 2 3))))\n(opaque 0 0 2 3 (sqrt (ewmul t0 t0))"), std::string::npos) << g;
+  EXPECT_EQ(m.opaque.size(), 1u);
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("exponent 3"), std::string::npos) << m.notes[0];
+}
+
+TEST(OnnxTorchOps, ClipWithConstantBounds) {
+  auto clip = [](float lo, std::optional<float> hi) {
+    ModelBuilder b(13);
+    b.input("x", {4});
+    scalar_constant(b, "lo", lo);
+    if (hi) scalar_constant(b, "hi", *hi);
+    b.node("Clip", hi ? std::vector<std::string>{"x", "lo", "hi"} : std::vector<std::string>{"x", "lo"}, {"y"});
+    b.output("y");
+    OnnxModel m = import_round_trip(b);
+    return print_graph(m.graph);
+  };
+  EXPECT_EQ(clip(0, 6), "(clip 0 0 6 0 (input x 4))\n");             // ReLU6
+  EXPECT_EQ(clip(0, std::nullopt), "(relu (input x 4))\n");           // canonical relu
+  EXPECT_EQ(clip(-0.75f, 1.5f), "(clip -3 2 3 1 (input x 4))\n");      // num / 2^exp, lowest terms
+  EXPECT_EQ(clip(-2, std::nullopt), "(clip -2 0 0 -1 (input x 4))\n"); // no upper bound
+  // 0.1f is 13421773 / 2^27 exactly.
+  EXPECT_EQ(clip(0.1f, 6), "(clip 13421773 27 6 0 (input x 4))\n");
+  EXPECT_EQ(clip(-INFINITY, 6), "(clip 0 -1 6 0 (input x 4))\n");
+  // Below 2^-62 a bound has no exact attribute form: opaque.
+  EXPECT_NE(clip(1e-30f, 6).find("(opaque 0 0 4"), std::string::npos);
+  EXPECT_NE(clip(6, 0).find("(opaque 0 0 4"), std::string::npos);  // min above max
+}
+
+TEST(OnnxTorchOps, ReduceMeanAtOpset13) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 4});
+  set_attr(b.node("ReduceMean", {"x"}, {"m"}), "axes", std::vector<int64_t>{-1});
+  auto& all = b.node("ReduceMean", {"m"}, {"y"});  // no axes: every axis
+  set_attr(all, "keepdims", 0);
+  b.output("y");
+  EXPECT_EQ(print_graph(import_round_trip(b).graph), "(reduce_mean 0 0 1 2 (reduce_mean 1 2 (input x 2 3 4)))\n");
+}
+
+TEST(OnnxTorchOps, ZeroPadIsFoldedIntoAveragePoolAndConvPadding) {
+  // PyTorch's avg_pool2d(x, 3, 1, padding=1) (count_include_pad=True): a Pad, then an unpadded AveragePool.
+  auto pooled = [](const std::vector<int64_t>& pads, const std::string& op, int64_t include_pad,
+                   const std::vector<int64_t>& own_pads) {
+    ModelBuilder b(13);
+    b.input("x", {1, 2, 5, 5});
+    b.ints("pads", pads);
+    b.node("Pad", {"x", "pads"}, {"p"});
+    if (op == "Conv") {
+      b.floats("w", {2, 2, 3, 3}, std::vector<float>(36, 0.5f));
+      set_attr(b.node("Conv", {"p", "w"}, {"y"}), "pads", own_pads);
+    } else {
+      auto& n = b.node(op, {"p"}, {"y"});
+      set_attr(n, "kernel_shape", std::vector<int64_t>{3, 3});
+      set_attr(n, "pads", own_pads);
+      if (op == "AveragePool") set_attr(n, "count_include_pad", include_pad);
+    }
+    b.output("y");
+    return print_graph(import_round_trip(b).graph);
+  };
+  const std::vector<int64_t> spatial{0, 0, 1, 1, 0, 0, 1, 1}, none{0, 0, 0, 0};
+  EXPECT_EQ(pooled(spatial, "AveragePool", 0, none), "(avgpool 3 3 1 1 -1 -1 1 (input x 1 2 5 5))\n");
+  EXPECT_EQ(pooled(spatial, "AveragePool", 1, {1, 1, 1, 1}), "(avgpool 3 3 1 1 2 2 1 (input x 1 2 5 5))\n");
+  // The pooling's own pads are not counted: the divisor differs at the borders, the Pad stays.
+  EXPECT_EQ(pooled(spatial, "AveragePool", 0, {1, 1, 1, 1}),
+            "(avgpool 3 3 1 1 -1 -1 0 (pad 0 0 1 1 0 0 1 1 (input x 1 2 5 5)))\n");
+  // A padded 0 could win a max: never folded into MaxPool.
+  EXPECT_EQ(pooled(spatial, "MaxPool", 0, none), "(maxpool 3 3 1 1 0 0 (pad 0 0 1 1 0 0 1 1 (input x 1 2 5 5)))\n");
+  EXPECT_EQ(pooled(spatial, "Conv", 0, none), "(conv2d 1 1 -1 -1 0 (input x 1 2 5 5) (weight w 2 2 3 3))\n");
+  // Asymmetric (one row before only): not our padding; a Pad over the channels: not a window's.
+  EXPECT_EQ(pooled({0, 0, 1, 0, 0, 0, 0, 0}, "Conv", 0, none),
+            "(conv2d 1 1 0 0 0 (pad 0 0 1 0 0 0 0 0 (input x 1 2 5 5)) (weight w 2 2 3 3))\n");
+  EXPECT_EQ(pooled({0, 1, 1, 1, 0, 1, 1, 1}, "AveragePool", 0, none),
+            "(avgpool 3 3 1 1 0 0 0 (pad 0 1 1 1 0 1 1 1 (input x 1 2 5 5)))\n");
+}
+
+TEST(OnnxTorchOps, PadThatIsNotZeroConstantPaddingStaysOpaque) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3});
+  b.ints("pads", {0, 1, 0, -1});  // cropping
+  b.node("Pad", {"x", "pads"}, {"y"});
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(m.opaque.size(), 1u);
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("negative pads"), std::string::npos) << m.notes[0];
+}
+
+TEST(OnnxTorchOps, LayerNormalizationIsItsDecomposition) {
+  ModelBuilder b(17);
+  b.input("x", {2, 3, 4});
+  const std::vector<float> scale{1.0f, 2.0f, -1.0f, 0.5f}, bias{0.1f, 0.2f, 0.3f, 0.4f};
+  b.floats("scale", {4}, scale);
+  b.floats("bias", {4}, bias);
+  auto& n = b.node("LayerNormalization", {"x", "scale", "bias"}, {"y"});
+  set_attr(n, "axis", -1);
+  b.output("y");
+  OnnxModel m = import_round_trip(b);
+  EXPECT_TRUE(m.opaque.empty());
+  const std::string g = print_graph(m.graph);
+  EXPECT_NE(g.find("(reduce_mean 1 2 (input x 2 3 4))"), std::string::npos) << g;
+  EXPECT_NE(g.find("(sqrt "), std::string::npos) << g;
+  // The value against the formula, on x = 0, 1, 2, ... (epsilon 1e-5).
+  std::map<std::string, Tensor<double>> leaves;
+  std::vector<double> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i * i % 7);
+  leaves.emplace("x", Tensor<double>({2, 3, 4}, x));
+  for (const auto& [name, w] : m.weights)
+    leaves.emplace(name, Tensor<double>(w.shape, std::vector<double>(w.data.begin(), w.data.end())));
+  const Tensor<double> y = evaluate<double>(m.graph, Arith<double>{}, leaves).at(0);
+  ASSERT_EQ(y.shape, (Shape{2, 3, 4}));
+  for (size_t row = 0; row < 6; ++row) {
+    double mean = 0, var = 0;
+    for (size_t k = 0; k < 4; ++k) mean += x[row * 4 + k] / 4;
+    for (size_t k = 0; k < 4; ++k) var += (x[row * 4 + k] - mean) * (x[row * 4 + k] - mean) / 4;
+    for (size_t k = 0; k < 4; ++k) {
+      const double want = (x[row * 4 + k] - mean) / std::sqrt(var + double(1e-5f)) * scale[k] + double(bias[k]);
+      EXPECT_NEAR(y.data[row * 4 + k], want, 1e-9) << "row " << row << " k " << k;
+    }
+  }
+}
+
+TEST(OnnxTorchOps, PyTorchsErfGeluIsTheVocabularysGelu) {
+  // x * (1 + erf(x / sqrt 2)) * 0.5 as PyTorch writes it, and with every product and sum commuted.
+  auto gelu = [](bool commuted, bool erf_read_twice) {
+    ModelBuilder b(13);
+    b.input("x", {2, 3});
+    b.node("Relu", {"x"}, {"r"});
+    scalar_constant(b, "sqrt2", 1.4142135f);
+    scalar_constant(b, "one", 1.0f);
+    scalar_constant(b, "half", 0.5f);
+    b.node("Div", {"r", "sqrt2"}, {"d"});
+    b.node("Erf", {"d"}, {"e"});
+    b.node("Add", commuted ? std::vector<std::string>{"one", "e"} : std::vector<std::string>{"e", "one"}, {"a"});
+    if (commuted) {
+      b.node("Mul", {"half", "r"}, {"m"});
+      b.node("Mul", {"a", "m"}, {"y"});
+    } else {
+      b.node("Mul", {"r", "a"}, {"m"});
+      b.node("Mul", {"m", "half"}, {"y"});
+    }
+    b.output("y");
+    if (erf_read_twice) {
+      b.node("Relu", {"e"}, {"z"});
+      b.output("z");
+    }
+    return print_graph(import_round_trip(b).graph);
+  };
+  EXPECT_EQ(gelu(false, false), "(gelu (relu (input x 2 3)))\n");
+  EXPECT_EQ(gelu(true, false), "(gelu (relu (input x 2 3)))\n");
+  // An intermediate value that something else reads: the nodes stay as they are.
+  EXPECT_EQ(gelu(false, true).find("(gelu "), std::string::npos);
+  EXPECT_NE(gelu(false, true).find("(erf "), std::string::npos);
+}
+
+TEST(OnnxTorchOps, ClipAndPadAttributesBeforeOpset11) {
+  // Before opset 11 Clip's bounds and Pad's amounts are attributes: read so, and written back so.
+  ModelBuilder b(10);
+  b.input("x", {2, 3});
+  auto& clip = b.node("Clip", {"x"}, {"c"});
+  auto* lo = clip.add_attribute();
+  lo->set_name("min");
+  lo->set_type(onnx::AttributeProto::FLOAT);
+  lo->set_f(-0.5f);
+  auto* hi = clip.add_attribute();
+  hi->set_name("max");
+  hi->set_type(onnx::AttributeProto::FLOAT);
+  hi->set_f(6.0f);
+  set_attr(b.node("Pad", {"c"}, {"y"}), "pads", std::vector<int64_t>{0, 1, 1, 0});
+  b.output("y");
+  OnnxModel m = import_round_trip(b);
+  EXPECT_EQ(print_graph(m.graph), "(pad 0 1 1 0 (clip -1 1 6 0 (input x 2 3)))\n");
+  const onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* c = find_node(p, "Clip");
+  const onnx::NodeProto* pad = find_node(p, "Pad");
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(pad, nullptr);
+  EXPECT_EQ(c->input_size(), 1);
+  EXPECT_EQ(c->attribute_size(), 2);
+  EXPECT_EQ(pad->input_size(), 1);
+  EXPECT_EQ(pad->attribute(0).name(), "pads");
 }
 
 }  // namespace

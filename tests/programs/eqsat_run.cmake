@@ -161,13 +161,16 @@ add_test(NAME eqsat_run.onnxruntime_models
                  ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/python)
 set_tests_properties(eqsat_run.onnxruntime_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 
-# Models of opsets 18, 20 and 21 (read through the library's opset-17 schemas, exported at their own opset)
-# and one with external tensor data (written back as external data): onnx.checker and onnxruntime, as above.
+# Models of opsets 18, 20 and 21 (read through the library's opset-17 schemas, exported at their own opset),
+# one with external tensor data (written back as external data) and torch_ops.onnx (opset 17: Pad folds,
+# Clip, ReduceMean, LayerNormalization, erf GELU, Pow, Sqrt, Erf; 0 opaque, so --check runs too):
+# onnx.checker and onnxruntime, as above.
 add_test(NAME eqsat_run.onnxruntime_import_forms
          COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
                  sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${EQSAT_RUN_MODELS}
                  ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/import_forms ${EQSAT_RUN_DATA}/opset18.onnx
-                 ${EQSAT_RUN_DATA}/opset20.onnx ${EQSAT_RUN_DATA}/opset21.onnx ${EQSAT_RUN_DATA}/external_data.onnx)
+                 ${EQSAT_RUN_DATA}/opset20.onnx ${EQSAT_RUN_DATA}/opset21.onnx ${EQSAT_RUN_DATA}/external_data.onnx
+                 ${EQSAT_RUN_DATA}/torch_ops.onnx)
 set_tests_properties(eqsat_run.onnxruntime_import_forms PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 # --check at batch 2 of a model optimized at batch 1 (a Flatten) gives onnxruntime's verdict.

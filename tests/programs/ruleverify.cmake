@@ -19,6 +19,17 @@ if(TARGET ruleverify)
   set_tests_properties(ruleverify.wrong_rule_counterexample PROPERTIES
     PASS_REGULAR_EXPRESSION "relu-ewadd-wrong +wrong.*counterexample.*output 0 at \\[.*matmul-shape-wrong +wrong.*lhs has shape")
 
+  # The operators of real PyTorch exports (sqrt, erf, clip, reduce_mean, pad) and the importer's folds of a
+  # zero Pad into avgpool/conv2d padding: one true rule each verifies; wrong ones come out wrong with a
+  # counterexample.
+  add_test(NAME ruleverify.vocab_rules COMMAND ruleverify ${_rv_data}/vocab_rules.json --no-axioms --jobs 2)
+  set_tests_properties(ruleverify.vocab_rules PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "11 rules: 11 verified")
+  add_test(NAME ruleverify.vocab_wrong_rules
+           COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${_rv_data}/vocab_wrong_rules.json
+                   -DEXPECT_CODE=1 "-DEXPECT_STDOUT=sqrt-square-wrong +wrong.*counterexample.*relu6-is-relu-wrong +wrong.*counterexample.*reduce-mean-of-concat-wrong +wrong.*counterexample.*pad-into-avgpool-excluding-pad-wrong +wrong.*counterexample.*4 rules: 0 verified"
+                   -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
+  set_tests_properties(ruleverify.vocab_wrong_rules PROPERTIES TIMEOUT 300)
+
   # Exit status exactly 1 / 2: run through cmake -P so the code itself is compared.
   foreach(case "wrong_rules.json;1;"
                "no_such_file.json;2;cannot open"

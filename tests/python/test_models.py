@@ -113,7 +113,9 @@ def check_model(exe, model_path, rules, work, numeric_check=True, weights_as_inp
     known = {"Conv", "Relu", "Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Sigmoid", "Tanh", "MaxPool",
              "AveragePool", "GlobalAveragePool", "Concat", "Split", "Slice", "Transpose", "Reshape", "Flatten",
              "BatchNormalization", "Softmax", "Identity", "Dropout", "Constant", "Expand", "Pad", "Erf", "Clip",
-             "Squeeze", "Unsqueeze"}
+             "Squeeze", "Unsqueeze", "Sqrt", "ReduceMean", "LayerNormalization",
+             # Pow with exponent 2, 0.5 or 1 becomes Mul, Sqrt or nothing; other exponents stay opaque.
+             "Pow"}
 
     def opaque(m):
         # Integer shape arithmetic (Shape, Gather, ... on shapes) is folded into constants by the importer.

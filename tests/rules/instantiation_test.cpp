@@ -113,6 +113,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"(reshape 3 4 ?a)", {{"a", {2, 6}}}}, Case{"(ones ?a)", {{"a", {2, 2}}}}, Case{"(eye ?a)", {{"a", {2, 3}}}},
         Case{"(iconv 3 1 ?a)", {{"a", {1, 2, 2, 2}}}}, Case{"(pool_kernel 3 3 ?a)", {{"a", {1, 2, 2, 2}}}},
         Case{"(conv2d 1 1 -1 -1 0 ?x (pool_kernel 3 3 ?x))", {{"x", {1, 2, 3, 3}}}},
+        // Integer clip bounds (ModInt compares centred representatives, meaningful for small integers).
+        Case{"(clip -2 0 3 0 ?a)", {{"a", {3, 4}}}}, Case{"(clip 0 -1 1 0 ?a)", {{"a", {3, 4}}}},
+        Case{"(reduce_mean 1 1 ?a)", {{"a", {2, 3}}}}, Case{"(reduce_mean 0 0 2 ?a)", {{"a", {2, 2, 3}}}},
+        Case{"(pad 1 0 0 2 ?a)", {{"a", {2, 3}}}},
         // A small composition: the instantiations agree on graphs, not just single operators.
         Case{"(ewdiv (relu (matmul 0 ?a ?b)) (ewadd (ones ?d) (ewmul ?d ?d)))",
              {{"a", {2, 3}}, {"b", {3, 2}}, {"d", {2, 2}}}}));
@@ -190,6 +194,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(NonLinearCase{"(tanh ?a)", {{"a", {2, 3}}}, UnaryFn::Tanh, "(noop ?a)"},
                       NonLinearCase{"(sigmoid ?a)", {{"a", {2, 3}}}, UnaryFn::Sigmoid, "(noop ?a)"},
                       NonLinearCase{"(gelu ?a)", {{"a", {2, 3}}}, UnaryFn::Gelu, "(noop ?a)"},
+                      NonLinearCase{"(sqrt ?a)", {{"a", {2, 3}}}, UnaryFn::Sqrt, "(noop ?a)"},
+                      NonLinearCase{"(erf ?a)", {{"a", {2, 3}}}, UnaryFn::Erf, "(noop ?a)"},
                       NonLinearCase{"(matmul 3 ?a ?b)", {{"a", {2, 3}}, {"b", {3, 2}}}, UnaryFn::Tanh,
                                     "(matmul 0 ?a ?b)"},
                       NonLinearCase{"(matmul 1 ?a ?b)", {{"a", {2, 3}}, {"b", {3, 2}}}, UnaryFn::Sigmoid,

@@ -529,6 +529,100 @@ TEST(OpsIdentity, EnlargeWithSamePaddingDiffersAtStride2OnEvenInputs) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// sqrt, erf, clip, reduce_mean, pad (the operators of real PyTorch exports)
+
+/// The ShapeError message of infer_shape, or "" when it accepts.
+std::string shape_error(OpKind op, std::vector<int64_t> attrs, std::vector<Shape> in) {
+  try {
+    infer_shape(op, attrs, in);
+  } catch (const ShapeError& e) {
+    return e.what();
+  }
+  return "";
+}
+Shape shape_of(OpKind op, std::vector<int64_t> attrs, std::vector<Shape> in) { return infer_shape(op, attrs, in); }
+#define EXPECT_SHAPE_ERROR(op, attrs, in, what)                        \
+  do {                                                                 \
+    const std::string msg = shape_error(op, attrs, in);                \
+    EXPECT_NE(msg.find(what), std::string::npos) << "message: " << msg; \
+  } while (0)
+
+TEST(OpsFloat, SqrtAndErf) {
+  EXPECT_TRUE(same(eval("(sqrt ?x)", {{"x", t({3}, {0, 4, 2})}}), {3}, {0, 2, std::sqrt(2.0)}));
+  // erf(1) = 0.8427007929497149, odd.
+  EXPECT_TRUE(same(eval("(erf ?x)", {{"x", t({3}, {0, 1, -1})}}), {3}, {0, 0.8427007929497149, -0.8427007929497149}));
+  EXPECT_EQ(shape_of(OpKind::Sqrt, {}, {{2, 3}}), (Shape{2, 3}));
+  EXPECT_SHAPE_ERROR(OpKind::Sqrt, {}, (std::vector<Shape>{{2}, {2}}), "sqrt: expects 1 operands, got 2");
+  EXPECT_SHAPE_ERROR(OpKind::Erf, {1}, (std::vector<Shape>{{2}}), "erf: expects 0 integer attributes, got 1");
+}
+
+TEST(OpsFloat, Clip) {
+  Leaves in{{"x", t({5}, {-2, -0.25, 0.5, 3, 7})}};
+  // ReLU6: [0, 6].
+  EXPECT_TRUE(same(eval("(clip 0 0 6 0 ?x)", in), {5}, {0, 0, 0.5, 3, 6}));
+  // [-1/2, 5/4]: num / 2^exp.
+  EXPECT_TRUE(same(eval("(clip -1 1 5 2 ?x)", in), {5}, {-0.5, -0.25, 0.5, 1.25, 1.25}));
+  // Only an upper bound (exp -1: none), only a lower one.
+  EXPECT_TRUE(same(eval("(clip 0 -1 1 0 ?x)", in), {5}, {-2, -0.25, 0.5, 1, 1}));
+  EXPECT_TRUE(same(eval("(clip -3 0 0 -1 ?x)", in), {5}, {-2, -0.25, 0.5, 3, 7}));
+  EXPECT_TRUE(same(eval("(clip 1 0 0 -1 ?x)", in), {5}, {1, 1, 1, 3, 7}));
+  // Equal bounds are allowed.
+  EXPECT_TRUE(same(eval("(clip 3 1 3 1 ?x)", in), {5}, {1.5, 1.5, 1.5, 1.5, 1.5}));
+  const std::vector<Shape> x{{2, 3}};
+  EXPECT_EQ(shape_of(OpKind::Clip, {0, 0, 6, 0}, x), (Shape{2, 3}));
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{0, 0, 6}), x, "clip: expects 4 integer attributes, got 3");
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{0, 0, 6, 0}), (std::vector<Shape>{{2}, {2}}),
+                     "clip: expects 1 operands, got 2");
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{6, 0, 0, 0}), x, "lower bound above the upper bound");
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{0, -1, 0, -1}), x, "needs at least one bound");
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{1, -1, 6, 0}), x, "absent (exponent -1) but its numerator");
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{0, 0, 6, 63}), x, "exponent must be -1 (no bound) or 0..62");
+  EXPECT_SHAPE_ERROR(OpKind::Clip, (std::vector<int64_t>{0, 0, 12, 1}), x, "not in lowest terms");
+}
+
+TEST(OpsFloat, ReduceMean) {
+  Leaves in{{"x", iota({2, 3, 2})}};  // x[i][j][k] = 6i + 2j + k
+  EXPECT_TRUE(same(eval("(reduce_mean 1 2 ?x)", in), {2, 3, 1}, {0.5, 2.5, 4.5, 6.5, 8.5, 10.5}));
+  EXPECT_TRUE(same(eval("(reduce_mean 0 2 ?x)", in), {2, 3}, {0.5, 2.5, 4.5, 6.5, 8.5, 10.5}));
+  EXPECT_TRUE(same(eval("(reduce_mean 1 0 2 ?x)", in), {1, 3, 1}, {3.5, 5.5, 7.5}));
+  EXPECT_TRUE(same(eval("(reduce_mean 0 1 ?x)", in), {2, 2}, {2, 3, 8, 9}));
+  EXPECT_TRUE(same(eval("(reduce_mean 0 0 1 2 ?x)", in), {}, {5.5}));
+  const std::vector<Shape> x{{2, 3, 2}};
+  EXPECT_SHAPE_ERROR(OpKind::ReduceMean, (std::vector<int64_t>{1}), x, "needs keepdims and at least one axis");
+  EXPECT_SHAPE_ERROR(OpKind::ReduceMean, (std::vector<int64_t>{2, 0}), x, "keepdims must be 0 or 1");
+  EXPECT_SHAPE_ERROR(OpKind::ReduceMean, (std::vector<int64_t>{1, 3}), x, "strictly increasing and in 0..2");
+  EXPECT_SHAPE_ERROR(OpKind::ReduceMean, (std::vector<int64_t>{1, 2, 1}), x, "strictly increasing");
+  EXPECT_SHAPE_ERROR(OpKind::ReduceMean, (std::vector<int64_t>{1, -1}), x, "strictly increasing");
+  EXPECT_SHAPE_ERROR(OpKind::ReduceMean, (std::vector<int64_t>{1, 0}), (std::vector<Shape>{{2}, {2}}),
+                     "reduce_mean: expects 1 operands, got 2");
+}
+
+TEST(OpsFloat, Pad) {
+  Leaves in{{"x", t({2, 2}, {1, 2, 3, 4})}};
+  // One row before axis 0, one column after axis 1.
+  EXPECT_TRUE(same(eval("(pad 1 0 0 1 ?x)", in), {3, 3}, {0, 0, 0, 1, 2, 0, 3, 4, 0}));
+  EXPECT_TRUE(same(eval("(pad 0 0 0 0 ?x)", in), {2, 2}, {1, 2, 3, 4}));
+  EXPECT_TRUE(same(eval("(pad 0 2 1 0 ?x)", in), {3, 4}, {0, 0, 1, 2, 0, 0, 3, 4, 0, 0, 0, 0}));
+  EXPECT_EQ(shape_of(OpKind::Pad, {0, 0, 1, 1, 0, 0, 1, 1}, {{1, 2, 5, 5}}), (Shape{1, 2, 7, 7}));
+  const std::vector<Shape> x{{2, 2}};
+  EXPECT_SHAPE_ERROR(OpKind::Pad, (std::vector<int64_t>{1, 1}), x, "pad: needs 2 x rank = 4 amounts");
+  EXPECT_SHAPE_ERROR(OpKind::Pad, (std::vector<int64_t>{1, -1, 0, 0}), x, "zero padding only, no cropping");
+  EXPECT_SHAPE_ERROR(OpKind::Pad, (std::vector<int64_t>{1, 1, 1, 1}), (std::vector<Shape>{{2, 2}, {2, 2}}),
+                     "pad: expects 1 operands, got 2");
+}
+
+TEST(OpsIdentity, ZeroPadThenAvgPoolCountingPadsIsTheAvgPoolsOwnPadding) {
+  // What the ONNX importer folds (Inception-v3's avg_pool2d(padding=1)): Pad 1 + AveragePool 3x3 = our
+  // avgpool with SAME padding and include_pad 1.
+  Leaves in{{"x", random_ints({1, 2, 5, 4}, 3)}};
+  EXPECT_TRUE(same(eval("(avgpool 3 3 1 1 0 0 0 (pad 0 0 1 1 0 0 1 1 ?x))", in),
+                   eval("(avgpool 3 3 1 1 -1 -1 1 ?x)", in)));
+  // With include_pad 0 the divisor differs at the borders.
+  EXPECT_FALSE(same(eval("(avgpool 3 3 1 1 0 0 0 (pad 0 0 1 1 0 0 1 1 ?x))", in),
+                    eval("(avgpool 3 3 1 1 -1 -1 0 ?x)", in)));
+}
+
+// ---------------------------------------------------------------------------------------------------
 // The operator reference cannot fall behind the code.
 
 TEST(OperatorDocs, EveryOperatorIsDocumented) {
