@@ -43,6 +43,7 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
     case OpKind::Matmul: return shape_matmul(attrs, in);
     case OpKind::Conv2d: return shape_conv2d(attrs, in);
     case OpKind::Enlarge: return shape_enlarge(attrs, in);
+    case OpKind::Merge: return shape_merge(attrs, in);
     case OpKind::MaxPool:
     case OpKind::AvgPool: return shape_pool(info.name, attrs, in);
     case OpKind::GlobalAvgPool: return shape_global_avgpool(in);

@@ -379,6 +379,11 @@ z3::expr_vector Encoder::shape_facts() {
         rank_is(ctx_.int_val(4));
         dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1)), dim_at(2, attr[0]), dim_at(3, attr[1]);
         break;
+      case OpKind::Merge:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1) * attr[0]);
+        dim_at(2, dim(opnd[0], 2)), dim_at(3, dim(opnd[0], 3));
+        break;
       case OpKind::IConv:
       case OpKind::PoolKernel:
         rank_is(ctx_.int_val(4));

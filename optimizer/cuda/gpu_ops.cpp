@@ -302,6 +302,15 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       out.push_back([=] { kernels::pad2d(p, x, y, st); });
       return;
     }
+    case OpKind::Merge: {
+      const std::vector<Copy2d> copies = plan_merge_copies(in[0], attrs[0]);
+      const float* x = arg[0];
+      out.push_back([=] {
+        kernels::fill(y, count, 0.0f, st);
+        for (const Copy2d& c : copies) copy2d(c, x, y, st);
+      });
+      return;
+    }
     case OpKind::MaxPool: return build_pool(*this, true, attrs, in[0], shape, arg[0], y, out);
     case OpKind::AvgPool: return build_pool(*this, false, attrs, in[0], shape, arg[0], y, out);
     case OpKind::GlobalAvgPool: {

@@ -78,6 +78,19 @@ std::vector<Copy2d> plan_concat_copies(std::span<const Shape> ins, int64_t axis)
   return copies;
 }
 
+std::vector<Copy2d> plan_merge_copies(const Shape& w, int64_t count) {
+  const int64_t per_block = w[0] / count, kernel = w[1] * w[2] * w[3];  // one output channel's weights
+  std::vector<Copy2d> copies;
+  for (int64_t b = 0; b < count; ++b)
+    copies.push_back(Copy2d{.rows = per_block,
+                            .width = kernel,
+                            .src_pitch = kernel,
+                            .dst_pitch = kernel * count,
+                            .src_offset = b * per_block * kernel,
+                            .dst_offset = b * per_block * kernel * count + b * kernel});
+  return copies;
+}
+
 void run_copy2d_host(const Copy2d& c, const float* src, float* dst) {
   for (int64_t r = 0; r < c.rows; ++r)
     for (int64_t i = 0; i < c.width; ++i)

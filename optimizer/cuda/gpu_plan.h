@@ -30,6 +30,9 @@ Copy2d plan_slice_copy(const Shape& in, int64_t axis, int64_t begin, int64_t end
 /// One copy per operand of a concat along `axis` (normalized) into the output.
 std::vector<Copy2d> plan_concat_copies(std::span<const Shape> ins, int64_t axis);
 void run_copy2d_host(const Copy2d& c, const float* src, float* dst);
+/// (merge count w) for w [O,I,kh,kw] into a zero-filled output: one copy per block of O/count output
+/// channels, each into its own input block (the layout of rules/ops/conv.h eval_merge).
+std::vector<Copy2d> plan_merge_copies(const Shape& w, int64_t count);
 
 /// Batched GEMM over row-major operands with numpy batch broadcasting. When the batch offsets are
 /// affine in the batch index (equal batch dims, or one side not batched) a strided batched GEMM

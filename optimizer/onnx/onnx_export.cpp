@@ -396,6 +396,19 @@ class Exporter {
         add_attr(*n, "pads", pads);
         return y;
       }
+      case OpKind::Merge: {
+        // Tile the kernel `count` times along its input channels, then keep each output channel's own
+        // block: the mask is merge itself applied to ones (rules/ops/conv.h has the one layout).
+        if (m_.opset < 7) throw OnnxError("export: merge needs Tile with a repeats input and a broadcasting Mul, which opset " + std::to_string(m_.opset) + " lacks");
+        const Shape& w = shapes_[kids[0].value];
+        const Tensor<float> ones({w[0], w[1], 1, 1}, 1.0f);
+        const Tensor<float>* ones_arg[] = {&ones};
+        const Tensor<float> mask = evaluate_op<float>(Arith<float>{}, OpKind::Merge, a, ones_arg, {w[0], w[1] * a[0], 1, 1});
+        std::string name = fresh("teq_merge_mask");
+        *graph_->add_initializer() = make_float_tensor(name, mask.shape, mask.data);
+        std::string tiled = add_simple("Tile", {arg(0), int_constant({1, a[0], 1, 1})});
+        return finish("Mul", {tiled, name}, id, 0, &n);
+      }
       case OpKind::MaxPool:
       case OpKind::AvgPool: {
         const Shape& x = shapes_[kids[0].value];

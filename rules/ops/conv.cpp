@@ -31,4 +31,15 @@ Shape shape_enlarge(AttrSpan attrs, Shapes in) {
   return {w[0], w[1], attrs[0], attrs[1]};
 }
 
+Shape shape_merge(AttrSpan attrs, Shapes in) {
+  const Shape& w = in[0];
+  const int64_t count = attrs[0];
+  shape_check(w.size() == 4, "merge", "kernel must be 4-d (OIHW)", in);
+  shape_check(count >= 1 && count <= (int64_t{1} << 20), "merge", "count must be >= 1, got " + std::to_string(count), in);
+  shape_check(w[0] % count == 0, "merge",
+              "output channels " + std::to_string(w[0]) + " not divisible by count " + std::to_string(count), in);
+  shape_check(w[1] <= kMaxElements / count, "merge", "merged kernel too large", in);
+  return {w[0], w[1] * count, w[2], w[3]};
+}
+
 }  // namespace teq::ops

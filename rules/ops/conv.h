@@ -3,6 +3,10 @@
 //     from the shapes (as in TASO), so grouped and depthwise convolutions need no attribute;
 //     ph/pw = -1 means SAME padding, >= 0 explicit symmetric padding; act is a fused activation.
 //   (enlarge kh kw w): zero-pads a kernel [O,I,h,w] to [O,I,kh,kw], centred.
+//   (merge count w): TASO's merge_gconv, exactly upstream TASO's layout (src/cudnn/merge_gconv_kernel.cu,
+//     src/dnnl/merge_gconv_dnnl.cc): w [O,I,kh,kw] -> [O,I*count,kh,kw], output channel o's weights go to
+//     input block o / (O/count), zeros elsewhere. A conv of x [N,C,..] with w has g = C/I groups; with the
+//     merged weight g/count. The two are equal when g == count (for g = k*count, k >= 2, they are not).
 #pragma once
 
 #include <optional>
@@ -13,6 +17,7 @@ namespace teq::ops {
 
 Shape shape_conv2d(AttrSpan attrs, Shapes in);
 Shape shape_enlarge(AttrSpan attrs, Shapes in);
+Shape shape_merge(AttrSpan attrs, Shapes in);
 
 template <class S>
 Tensor<S> eval_conv2d(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
@@ -58,6 +63,20 @@ Tensor<S> eval_enlarge(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Sha
     for (int64_t i = 0; i < w.dim(1); ++i)
       for (int64_t y = 0; y < w.dim(2); ++y)
         for (int64_t x = 0; x < w.dim(3); ++x) out.at4(o, i, y + dy, x + dx) = w.at4(o, i, y, x);
+  return out;
+}
+
+template <class S>
+Tensor<S> eval_merge(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+  const Tensor<S>& w = *in[0];
+  const int64_t O = w.dim(0), I = w.dim(1), per_block = O / attrs[0];
+  Tensor<S> out(out_shape, ar.constant(0));
+  for (int64_t o = 0; o < O; ++o) {
+    const int64_t i0 = (o / per_block) * I;  // first input channel of output channel o's block
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t y = 0; y < w.dim(2); ++y)
+        for (int64_t x = 0; x < w.dim(3); ++x) out.at4(o, i0 + i, y, x) = w.at4(o, i, y, x);
+  }
   return out;
 }
 

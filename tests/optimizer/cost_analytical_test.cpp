@@ -109,6 +109,12 @@ TEST(AnalyticalCost, ViewsAreFreeSplitIsTheCopyOnnxSliceIs) {
   EXPECT_GT(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), 0);
 }
 
+TEST(AnalyticalCost, MergeIsACopyOfTheKernelIntoTheLargerOne) {
+  // merge reads the kernel once and writes the merged one (zeros included): a memory-bound copy, no FLOPs.
+  const double expected = (64.0 * 32 * 3 * 3 + 64.0 * 64 * 3 * 3) * 4 / 4.8e12 + 3e-6;
+  EXPECT_NEAR(cost(h200(), OpKind::Merge, {2}, {{64, 32, 3, 3}}), expected, 1e-12);
+}
+
 TEST(AnalyticalCost, AFusedActivationCostsWhatTheSeparateOneCosts) {
   // The exporter writes (conv2d ... act) as Conv followed by the activation node: fusing earns nothing.
   AnalyticalCostModel m = h200();

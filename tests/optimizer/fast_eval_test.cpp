@@ -87,6 +87,10 @@ std::optional<Case> random_case(OpKind op, Rng& rng) {
       const Shape w = random_shape(rng, 4, 1, 3);
       return Case{{w[2] + 2 * rnd(rng, 0, 2), w[3] + 2 * rnd(rng, 0, 2)}, {w}};
     }
+    case OpKind::Merge: {
+      const int64_t count = rnd(rng, 1, 3);
+      return Case{{count}, {{count * rnd(rng, 1, 3), rnd(rng, 1, 3), rnd(rng, 1, 3), rnd(rng, 1, 3)}}};
+    }
     case OpKind::MaxPool:
     case OpKind::AvgPool: {
       Case c{{rnd(rng, 1, 3), rnd(rng, 1, 3), rnd(rng, 1, 2), rnd(rng, 1, 2), rnd(rng, -1, 1), rnd(rng, -1, 1)},

@@ -88,6 +88,17 @@ TEST(GpuPlan, ConcatCopiesMatchEvaluator) {
   }
 }
 
+TEST(GpuPlan, MergeCopiesIntoZerosMatchEvaluator) {
+  for (const auto& [in, count] : std::vector<std::pair<Shape, int64_t>>{
+           {{4, 2, 3, 3}, 2}, {{6, 1, 1, 3}, 3}, {{4, 3, 2, 1}, 1}, {{4, 1, 1, 1}, 4}}) {
+    const Tensor<float> w = random_tensor(in, 20);
+    const Tensor<float> want = eval_term("(merge " + std::to_string(count) + " (input w" + dims(in) + "))", {{"w", w}});
+    std::vector<float> got(want.data.size(), 0.0f);  // the runtime fills the output with zeros first
+    for (const Copy2d& c : plan_merge_copies(in, count)) run_copy2d_host(c, w.data.data(), got.data());
+    EXPECT_TRUE(close(got, want.data, 0, 0)) << to_string(in) << " count " << count;
+  }
+}
+
 TEST(GpuPlan, MatmulBatchesMatchEvaluator) {
   struct Case {
     Shape a, b;

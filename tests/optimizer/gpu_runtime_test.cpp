@@ -46,6 +46,8 @@ const std::vector<std::string>& operator_cases() {
       "(conv2d 2 1 0 0 0 (input x 2 16 5 5) (weight w 8 16 1 1))",
       "(enlarge 5 5 (input w 4 3 3 3))",
       "(enlarge 3 3 (input w 4 3 1 1))",
+      "(merge 2 (input w 4 3 3 3))",
+      "(merge 3 (input w 6 1 1 3))",
       "(maxpool 3 3 2 2 -1 -1 (input x 1 3 8 8))",
       "(maxpool 3 3 1 1 1 1 (input x 2 3 7 7))",
       "(maxpool 2 2 2 2 0 0 (input x 1 2 8 6))",

@@ -207,6 +207,29 @@ TEST(OpsFloat, Enlarge) {
   EXPECT_TRUE(same(big, {2, 1, 4, 4}, expect));
 }
 
+TEST(OpsFloat, MergeIsUpstreamTasosLayout) {
+  // w [4,1,1,2], count 2: output channels 0, 1 keep their weights in input block 0, channels 2, 3 in
+  // block 1 (upstream TASO merge_gconv: block o / (O/count)); zeros elsewhere.
+  T m = eval("(merge 2 ?w)", {{"w", iota({4, 1, 1, 2}, 1)}});
+  EXPECT_TRUE(same(m, {4, 2, 1, 2}, {1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 5, 6, 0, 0, 7, 8}));
+  // count 1 is the kernel itself.
+  const T w = random_ints({6, 2, 3, 1}, 5);
+  EXPECT_TRUE(same(eval("(merge 1 ?w)", {{"w", w}}), w));
+}
+
+TEST(OpsIdentity, MergedKernelGivesTheGroupedConvBackOnlyForCountGroups) {
+  const T w = random_ints({6, 2, 3, 3}, 21);
+  const char* grouped = "(conv2d 1 1 -1 -1 0 ?x ?w)";
+  const char* merged = "(conv2d 1 1 -1 -1 0 ?x (merge 3 ?w))";
+  // 6 input channels, w.dim(1) = 2: 3 groups; merged, [6,6,3,3] is one ungrouped conv with the same value.
+  const T x3 = random_ints({1, 6, 4, 5}, 22);
+  EXPECT_TRUE(same(eval(merged, {{"x", x3}, {"w", w}}), eval(grouped, {{"x", x3}, {"w", w}})));
+  // 12 input channels: 6 groups, merged 2 groups of 6 channels; output channel 1 reads input block 0 of
+  // its group instead of its own, so the values differ.
+  const T x6 = random_ints({1, 12, 4, 5}, 23);
+  EXPECT_FALSE(same(eval(merged, {{"x", x6}, {"w", w}}), eval(grouped, {{"x", x6}, {"w", w}})));
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Pooling
 

@@ -72,7 +72,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "activation must be 0"},
         BadShape{"(enlarge 1 1 ?w)", {{"w", {1, 1, 3, 3}}}, "[1,1,3,3]", "target 1x1 smaller than kernel"},
         BadShape{"(enlarge 4 4 ?w)", {{"w", {1, 1, 3, 3}}}, "[1,1,3,3]", "differ by an even amount"},
-        BadShape{"(enlarge 3 3 ?w)", {{"w", {1, 3, 3}}}, "[1,3,3]", "kernel must be 4-d"}));
+        BadShape{"(enlarge 3 3 ?w)", {{"w", {1, 3, 3}}}, "[1,3,3]", "kernel must be 4-d"},
+        BadShape{"(merge 2 ?w)", {{"w", {3, 1, 3, 3}}}, "[3,1,3,3]", "output channels 3 not divisible by count 2"},
+        BadShape{"(merge 0 ?w)", {{"w", {2, 1, 3, 3}}}, "[2,1,3,3]", "count must be >= 1"},
+        BadShape{"(merge 2 ?w)", {{"w", {2, 3, 3}}}, "[2,3,3]", "kernel must be 4-d"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Pooling, ShapeErrors,
