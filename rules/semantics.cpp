@@ -16,8 +16,8 @@ void check_arity(const OpInfo& info, AttrSpan attrs, std::span<const Shape> in) 
                        : " to " + std::to_string(info.max_children)) +
                   " operands, got " + std::to_string(n),
               in);
-  shape_check(info.num_attrs == kVariadic || static_cast<int>(attrs.size()) == info.num_attrs, info.name,
-              "expects " + std::to_string(info.num_attrs) + " integer attributes, got " +
+  shape_check(attr_count_fits(info, attrs.size()), info.name,
+              "expects " + attr_count_text(info) + " integer attributes, got " +
                   std::to_string(attrs.size()),
               in);
 }

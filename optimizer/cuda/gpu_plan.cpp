@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rules/ops/common.h"
+#include "rules/ops/conv.h"
 #include "rules/tensor.h"
 
 namespace teq::gpu {
@@ -172,7 +173,9 @@ WindowPlan plan_window(const Shape& x, int64_t kh, int64_t kw, int64_t sh, int64
 ConvPlan plan_conv2d(AttrSpan attrs, const Shape& x, const Shape& w, const Shape& out) {
   ConvPlan p;
   p.groups = x[1] / w[1];
-  p.window = plan_window(x, w[2], w[3], attrs[0], attrs[1], attrs[2], attrs[3], out[2], out[3]);
+  const ops::ConvAttrs a = ops::conv_attrs(attrs);
+  p.window = plan_window(x, ops::dilated_extent(w[2], a.dh), ops::dilated_extent(w[3], a.dw), a.sh, a.sw, a.ph, a.pw,
+                         out[2], out[3]);
   if (p.window.explicit_pad)
     p.pad = Pad2dPlan{.planes = x[0] * x[1],
                       .in_h = x[2],

@@ -60,7 +60,8 @@ struct WindowPlan {
 WindowPlan plan_window(const Shape& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                        int64_t out_h, int64_t out_w);
 
-/// Conv2d as cuDNN sees it: groups from the shapes, padding from plan_window.
+/// Conv2d as cuDNN sees it: groups from the shapes, padding from plan_window over the dilated kernel's extent
+/// (the dilations themselves go to cuDNN's convolution descriptor).
 struct ConvPlan {
   int64_t groups = 1;
   WindowPlan window;

@@ -332,12 +332,14 @@ class Exporter {
     const Shape &x = shapes_[node.children[0].value], &w = shapes_[node.children[1].value];
     std::vector<std::string> inputs{emit(node.children[0]), emit(node.children[1])};
     if (!bias.empty()) inputs.push_back(bias);
-    auto [hb, he] = onnx_pads(x[2], w[2], node.attrs[0], node.attrs[2]);
-    auto [wb, we] = onnx_pads(x[3], w[3], node.attrs[1], node.attrs[3]);
+    const ops::ConvAttrs c = ops::conv_attrs(node.attrs);
+    auto [hb, he] = onnx_pads(x[2], ops::dilated_extent(w[2], c.dh), c.sh, c.ph);
+    auto [wb, we] = onnx_pads(x[3], ops::dilated_extent(w[3], c.dw), c.sw, c.pw);
     onnx::NodeProto* n = nullptr;
-    std::string y = finish("Conv", inputs, result, node.attrs[4], &n);
+    std::string y = finish("Conv", inputs, result, static_cast<int64_t>(c.act), &n);
     add_attr(*n, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
-    add_attr(*n, "strides", std::vector<int64_t>{node.attrs[0], node.attrs[1]});
+    add_attr(*n, "strides", std::vector<int64_t>{c.sh, c.sw});
+    if (c.dh != 1 || c.dw != 1) add_attr(*n, "dilations", std::vector<int64_t>{c.dh, c.dw});
     add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
     add_attr(*n, "group", x[1] / w[1]);
     return y;

@@ -430,17 +430,19 @@ class Importer {
     return std::nullopt;
   }
 
-  /// Our (stride h, stride w, pad h, pad w) of Conv/MaxPool/AveragePool on a [N,C,H,W] input.
-  std::array<int64_t, 4> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw) {
-    if (auto d = attr_ints(n, "dilations"))
-      for (int64_t v : *d)
-        if (v != 1) throw NotInVocabulary{"dilations other than 1"};
+  /// Our (stride h, stride w, pad h, pad w, dilation h, dilation w) of Conv/MaxPool/AveragePool on a
+  /// [N,C,H,W] input; only a Conv may be dilated (the pools of the vocabulary are not).
+  std::array<int64_t, 6> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw,
+                                      bool dilation_allowed = false) {
+    std::vector<int64_t> dilations = attr_ints(n, "dilations").value_or(std::vector<int64_t>{1, 1});
+    if (dilations.size() != 2) throw NotInVocabulary{"dilations are not 2-d"};
+    if (!dilation_allowed && (dilations[0] != 1 || dilations[1] != 1)) throw NotInVocabulary{"dilations other than 1"};
     std::vector<int64_t> strides = attr_ints(n, "strides").value_or(std::vector<int64_t>{1, 1});
     std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
     if (strides.size() != 2 || pads.size() != 4) throw NotInVocabulary{"strides/pads are not 2-d"};
-    const int64_t kernel[2] = {kh, kw};
+    const int64_t kernel[2] = {ops::dilated_extent(kh, dilations[0]), ops::dilated_extent(kw, dilations[1])};
     std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-    std::array<int64_t, 4> out{strides[0], strides[1], 0, 0};
+    std::array<int64_t, 6> out{strides[0], strides[1], 0, 0, dilations[0], dilations[1]};
     for (int a = 0; a < 2; ++a) {
       int64_t in = x[2 + a], s = strides[a], pb = pads[a], pe = pads[a + 2];
       if (auto_pad == "VALID") {
@@ -613,8 +615,8 @@ class Importer {
     ExprId x = in(n, 0), w = in(n, 1);
     const Shape xs = shapes_[x.value], ws = shapes_[w.value];  // copies: add() grows shapes_
     if (xs.size() != 4 || ws.size() != 4) throw NotInVocabulary{"not a 2-d convolution"};
-    auto a = window_attrs(n, xs, ws[2], ws[3]);
-    ExprId y = add(OpKind::Conv2d, {a[0], a[1], a[2], a[3], 0}, {x, w});
+    auto a = window_attrs(n, xs, ws[2], ws[3], /*dilation_allowed=*/true);
+    ExprId y = add(OpKind::Conv2d, ops::conv2d_attr_list({a[0], a[1], a[2], a[3], Activation::None, a[4], a[5]}), {x, w});
     if (has_input(n, 2)) {
       // Bias [O] -> [O,1,1], broadcast over N, H, W.
       ExprId bias = add(OpKind::Reshape, {ws[0], 1, 1}, {in(n, 2)});

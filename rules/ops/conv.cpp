@@ -15,8 +15,15 @@ Shape shape_conv2d(AttrSpan attrs, Shapes in) {
   int64_t groups = x[1] / w[1];
   shape_check(w[0] % groups == 0, "conv2d",
               "output channels " + std::to_string(w[0]) + " not divisible by groups " + std::to_string(groups), in);
-  Window wy = window_1d(x[2], w[2], attrs[0], attrs[2], "conv2d", in);
-  Window wx = window_1d(x[3], w[3], attrs[1], attrs[3], "conv2d", in);
+  const ConvAttrs a = conv_attrs(attrs);
+  if (attrs.size() > 5) {
+    shape_check(a.dh >= 1 && a.dw >= 1 && a.dh <= (int64_t{1} << 20) && a.dw <= (int64_t{1} << 20), "conv2d",
+                "dilations must be 1 .. 2^20, got " + std::to_string(a.dh) + " " + std::to_string(a.dw), in);
+    shape_check(a.dh != 1 || a.dw != 1, "conv2d",
+                "dilations 1 1 are written without them (the 5-attribute form)", in);
+  }
+  Window wy = window_1d(x[2], dilated_extent(w[2], a.dh), a.sh, a.ph, "conv2d", in);
+  Window wx = window_1d(x[3], dilated_extent(w[3], a.dw), a.sw, a.pw, "conv2d", in);
   shape_check(wy.out >= 1 && wx.out >= 1, "conv2d", "empty output", in);
   return {x[0], w[0], wy.out, wx.out};
 }

@@ -109,6 +109,12 @@ TEST(AnalyticalCost, ViewsAreFreeSplitIsTheCopyOnnxSliceIs) {
   EXPECT_GT(cost(m, OpKind::Split, {1, 0, 1}, {{4, 10}, {4, 3}}), 0);
 }
 
+TEST(AnalyticalCost, ADilatedConvCostsItsTapsNotItsSpan) {
+  // Same taps and (SAME, stride 1) the same output: a dilated conv costs what the undilated one costs.
+  const std::vector<Shape> in{{1, 64, 28, 28}, {64, 64, 3, 3}};
+  EXPECT_DOUBLE_EQ(cost(h200(), OpKind::Conv2d, {1, 1, -1, -1, 0, 2, 2}, in), conv_cost(h200(), 64, 3));
+}
+
 TEST(AnalyticalCost, MergeIsACopyOfTheKernelIntoTheLargerOne) {
   // merge reads the kernel once and writes the merged one (zeros included): a memory-bound copy, no FLOPs.
   const double expected = (64.0 * 32 * 3 * 3 + 64.0 * 64 * 3 * 3) * 4 / 4.8e12 + 3e-6;

@@ -44,6 +44,8 @@ const std::vector<std::string>& operator_cases() {
       "(conv2d 1 1 -1 -1 3 (input x 1 4 7 9) (weight w 6 2 3 5))",
       "(conv2d 1 1 -1 -1 0 (input x 1 8 6 6) (weight w 8 1 3 3))",
       "(conv2d 2 1 0 0 0 (input x 2 16 5 5) (weight w 8 16 1 1))",
+      "(conv2d 1 1 -1 -1 2 2 2 (input x 1 4 9 9) (weight w 6 2 3 3))",
+      "(conv2d 2 1 1 0 0 1 3 (input x 2 3 8 10) (weight w 4 3 3 2))",
       "(enlarge 5 5 (input w 4 3 3 3))",
       "(enlarge 3 3 (input w 4 3 1 1))",
       "(merge 2 (input w 4 3 3 3))",

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
@@ -94,6 +95,22 @@ TEST(OnnxImport, BundledModelsRoundTripToTheSameExpr) {
     OnnxModel folded = import_onnx_bytes(export_onnx_bytes(m, m.graph), "folded");
     if (m.opaque.empty()) EXPECT_LT(max_output_diff(m, folded), 1e-5);
   }
+}
+
+// Dilated Convs (tools/make_models.py dilated_conv) are conv2d with the dilations as two more attributes,
+// round-trip to the same Expr, and keep their values through an export with folded constants.
+TEST(OnnxImport, DilatedConvsImportIntoTheVocabulary) {
+  OnnxModel m = import_onnx(std::filesystem::path(TEQ_SOURCE_DIR) / "tests/python/data/dilated_conv.onnx");
+  EXPECT_EQ(count_ops(m.graph, OpKind::Opaque), 0u);
+  EXPECT_EQ(count_ops(m.graph, OpKind::Conv2d), 6u);
+  std::set<std::vector<int64_t>> dilations;
+  for (const ExprNode& n : m.graph.nodes())
+    if (n.op == OpKind::Conv2d && n.attrs.size() == 7) dilations.insert({n.attrs[5], n.attrs[6]});
+  EXPECT_EQ(dilations, (std::set<std::vector<int64_t>>{{2, 2}, {2, 1}, {1, 3}}));
+  OnnxModel again = import_onnx_bytes(export_onnx_bytes(m, m.graph, {.fold_constants = false}), "re-exported");
+  EXPECT_EQ(print_graph(again.graph), print_graph(m.graph));
+  OnnxModel folded = import_onnx_bytes(export_onnx_bytes(m, m.graph), "folded");
+  EXPECT_LT(max_output_diff(m, folded), 1e-5);
 }
 
 TEST(OnnxImport, KeepsDeclaredInputsOutputsAndOpset) {

@@ -193,6 +193,14 @@ TEST(OpsFloat, Conv2dFusedActivation) {
   EXPECT_TRUE(same(eval("(conv2d 1 1 0 0 3 ?x ?w)", in), {1, 1, 1, 2}, {std::tanh(-3.0), std::tanh(3.0)}));
 }
 
+TEST(OpsFloat, Conv2dDilated) {
+  // A 1x2 kernel of ones dilated by 2 along W: out[j] = x[j] + x[j + 2].
+  Leaves in{{"x", iota({1, 1, 1, 5}, 1)}, {"w", t({1, 1, 1, 2}, {1, 1})}};
+  EXPECT_TRUE(same(eval("(conv2d 1 1 0 0 0 1 2 ?x ?w)", in), {1, 1, 1, 3}, {4, 6, 8}));
+  // SAME sees the dilated extent 3: one column of padding on each side.
+  EXPECT_TRUE(same(eval("(conv2d 1 1 -1 -1 0 1 2 ?x ?w)", in), {1, 1, 1, 5}, {2, 4, 6, 8, 4}));
+}
+
 TEST(OpsFloat, Enlarge) {
   EXPECT_TRUE(same(eval("(enlarge 3 3 ?w)", {{"w", t({1, 1, 1, 1}, {5})}}), {1, 1, 3, 3},
                    {0, 0, 0, 0, 5, 0, 0, 0, 0}));
@@ -487,6 +495,30 @@ TEST(OpsIdentity, BatchNormEqualsItsFormula) {
         expect.push_back((x.data[(n * C + c) * H * W + i] - mean.data[c]) / std::sqrt(var.data[c]) * scale.data[c] +
                          bias.data[c]);
   EXPECT_TRUE(same(y, x.shape, expect, 1e-12));
+}
+
+TEST(OpsIdentity, DilatedConvIsTheConvOfTheZeroInsertedKernel) {
+  // The independent side: the kernel with dh-1 zero rows and dw-1 zero columns between its taps.
+  auto spread = [](const T& w, int64_t dh, int64_t dw) {
+    T out({w.dim(0), w.dim(1), (w.dim(2) - 1) * dh + 1, (w.dim(3) - 1) * dw + 1}, 0.0);
+    for (int64_t o = 0; o < w.dim(0); ++o)
+      for (int64_t c = 0; c < w.dim(1); ++c)
+        for (int64_t y = 0; y < w.dim(2); ++y)
+          for (int64_t x = 0; x < w.dim(3); ++x) out.at4(o, c, y * dh, x * dw) = w.at4(o, c, y, x);
+    return out;
+  };
+  int cases = 0;
+  for (auto [dh, dw] : {std::pair<int64_t, int64_t>{2, 2}, {1, 3}, {3, 2}})
+    for (const char* window : {"1 1 -1 -1", "2 2 -1 -1", "1 2 1 0", "2 1 0 2"})
+      for (int64_t groups : {1, 2}) {
+        const T x = random_ints({2, 2 * groups, 9, 8}, 31), w = random_ints({2 * groups, 2, 3, 2}, 32);
+        const std::string head = std::string("(conv2d ") + window + " 2";
+        const T dilated = eval(head + " " + std::to_string(dh) + " " + std::to_string(dw) + " ?x ?w)", {{"x", x}, {"w", w}});
+        EXPECT_TRUE(same(dilated, eval(head + " ?x ?w)", {{"x", x}, {"w", spread(w, dh, dw)}})))
+            << window << " dilations " << dh << " " << dw << " groups " << groups;
+        ++cases;
+      }
+  EXPECT_EQ(cases, 24);
 }
 
 /// (concat 1 (conv2d ... (slice 1 ..x) (slice 0 ..w)) ...): one conv per group, through slice and concat.

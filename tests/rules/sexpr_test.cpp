@@ -59,6 +59,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadInput{"(convv 1 ?x)", 1, 2, "unknown operator 'convv'"},
                       BadInput{"(relu ?x", 1, 1, "unclosed '('"},
                       BadInput{"\n  (matmul ?a ?b)", 2, 4, "expects 1 integer attributes, got 0"},
+                      BadInput{"(conv2d 1 1 0 0 0 2 ?x ?w)", 1, 2, "conv2d expects 5 or 7 integer attributes, got 6"},
                       BadInput{"(relu ?a ?b)", 1, 2, "expects 1 operands, got 2"},
                       BadInput{"(relu foo)", 1, 7, "unknown name 'foo'"},
                       BadInput{")", 1, 1, "unexpected ')'"},
@@ -73,7 +74,7 @@ TEST(Sexpr, EveryOperatorFormRoundTrips) {
   const std::vector<std::string> forms = {
       "(ewadd ?a ?b)", "(ewsub ?a ?b)", "(ewmul ?a ?b)", "(ewdiv ?a ?b)", "(smul ?a ?s)", "(relu ?a)",
       "(tanh ?a)", "(sigmoid ?a)", "(gelu ?a)", "(broadcast 2 3 ?a)", "(noop ?a ?b ?c)", "(matmul 2 ?a ?b)",
-      "(conv2d 2 1 -1 0 3 ?x ?w)", "(enlarge 5 3 ?w)", "(merge 2 ?w)", "(maxpool 3 3 2 2 -1 -1 ?x)",
+      "(conv2d 2 1 -1 0 3 ?x ?w)", "(conv2d 1 1 -1 -1 0 2 3 ?x ?w)", "(enlarge 5 3 ?w)", "(merge 2 ?w)", "(maxpool 3 3 2 2 -1 -1 ?x)",
       "(avgpool 3 3 1 1 1 1 0 ?x)", "(global_avgpool ?x)", "(concat -1 ?a ?b ?c)", "(split 1 0 -1 ?x ?r)",
       "(slice 0 1 3 ?x)", "(transpose 2 0 1 ?x)", "(reshape 6 ?x)", "(batchnorm ?x ?s ?b ?m ?v)",
       "(softmax -1 ?x)", "(ones ?x)", "(eye ?x)", "(iconv 3 3 ?x)", "(pool_kernel 3 1 ?x)",
