@@ -5,9 +5,12 @@
 namespace teq {
 namespace {
 
+// Trailing attributes an operator may leave out (together): conv2d's dilations dh dw (rules/ops/conv.h).
+constexpr int optional_attrs(OpKind kind) { return kind == OpKind::Conv2d ? 2 : 0; }
+
 constexpr std::array kOps = {
 #define TEQ_OP(kind, name, min_children, max_children, num_attrs, work) \
-  OpInfo{OpKind::kind, name, min_children, max_children, num_attrs, OpWorkKind::work},
+  OpInfo{OpKind::kind, name, min_children, max_children, num_attrs, OpWorkKind::work, optional_attrs(OpKind::kind)},
 #include "rules/op_list.inc"
 #undef TEQ_OP
 };
@@ -24,8 +27,20 @@ std::optional<OpKind> op_from_name(std::string_view name) {
 
 std::span<const OpInfo> all_ops() { return kOps; }
 
+bool attr_count_fits(const OpInfo& info, size_t n) {
+  const int count = static_cast<int>(n);
+  return info.num_attrs == kVariadic || count == info.num_attrs ||
+         (info.optional_attrs > 0 && count == info.num_attrs + info.optional_attrs);
+}
+
+std::string attr_count_text(const OpInfo& info) {
+  std::string text = std::to_string(info.num_attrs);
+  if (info.optional_attrs > 0) text += " or " + std::to_string(info.num_attrs + info.optional_attrs);
+  return text;
+}
+
 Activation fused_activation(OpKind kind, AttrSpan attrs) {
-  // The attribute positions of rules/ops/matmul.h and conv.h: (matmul act a b), (conv2d sh sw ph pw act x w).
+  // The attribute positions of rules/ops/matmul.h and conv.h: (matmul act a b), (conv2d sh sw ph pw act [dh dw] x w).
   if (kind == OpKind::Matmul && attrs.size() >= 1) return static_cast<Activation>(attrs[0]);
   if (kind == OpKind::Conv2d && attrs.size() >= 5) return static_cast<Activation>(attrs[4]);
   return Activation::None;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace teq {
@@ -35,6 +36,7 @@ struct OpInfo {
   int max_children;  // kVariadic = any number >= min_children
   int num_attrs;     // kVariadic = any number
   OpWorkKind work;
+  int optional_attrs = 0;  // trailing attributes written only together, after num_attrs (conv2d's dh dw)
 };
 
 /// Facts about one operator.
@@ -45,6 +47,10 @@ std::optional<OpKind> op_from_name(std::string_view name);
 std::span<const OpInfo> all_ops();
 
 inline std::string_view op_name(OpKind kind) { return op_info(kind).name; }
+/// Whether `n` integer attributes fit the operator: num_attrs, or num_attrs + optional_attrs.
+bool attr_count_fits(const OpInfo& info, size_t n);
+/// The counts attr_count_fits accepts, for messages: "5", "5 or 7".
+std::string attr_count_text(const OpInfo& info);
 /// Leaves: pattern variables, graph inputs and weights.
 inline bool is_leaf(OpKind kind) {
   return kind == OpKind::Var || kind == OpKind::Input || kind == OpKind::Weight;

@@ -16,8 +16,8 @@ void check_arity(const OpInfo& info, AttrSpan attrs, std::span<const Shape> in) 
                        : " to " + std::to_string(info.max_children)) +
                   " operands, got " + std::to_string(n),
               in);
-  shape_check(info.num_attrs == kVariadic || static_cast<int>(attrs.size()) == info.num_attrs, info.name,
-              "expects " + std::to_string(info.num_attrs) + " integer attributes, got " +
+  shape_check(attr_count_fits(info, attrs.size()), info.name,
+              "expects " + attr_count_text(info) + " integer attributes, got " +
                   std::to_string(attrs.size()),
               in);
 }
@@ -46,6 +46,7 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
     case OpKind::Matmul: return shape_matmul(attrs, in);
     case OpKind::Conv2d: return shape_conv2d(attrs, in);
     case OpKind::Enlarge: return shape_enlarge(attrs, in);
+    case OpKind::Merge: return shape_merge(attrs, in);
     case OpKind::MaxPool:
     case OpKind::AvgPool: return shape_pool(info.name, attrs, in);
     case OpKind::GlobalAvgPool: return shape_global_avgpool(in);

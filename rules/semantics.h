@@ -46,6 +46,7 @@ Tensor<S> evaluate_op(const Arith<S>& ar, OpKind op, AttrSpan attrs, ops::Args<S
     case OpKind::Matmul: return eval_matmul(ar, attrs, args, out_shape);
     case OpKind::Conv2d: return eval_conv2d(ar, attrs, args, out_shape);
     case OpKind::Enlarge: return eval_enlarge(ar, attrs, args, out_shape);
+    case OpKind::Merge: return eval_merge(ar, attrs, args, out_shape);
     case OpKind::MaxPool: return eval_pool(ar, /*is_max=*/true, attrs, args, out_shape);
     case OpKind::AvgPool: return eval_pool(ar, /*is_max=*/false, attrs, args, out_shape);
     case OpKind::GlobalAvgPool: return eval_global_avgpool(ar, args, out_shape);

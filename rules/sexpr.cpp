@@ -169,7 +169,8 @@ class Parser {
     if (*kind == OpKind::Input || *kind == OpKind::Weight) node.name = expect_name(op_tok.text);
     // A fixed attribute count stops here, so a stray integer is reported at its own position.
     while (auto v = as_integer(look_)) {
-      if (info.num_attrs != kVariadic && static_cast<int>(node.attrs.size()) == info.num_attrs) break;
+      if (info.num_attrs != kVariadic && static_cast<int>(node.attrs.size()) == info.num_attrs + info.optional_attrs)
+        break;
       node.attrs.push_back(*v);
       take();
     }
@@ -179,8 +180,8 @@ class Parser {
     if (n < info.min_children || (info.max_children != kVariadic && n > info.max_children))
       fail(op_tok, std::string(info.name) + " expects " + std::to_string(info.min_children) +
                        (info.max_children == kVariadic ? " or more" : "") + " operands, got " + std::to_string(n));
-    if (info.num_attrs != kVariadic && static_cast<int>(node.attrs.size()) != info.num_attrs)
-      fail(op_tok, std::string(info.name) + " expects " + std::to_string(info.num_attrs) +
+    if (!attr_count_fits(info, node.attrs.size()))
+      fail(op_tok, std::string(info.name) + " expects " + attr_count_text(info) +
                        " integer attributes, got " + std::to_string(node.attrs.size()));
     if (*kind == OpKind::Input || *kind == OpKind::Weight)
       for (int64_t d : node.attrs)

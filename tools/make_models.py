@@ -12,8 +12,9 @@ Each model exercises a part of the importer and of the rule corpus (docs/eqsat-r
 It also writes the malformed models of eqsat-run's error tests to tests/python/data/ (opset 22, an
 unbound symbolic dimension, an unnamed one, an operator whose output shape cannot be inferred, external data
 outside the model's folder or too short), the models with a symbolic batch of the check at a second batch size
-(flatten_batch, row_norms, row_norms_mixed, batch_one_only), models of opsets 18, 20 and 21, and one whose
-weights are external data (external_data.onnx + external_data.bin).
+(flatten_batch, row_norms, row_norms_mixed, batch_one_only), models of opsets 18, 20 and 21, one whose
+weights are external data (external_data.onnx + external_data.bin), and dilated_conv (dilated convolutions:
+grouped, strided, padded, SAME, next to undilated ones on the same input).
 
 Usage: .venv/bin/python tools/make_models.py [OUT_DIR]   (default corpus/models; tools/setup-python.sh
 makes .venv). The output is deterministic: the same bytes on every run.
@@ -311,6 +312,25 @@ def torch_ops_model(out_dir):
     return [path]
 
 
+def dilated_models(out_dir):
+    """Dilated convolutions (ONNX dilations): grouped, strided, padded (symmetric, and asymmetric = SAME), plus an
+    undilated and a dilated conv of one input added together (a rule for undilated convs must not merge them)."""
+    b = Builder("dilated_conv", 25)
+    h = b.node("Conv", ["x", b.weight("c1.w", (8, 4, 3, 3)), b.weight("c1.b", (8,), 0.1)], kernel_shape=[3, 3],
+               dilations=[2, 2], pads=[2, 2, 2, 2])
+    h = b.node("Relu", [h])
+    a = b.node("Conv", [h, b.weight("c2.w", (8, 8, 3, 3))], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    d = b.node("Conv", [h, b.weight("c3.w", (8, 8, 3, 3))], kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 2, 2, 2])
+    h = b.node("Add", [a, d])
+    h = b.node("Conv", [h, b.weight("c4.w", (8, 2, 3, 3))], kernel_shape=[3, 3], dilations=[2, 1], pads=[1, 1, 1, 1],
+               strides=[2, 2], group=4)
+    # SAME as explicit pads (onnxruntime refuses auto_pad SAME with dilations): the dilated extent is 3x4, so
+    # the columns get 1 before and 2 after, which the importer reads as SAME.
+    h = b.node("Conv", [h, b.weight("c5.w", (8, 8, 3, 2))], kernel_shape=[3, 2], dilations=[1, 3], pads=[1, 1, 1, 2])
+    b.node("Conv", [h, b.weight("c6.w", (4, 8, 1, 1))], "y", kernel_shape=[1, 1])
+    return [b.save([tensor("x", [1, 4, 12, 12])], [tensor("y", [1, 4, 5, 6])], out_dir)]
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "corpus", "models")
@@ -318,7 +338,8 @@ def main():
     paths = [make(out_dir) for make in (inception_block, shared_matmul, mlp, resnet_block, attention, opaque_ops)]
     bad_dir = os.path.join(root, "tests", "python", "data")
     os.makedirs(bad_dir, exist_ok=True)
-    for path in paths + bad_models(bad_dir) + batch_models(bad_dir) + opset_models(bad_dir) + torch_ops_model(bad_dir):
+    for path in (paths + bad_models(bad_dir) + batch_models(bad_dir) + opset_models(bad_dir) + torch_ops_model(bad_dir)
+                 + dilated_models(bad_dir)):
         print(f"make_models: {os.path.relpath(path, root)} ({os.path.getsize(path)} bytes)")
 
 

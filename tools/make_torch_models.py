@@ -54,6 +54,20 @@ class BertEncoder(torch.nn.Module):
         return self.encoder(x)
 
 
+class BertBase(torch.nn.Module):
+    """BERT-base's encoder: 12 post-norm layers, d_model 768, 12 heads, feed-forward 3072, GELU. Not committed
+    (bench/check_bench.sh exports it to time --check on it): make_torch_models.py OUT_DIR bert_base."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
+                                                 activation="gelu", batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
 class NasRnn(torch.nn.Module):
     """NAS-RNN unrolled over the steps of x [steps, batch, hidden], as optimizer/models/nasrnn.cpp builds it."""
 
@@ -95,12 +109,15 @@ MODELS = {
 }
 
 
+# Exported only when named (too large to commit, and not part of the test set): input [batch 1, sequence 128].
+EXTRA_MODELS = {"bert_base": (BertBase, (1, 128, 768))}
+
 # Which axis of the input and the output is the batch (NAS-RNN's input is [steps, batch, hidden]).
 BATCH_AXIS = {"nasrnn": (1, 0)}
 
 
 def export(name, path, opset=OPSET, dynamic=False):
-    make, shape = MODELS[name]
+    make, shape = {**MODELS, **EXTRA_MODELS}[name]
     torch.manual_seed(0)
     model = make().eval()
     with torch.no_grad():
@@ -120,13 +137,15 @@ def main():
     args = sys.argv[1:]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_dir = os.path.join(root, "corpus", "models", "torch")
-    if args and args[0] not in MODELS:
+    if args and args[0] not in MODELS and args[0] not in EXTRA_MODELS:
         out_dir, args = args[0], args[1:]
     dynamic_dir = os.path.join(out_dir, "opset17-dynamic")
     os.makedirs(dynamic_dir, exist_ok=True)
     for name in args or MODELS:
-        for path, opset, dynamic in ((os.path.join(out_dir, name + ".onnx"), OPSET, False),
-                                     (os.path.join(dynamic_dir, name + ".onnx"), 17, True)):
+        forms = [(os.path.join(out_dir, name + ".onnx"), OPSET, False)]
+        if name not in EXTRA_MODELS:
+            forms.append((os.path.join(dynamic_dir, name + ".onnx"), 17, True))
+        for path, opset, dynamic in forms:
             export(name, path, opset, dynamic)
             print(f"make_torch_models: {path} ({os.path.getsize(path) // 1024} KiB)")
     return 0

@@ -361,7 +361,8 @@ z3::expr_vector Encoder::shape_facts() {
       case OpKind::Conv2d:
         rank_is(ctx_.int_val(4));
         dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[1], 0));
-        // Stride 1 with SAME padding keeps the spatial size.
+        // Stride 1 with SAME padding keeps the spatial size. Both facts hold for dilated convs too (7
+        // attributes: their own function symbol, since decls are keyed by the attribute count).
         facts.push_back(quantified(vars, z3::implies(attr[0] == 1 && attr[2] == -1, dim(app, 2) == dim(opnd[0], 2)), {dim(app, 2)}));
         facts.push_back(quantified(vars, z3::implies(attr[1] == 1 && attr[3] == -1, dim(app, 3) == dim(opnd[0], 3)), {dim(app, 3)}));
         break;
@@ -378,6 +379,11 @@ z3::expr_vector Encoder::shape_facts() {
       case OpKind::Enlarge:
         rank_is(ctx_.int_val(4));
         dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1)), dim_at(2, attr[0]), dim_at(3, attr[1]);
+        break;
+      case OpKind::Merge:
+        rank_is(ctx_.int_val(4));
+        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1) * attr[0]);
+        dim_at(2, dim(opnd[0], 2)), dim_at(3, dim(opnd[0], 3));
         break;
       case OpKind::IConv:
       case OpKind::PoolKernel:

@@ -301,10 +301,20 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
     }
 
   ShapeAssignments found = find_shape_assignments(patterns, options.shapes);
-  if (options.grouped_conv) {
+  // A rule that is well-shaped only with grouped convolutions (Tensat's merge rules: the merged weight has
+  // more input channels than the image) is checked on grouped ones, each with another group count.
+  auto has_conv = [&] {
+    for (const Expr* p : patterns)
+      for (const ExprNode& n : p->nodes())
+        if (n.op == OpKind::Conv2d) return true;
+    return false;
+  };
+  const bool only_grouped =
+      found.assignments.empty() && options.shapes.conv_groups == ConvGroups::Ungrouped && has_conv();
+  if (options.grouped_conv || only_grouped) {
     ShapeSearchOptions grouped = options.shapes;
     grouped.conv_groups = ConvGroups::Grouped;
-    grouped.max_assignments = 1;
+    grouped.max_assignments = only_grouped ? options.shapes.max_assignments : 1;
     for (VarShapes& s : find_shape_assignments(patterns, grouped).assignments) found.assignments.push_back(std::move(s));
   }
   if (found.assignments.empty()) {

@@ -116,7 +116,7 @@ Problem make_problem(std::span<const Expr* const> patterns) {
       set_role(child_var(1), Role::ConvKernel);
     } else if (n.op == OpKind::MaxPool || n.op == OpKind::AvgPool) {
       set_role(child_var(0), Role::ConvInput);
-    } else if (n.op == OpKind::Enlarge) {
+    } else if (n.op == OpKind::Enlarge || n.op == OpKind::Merge) {
       set_role(child_var(0), Role::ConvKernel);
     }
   }
@@ -168,6 +168,7 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
           break;
         case OpKind::Conv2d: rs.fix(g, 4), rs.fix(c(0), 4), rs.fix(c(1), 4); break;
         case OpKind::Enlarge:
+        case OpKind::Merge:
         case OpKind::MaxPool:
         case OpKind::AvgPool:
         case OpKind::GlobalAvgPool: rs.fix(g, 4), rs.fix(c(0), 4); break;
@@ -261,6 +262,7 @@ class DimClasses {
       case OpKind::Matmul: return std::max(child(0), child(1));
       case OpKind::Conv2d:
       case OpKind::Enlarge:
+      case OpKind::Merge:
       case OpKind::MaxPool:
       case OpKind::AvgPool:
       case OpKind::GlobalAvgPool:
@@ -398,6 +400,10 @@ class DimClasses {
         unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 1), slot(c(0), 1));
         pin(slot(g, 2), n.attrs[0]), pin(slot(g, 3), n.attrs[1]);
         break;
+      case OpKind::Merge:  // [O, I, kh, kw] -> [O, I*count, kh, kw]
+        if (rank_[c(0)] != 4) return;
+        unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 2), slot(c(0), 2)), unite(slot(g, 3), slot(c(0), 3));
+        break;
       case OpKind::Concat:
         for (size_t k = 0; k < n.children.size(); ++k) same_except(g, c(k), n.attrs[0]);
         break;
@@ -440,9 +446,14 @@ class DimClasses {
 
 class DimSearch {
  public:
+  /// Group counts that earlier grouped assignments gave each convolution node (on a variable weight).
+  using UsedGroups = std::map<size_t, std::set<int64_t>>;
+
   DimSearch(const Problem& pr, const ShapeSearchOptions& opt, std::vector<int> ranks,
-            const std::vector<VarShapes>& previous, bool unify, std::chrono::steady_clock::time_point deadline)
-      : pr_(pr), opt_(opt), ranks_(std::move(ranks)), previous_(previous), deadline_(deadline) {
+            const std::vector<VarShapes>& previous, const UsedGroups& used_groups, bool unify,
+            std::chrono::steady_clock::time_point deadline)
+      : pr_(pr), opt_(opt), ranks_(std::move(ranks)), previous_(previous), used_groups_(used_groups),
+        deadline_(deadline) {
     // A node is checked as soon as the last variable it depends on is assigned.
     std::vector<int> dep(pr.num_nodes, -1);
     nodes_at_.resize(pr.vars.size());
@@ -483,6 +494,12 @@ class DimSearch {
   }
 
   bool unified() const { return unified_; }
+
+  /// After a successful run: the group count of every convolution node on a variable weight.
+  void record_groups(UsedGroups& used) const {
+    for (size_t g = 0; g < pr_.num_nodes; ++g)
+      if (const int64_t groups = var_weight_conv_groups(g); groups > 0) used[g].insert(groups);
+  }
 
   std::optional<VarShapes> run(std::string& failure) {
     for (size_t g : unconditional_)
@@ -591,8 +608,23 @@ class DimSearch {
     if (n.op == OpKind::Conv2d && opt_.conv_groups != ConvGroups::Any && pr_.node_var[pr_.global(p, n.children[1])] >= 0) {
       bool grouped = in[0][1] != in[1][1];
       if (grouped != (opt_.conv_groups == ConvGroups::Grouped)) return false;
+      // Each grouped assignment gives the conv a group count the earlier ones did not, so that a rule
+      // that holds for one group count only (Tensat's merge rules) meets another.
+      if (grouped) {
+        auto it = used_groups_.find(g);
+        if (it != used_groups_.end() && it->second.contains(in[0][1] / in[1][1])) return false;
+      }
     }
     return true;
+  }
+
+  int64_t var_weight_conv_groups(size_t g) const {
+    const ExprNode& n = pr_.node(g);
+    if (n.op != OpKind::Conv2d || opt_.conv_groups != ConvGroups::Grouped) return 0;
+    size_t p = std::upper_bound(pr_.offset.begin(), pr_.offset.end(), g) - pr_.offset.begin() - 1;
+    const size_t x = pr_.global(p, n.children[0]), w = pr_.global(p, n.children[1]);
+    if (pr_.node_var[w] < 0) return 0;
+    return shape_of(x)[1] / shape_of(w)[1];
   }
 
   bool out_of_budget() {
@@ -630,6 +662,7 @@ class DimSearch {
   const ShapeSearchOptions& opt_;
   std::vector<int> ranks_;
   const std::vector<VarShapes>& previous_;
+  const UsedGroups& used_groups_;
   std::vector<std::vector<size_t>> nodes_at_;
   std::vector<std::vector<std::pair<size_t, size_t>>> pairs_at_;
   std::vector<size_t> unconditional_;
@@ -666,6 +699,7 @@ ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, c
   for (size_t v = 0; v < pr.vars.size(); ++v) has_free |= rs.fixed(var_slot0 + v) < 0;
   const int attempts = options.max_assignments * 2;
   std::string last_failure;
+  DimSearch::UsedGroups used_groups;
   for (int k = 0; k < attempts && static_cast<int>(result.assignments.size()) < options.max_assignments; ++k) {
     if (!has_free && k >= options.max_assignments + 1) break;
     std::vector<int> ranks(pr.vars.size());
@@ -678,9 +712,10 @@ ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, c
     std::optional<VarShapes> found;
     // Guided by unified dimension classes first; if that finds nothing, search unguided.
     for (bool unify : {true, false}) {
-      DimSearch search(pr, options, ranks, result.assignments, unify, deadline);
+      DimSearch search(pr, options, ranks, result.assignments, used_groups, unify, deadline);
       if (!unify && !result.assignments.empty()) break;
       found = search.run(failure);
+      if (found) search.record_groups(used_groups);
       if (found || !search.unified()) break;
     }
     if (!found) {

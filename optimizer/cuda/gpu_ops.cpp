@@ -4,6 +4,7 @@
 
 #include "optimizer/cuda/detail/gpu_context.h"
 #include "optimizer/cuda/gpu_plan.h"
+#include "rules/ops/conv.h"
 #include "optimizer/cuda/kernels.h"
 #include "rules/ops/layout.h"
 #include "rules/semantics.h"
@@ -94,7 +95,8 @@ void build_conv2d(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Sh
                   const float* x, const float* w, float* y, std::vector<Step>& steps) {
   auto s = std::make_shared<ConvState>();
   s->plan = plan_conv2d(attrs, in[0], in[1], out);
-  s->activation = attrs[4];
+  const ops::ConvAttrs a = ops::conv_attrs(attrs);
+  s->activation = static_cast<int64_t>(a.act);
   const Shape& xs = in[0];
   const Shape& ws = in[1];
   const float* conv_in = x;
@@ -108,8 +110,9 @@ void build_conv2d(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Sh
   TEQ_GPU_CHECK(cudnnSetFilter4dDescriptor(s->w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(ws[0], "O"),
                                            to_int(ws[1], "C/g"), to_int(ws[2], "KH"), to_int(ws[3], "KW")));
   TEQ_GPU_CHECK(cudnnSetConvolution2dDescriptor(s->conv.d, to_int(s->plan.window.pad_h, "pad"),
-                                                to_int(s->plan.window.pad_w, "pad"), to_int(attrs[0], "stride"),
-                                                to_int(attrs[1], "stride"), 1, 1, CUDNN_CROSS_CORRELATION,
+                                                to_int(s->plan.window.pad_w, "pad"), to_int(a.sh, "stride"),
+                                                to_int(a.sw, "stride"), to_int(a.dh, "dilation"),
+                                                to_int(a.dw, "dilation"), CUDNN_CROSS_CORRELATION,
                                                 CUDNN_DATA_FLOAT));
   TEQ_GPU_CHECK(cudnnSetConvolutionGroupCount(s->conv.d, to_int(s->plan.groups, "groups")));
   TEQ_GPU_CHECK(cudnnSetConvolutionMathType(s->conv.d, ctx.options.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
@@ -300,6 +303,15 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       const Pad2dPlan p = plan_enlarge(attrs, in[0]);
       const float* x = arg[0];
       out.push_back([=] { kernels::pad2d(p, x, y, st); });
+      return;
+    }
+    case OpKind::Merge: {
+      const std::vector<Copy2d> copies = plan_merge_copies(in[0], attrs[0]);
+      const float* x = arg[0];
+      out.push_back([=] {
+        kernels::fill(y, count, 0.0f, st);
+        for (const Copy2d& c : copies) copy2d(c, x, y, st);
+      });
       return;
     }
     case OpKind::MaxPool: return build_pool(*this, true, attrs, in[0], shape, arg[0], y, out);

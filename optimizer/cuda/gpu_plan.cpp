@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rules/ops/common.h"
+#include "rules/ops/conv.h"
 #include "rules/tensor.h"
 
 namespace teq::gpu {
@@ -75,6 +76,19 @@ std::vector<Copy2d> plan_concat_copies(std::span<const Shape> ins, int64_t axis)
                             .dst_offset = at * a.inner});
     at += a.extent;
   }
+  return copies;
+}
+
+std::vector<Copy2d> plan_merge_copies(const Shape& w, int64_t count) {
+  const int64_t per_block = w[0] / count, kernel = w[1] * w[2] * w[3];  // one output channel's weights
+  std::vector<Copy2d> copies;
+  for (int64_t b = 0; b < count; ++b)
+    copies.push_back(Copy2d{.rows = per_block,
+                            .width = kernel,
+                            .src_pitch = kernel,
+                            .dst_pitch = kernel * count,
+                            .src_offset = b * per_block * kernel,
+                            .dst_offset = b * per_block * kernel * count + b * kernel});
   return copies;
 }
 
@@ -159,7 +173,9 @@ WindowPlan plan_window(const Shape& x, int64_t kh, int64_t kw, int64_t sh, int64
 ConvPlan plan_conv2d(AttrSpan attrs, const Shape& x, const Shape& w, const Shape& out) {
   ConvPlan p;
   p.groups = x[1] / w[1];
-  p.window = plan_window(x, w[2], w[3], attrs[0], attrs[1], attrs[2], attrs[3], out[2], out[3]);
+  const ops::ConvAttrs a = ops::conv_attrs(attrs);
+  p.window = plan_window(x, ops::dilated_extent(w[2], a.dh), ops::dilated_extent(w[3], a.dw), a.sh, a.sw, a.ph, a.pw,
+                         out[2], out[3]);
   if (p.window.explicit_pad)
     p.pad = Pad2dPlan{.planes = x[0] * x[1],
                       .in_h = x[2],

@@ -30,6 +30,9 @@ Copy2d plan_slice_copy(const Shape& in, int64_t axis, int64_t begin, int64_t end
 /// One copy per operand of a concat along `axis` (normalized) into the output.
 std::vector<Copy2d> plan_concat_copies(std::span<const Shape> ins, int64_t axis);
 void run_copy2d_host(const Copy2d& c, const float* src, float* dst);
+/// (merge count w) for w [O,I,kh,kw] into a zero-filled output: one copy per block of O/count output
+/// channels, each into its own input block (the layout of rules/ops/conv.h eval_merge).
+std::vector<Copy2d> plan_merge_copies(const Shape& w, int64_t count);
 
 /// Batched GEMM over row-major operands with numpy batch broadcasting. When the batch offsets are
 /// affine in the batch index (equal batch dims, or one side not batched) a strided batched GEMM
@@ -57,7 +60,8 @@ struct WindowPlan {
 WindowPlan plan_window(const Shape& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                        int64_t out_h, int64_t out_w);
 
-/// Conv2d as cuDNN sees it: groups from the shapes, padding from plan_window.
+/// Conv2d as cuDNN sees it: groups from the shapes, padding from plan_window over the dilated kernel's extent
+/// (the dilations themselves go to cuDNN's convolution descriptor).
 struct ConvPlan {
   int64_t groups = 1;
   WindowPlan window;

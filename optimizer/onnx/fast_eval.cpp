@@ -34,7 +34,7 @@ void activate_all(Activation act, std::vector<S>& data) {
   for (S& v : data) v = ops::activate(ar, act, v);
 }
 
-/// conv2d as ops::eval_conv2d defines it (windows from ops::window_1d, groups from the shapes), computed
+/// conv2d as ops::eval_conv2d defines it (windows from ops::window_1d, groups from the shapes, dilated taps), computed
 /// per image and group as weight[Og, Cg*KH*KW] x columns[Cg*KH*KW, OH*OW] (im2col; a 1x1 unpadded
 /// stride-1 convolution reads the input directly). The columns are made for a band of output rows at a
 /// time, so that they stay near kColumnElements (VGG's first layers would need 230 MB at once).
@@ -43,12 +43,13 @@ Tensor<S> conv2d(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
   constexpr int64_t kColumnElements = int64_t{1} << 21;
   const Tensor<S>& x = *in[0];
   const Tensor<S>& w = *in[1];
-  const int64_t sh = attrs[0], sw = attrs[1];
+  const ops::ConvAttrs a = ops::conv_attrs(attrs);
+  const int64_t sh = a.sh, sw = a.sw, dh = a.dh, dw = a.dw;
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   const int64_t O = w.dim(0), Cg = w.dim(1), KH = w.dim(2), KW = w.dim(3);
   const int64_t groups = C / Cg, Og = O / groups;
-  const ops::Window wy = ops::window_1d(H, KH, sh, attrs[2], "conv2d", {});
-  const ops::Window wx = ops::window_1d(W, KW, sw, attrs[3], "conv2d", {});
+  const ops::Window wy = ops::window_1d(H, ops::dilated_extent(KH, dh), sh, a.ph, "conv2d", {});
+  const ops::Window wx = ops::window_1d(W, ops::dilated_extent(KW, dw), sw, a.pw, "conv2d", {});
   const int64_t OH = wy.out, OW = wx.out, OHW = OH * OW, K = Cg * KH * KW;
   const bool direct = KH == 1 && KW == 1 && sh == 1 && sw == 1 && wy.pad_before == 0 && wx.pad_before == 0 &&
                       OH == H && OW == W;
@@ -62,14 +63,14 @@ Tensor<S> conv2d(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
       for (int64_t oy0 = 0; oy0 < OH; oy0 += band) {
         const int64_t rows = std::min(band, OH - oy0), cells = rows * OW;
         if (!direct) {
-          // cols[(c*KH + ky)*KW + kx][(oy - oy0)*OW + ox] = x[n, g*Cg + c, oy*sh - pad + ky, ox*sw - pad + kx],
+          // cols[(c*KH + ky)*KW + kx][(oy - oy0)*OW + ox] = x[n, g*Cg + c, oy*sh - pad + ky*dh, ox*sw - pad + kx*dw],
           // 0 outside the image.
           S* col = cols.data();
           for (int64_t c = 0; c < Cg; ++c)
             for (int64_t ky = 0; ky < KH; ++ky)
               for (int64_t kx = 0; kx < KW; ++kx)
                 for (int64_t oy = oy0; oy < oy0 + rows; ++oy) {
-                  const int64_t iy = oy * sh - wy.pad_before + ky;
+                  const int64_t iy = oy * sh - wy.pad_before + ky * dh;
                   if (iy < 0 || iy >= H) {
                     std::fill(col, col + OW, S(0));
                     col += OW;
@@ -77,7 +78,7 @@ Tensor<S> conv2d(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
                   }
                   const S* row = image + (c * H + iy) * W;
                   for (int64_t ox = 0; ox < OW; ++ox) {
-                    const int64_t ix = ox * sw - wx.pad_before + kx;
+                    const int64_t ix = ox * sw - wx.pad_before + kx * dw;
                     *col++ = ix < 0 || ix >= W ? S(0) : row[ix];
                   }
                 }
@@ -87,7 +88,7 @@ Tensor<S> conv2d(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
              result + oy0 * OW, OHW);
       }
     }
-  activate_all(static_cast<Activation>(attrs[4]), out);
+  activate_all(a.act, out);
   return Tensor<S>(out_shape, std::move(out));
 }
 

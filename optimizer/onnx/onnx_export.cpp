@@ -342,12 +342,14 @@ class Exporter {
     const Shape &x = shapes_[node.children[0].value], &w = shapes_[node.children[1].value];
     std::vector<std::string> inputs{emit(node.children[0]), emit(node.children[1])};
     if (!bias.empty()) inputs.push_back(bias);
-    auto [hb, he] = onnx_pads(x[2], w[2], node.attrs[0], node.attrs[2]);
-    auto [wb, we] = onnx_pads(x[3], w[3], node.attrs[1], node.attrs[3]);
+    const ops::ConvAttrs c = ops::conv_attrs(node.attrs);
+    auto [hb, he] = onnx_pads(x[2], ops::dilated_extent(w[2], c.dh), c.sh, c.ph);
+    auto [wb, we] = onnx_pads(x[3], ops::dilated_extent(w[3], c.dw), c.sw, c.pw);
     onnx::NodeProto* n = nullptr;
-    std::string y = finish("Conv", inputs, result, node.attrs[4], &n);
+    std::string y = finish("Conv", inputs, result, static_cast<int64_t>(c.act), &n);
     add_attr(*n, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
-    add_attr(*n, "strides", std::vector<int64_t>{node.attrs[0], node.attrs[1]});
+    add_attr(*n, "strides", std::vector<int64_t>{c.sh, c.sw});
+    if (c.dh != 1 || c.dw != 1) add_attr(*n, "dilations", std::vector<int64_t>{c.dh, c.dw});
     add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
     add_attr(*n, "group", x[1] / w[1]);
     return y;
@@ -429,6 +431,19 @@ class Exporter {
         if (m_.opset < 18) add_attr(*n, "axes", axes);
         add_attr(*n, "keepdims", a[0]);
         return y;
+      }
+      case OpKind::Merge: {
+        // Tile the kernel `count` times along its input channels, then keep each output channel's own
+        // block: the mask is merge itself applied to ones (rules/ops/conv.h has the one layout).
+        if (m_.opset < 7) throw OnnxError("export: merge needs Tile with a repeats input and a broadcasting Mul, which opset " + std::to_string(m_.opset) + " lacks");
+        const Shape& w = shapes_[kids[0].value];
+        const Tensor<float> ones({w[0], w[1], 1, 1}, 1.0f);
+        const Tensor<float>* ones_arg[] = {&ones};
+        const Tensor<float> mask = evaluate_op<float>(Arith<float>{}, OpKind::Merge, a, ones_arg, {w[0], w[1] * a[0], 1, 1});
+        std::string name = fresh("teq_merge_mask");
+        *graph_->add_initializer() = make_float_tensor(name, mask.shape, mask.data);
+        std::string tiled = add_simple("Tile", {arg(0), int_constant({1, a[0], 1, 1})});
+        return finish("Mul", {tiled, name}, id, 0, &n);
       }
       case OpKind::MaxPool:
       case OpKind::AvgPool: {

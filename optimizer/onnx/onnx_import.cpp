@@ -434,23 +434,25 @@ class Importer {
     return std::nullopt;
   }
 
-  /// Our (stride h, stride w, pad h, pad w) of Conv/MaxPool/AveragePool on a [N,C,H,W] input.
+  /// Our (stride h, stride w, pad h, pad w, dilation h, dilation w) of Conv/MaxPool/AveragePool on a
+  /// [N,C,H,W] input; only a Conv may be dilated (the pools of the vocabulary are not).
   /// `extra`: zero padding (ONNX order h_begin, w_begin, h_end, w_end) of a Pad folded into the window.
-  std::array<int64_t, 4> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw,
+  std::array<int64_t, 6> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw,
+                                      bool dilation_allowed = false,
                                       const std::array<int64_t, 4>& extra = {0, 0, 0, 0}) {
-    if (auto d = attr_ints(n, "dilations"))
-      for (int64_t v : *d)
-        if (v != 1) throw NotInVocabulary{"dilations other than 1"};
+    std::vector<int64_t> dilations = attr_ints(n, "dilations").value_or(std::vector<int64_t>{1, 1});
+    if (dilations.size() != 2) throw NotInVocabulary{"dilations are not 2-d"};
+    if (!dilation_allowed && (dilations[0] != 1 || dilations[1] != 1)) throw NotInVocabulary{"dilations other than 1"};
     std::vector<int64_t> strides = attr_ints(n, "strides").value_or(std::vector<int64_t>{1, 1});
     std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
     if (strides.size() != 2 || pads.size() != 4) throw NotInVocabulary{"strides/pads are not 2-d"};
-    const int64_t kernel[2] = {kh, kw};
+    const int64_t kernel[2] = {ops::dilated_extent(kh, dilations[0]), ops::dilated_extent(kw, dilations[1])};
     std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
     if (extra != std::array<int64_t, 4>{0, 0, 0, 0}) {
       if (auto_pad != "NOTSET") throw NotInVocabulary{"a Pad before auto_pad " + auto_pad};
       for (int k = 0; k < 4; ++k) pads[k] += extra[k];
     }
-    std::array<int64_t, 4> out{strides[0], strides[1], 0, 0};
+    std::array<int64_t, 6> out{strides[0], strides[1], 0, 0, dilations[0], dilations[1]};
     for (int a = 0; a < 2; ++a) {
       int64_t in = x[2 + a], s = strides[a], pb = pads[a], pe = pads[a + 2];
       if (auto_pad == "VALID") {
@@ -521,7 +523,7 @@ class Importer {
       if (xs.size() != 4 || !kernel || kernel->size() != 2) throw NotInVocabulary{"not a 2-d pooling"};
       if (attr_int(n, "storage_order", 0) != 0) throw NotInVocabulary{"storage_order"};
       int64_t include_pad = attr_int(n, "count_include_pad", 0) != 0 ? 1 : 0;
-      std::optional<std::array<int64_t, 4>> w;
+      std::optional<std::array<int64_t, 6>> w;
       if (op == "AveragePool") {
         // A zero Pad of the spatial axes before it (PyTorch's avg_pool2d(padding=p) with count_include_pad)
         // is the pooling's own padding counted in the divisor: every window then holds kh*kw elements,
@@ -531,7 +533,7 @@ class Importer {
         const bool no_own = std::all_of(own.begin(), own.end(), [](int64_t p) { return p == 0; });
         if (auto f = foldable_pad(x); f && (include_pad || no_own)) {
           try {
-            w = window_attrs(n, shapes_[f->x.value], (*kernel)[0], (*kernel)[1], f->pads);
+            w = window_attrs(n, shapes_[f->x.value], (*kernel)[0], (*kernel)[1], /*dilation_allowed=*/false, f->pads);
             x = f->x;
             include_pad = 1;
           } catch (const NotInVocabulary&) {
@@ -669,18 +671,18 @@ class Importer {
     ExprId x = in(n, 0), w = in(n, 1);
     const Shape xs = shapes_[x.value], ws = shapes_[w.value];  // copies: add() grows shapes_
     if (xs.size() != 4 || ws.size() != 4) throw NotInVocabulary{"not a 2-d convolution"};
-    std::optional<std::array<int64_t, 4>> folded;
+    std::optional<std::array<int64_t, 6>> folded;
     if (auto f = foldable_pad(x)) {
       // A zero Pad of the spatial axes is the convolution's own zero padding.
       try {
-        folded = window_attrs(n, shapes_[f->x.value], ws[2], ws[3], f->pads);
+        folded = window_attrs(n, shapes_[f->x.value], ws[2], ws[3], /*dilation_allowed=*/true, f->pads);
         x = f->x;
       } catch (const NotInVocabulary&) {
         // not expressible as our padding: the Pad stays a node of its own
       }
     }
-    auto a = folded ? *folded : window_attrs(n, xs, ws[2], ws[3]);
-    ExprId y = add(OpKind::Conv2d, {a[0], a[1], a[2], a[3], 0}, {x, w});
+    auto a = folded ? *folded : window_attrs(n, xs, ws[2], ws[3], /*dilation_allowed=*/true);
+    ExprId y = add(OpKind::Conv2d, ops::conv2d_attr_list({a[0], a[1], a[2], a[3], Activation::None, a[4], a[5]}), {x, w});
     if (has_input(n, 2)) {
       // Bias [O] -> [O,1,1], broadcast over N, H, W.
       ExprId bias = add(OpKind::Reshape, {ws[0], 1, 1}, {in(n, 2)});

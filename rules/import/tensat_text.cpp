@@ -181,10 +181,13 @@ class TensatConverter {
     }
     if (op == "input" || op == "weight")
       refuse(op, "a graph leaf (name@dims); rule patterns use ?variables, never graph tensors");
-    if (op == "merge")
-      refuse(op, "TASO's merge_gconv has no counterpart: the TASO Tensat builds on gives it a shape but no "
-                 "values (its kernel is commented out), and upstream TASO's puts output channel o's weights "
-                 "in input block o/(O/count), a layout no operator here builds");
+    if (op == "merge") {
+      // (merge w count): TASO's merge_gconv; ours is (merge count w), upstream TASO's layout.
+      expect_operand_then(sx, "the group count", 1);
+      int64_t count = integer(sx, 2);
+      if (count < 1) throw SkipRule("merge: count must be >= 1: " + show(sx));
+      return operand_node(OpKind::Merge, {count}, sx);
+    }
     throw SkipRule("unsupported Tensat operator '" + op + "' (line " + std::to_string(line_) + ")");
   }
 

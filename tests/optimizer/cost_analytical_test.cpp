@@ -134,6 +134,18 @@ TEST(AnalyticalCost, TorchExportOperatorsAreWorkedOutByTheirKind) {
   EXPECT_DOUBLE_EQ(cost(m, OpKind::Sqrt, {}, {x}), cost(m, OpKind::Relu, {}, {x}));
 }
 
+TEST(AnalyticalCost, ADilatedConvCostsItsTapsNotItsSpan) {
+  // Same taps and (SAME, stride 1) the same output: a dilated conv costs what the undilated one costs.
+  const std::vector<Shape> in{{1, 64, 28, 28}, {64, 64, 3, 3}};
+  EXPECT_DOUBLE_EQ(cost(h200(), OpKind::Conv2d, {1, 1, -1, -1, 0, 2, 2}, in), conv_cost(h200(), 64, 3));
+}
+
+TEST(AnalyticalCost, MergeIsACopyOfTheKernelIntoTheLargerOne) {
+  // merge reads the kernel once and writes the merged one (zeros included): a memory-bound copy, no FLOPs.
+  const double expected = (64.0 * 32 * 3 * 3 + 64.0 * 64 * 3 * 3) * 4 / 4.8e12 + 3e-6;
+  EXPECT_NEAR(cost(h200(), OpKind::Merge, {2}, {{64, 32, 3, 3}}), expected, 1e-12);
+}
+
 TEST(AnalyticalCost, AFusedActivationCostsWhatTheSeparateOneCosts) {
   // The exporter writes (conv2d ... act) as Conv followed by the activation node: fusing earns nothing. A
   // relu after a convolution or 2-d matmul is an epilogue the runtime fuses back (free), a tanh is not.

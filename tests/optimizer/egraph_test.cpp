@@ -141,6 +141,27 @@ TEST(Runner, Derivations) {
   EXPECT_FALSE(derives(rules, "(matmul 0 (input a 3 3) (weight b 3 3))", "(matmul 0 (weight b 3 3) (input a 3 3))"));
 }
 
+// A rule proved for undilated convolutions (5 attributes) never fires on a dilated one: the dilations are
+// two more attributes, written only when one is not 1 (rules/ops/conv.h), so the patterns differ.
+TEST(Runner, UndilatedConvRulesDoNotFireOnDilatedConvs) {
+  RuleCorpus rules;
+  rules.rules.push_back(make_rule("conv-relu", {"(relu (conv2d 1 1 -1 -1 0 ?x ?w))"}, {"(conv2d 1 1 -1 -1 2 ?x ?w)"}));
+  const std::string xw = " (input x 1 2 7 7) (weight w 3 2 3 3))";
+  EXPECT_TRUE(derives(rules, "(relu (conv2d 1 1 -1 -1 0" + xw + ")", "(conv2d 1 1 -1 -1 2" + xw));
+  const std::string dilated = "(relu (conv2d 1 1 -1 -1 0 2 2" + xw + ")";
+  EXPECT_FALSE(derives(rules, dilated, "(conv2d 1 1 -1 -1 2" + xw));  // the undilated conv: another value
+  EXPECT_FALSE(derives(rules, dilated, "(conv2d 1 1 -1 -1 2 2 2" + xw));
+  EGraph g;
+  g.add_expr(parse_expr(dilated));
+  g.rebuild();
+  ClassIndex index(g);
+  VarTable vars;
+  Pattern undilated(parse_pattern("(conv2d 1 1 -1 -1 0 ?x ?w)"), vars);
+  EXPECT_TRUE(search(g, index, undilated, vars.names.size()).empty());
+  Pattern same_dilation(parse_pattern("(conv2d 1 1 -1 -1 0 2 2 ?x ?w)"), vars);
+  EXPECT_EQ(search(g, index, same_dilation, vars.names.size()).size(), 1u);
+}
+
 TEST(Runner, StopsAtLimitsAndSaturation) {
   const RuleCorpus rules = test::engine_test_rules();
   {

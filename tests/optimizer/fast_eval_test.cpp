@@ -1,6 +1,6 @@
 // The fast reference path (optimizer/onnx/fast_eval.h) against the operators' one definition
 // (evaluate_op, rules/semantics.h): every operator of rules/op_list.inc on random small shapes, in double
-// and float; convolutions grouped, strided, padded (SAME included) with every fused activation; batched
+// and float; convolutions grouped, strided, dilated, padded (SAME included) with every fused activation; batched
 // and broadcast matmuls; and whole graphs (intermediates freed, several roots, progress).
 #include <gtest/gtest.h>
 
@@ -98,13 +98,22 @@ std::optional<Case> random_case(OpKind op, Rng& rng) {
     }
     case OpKind::Conv2d: {
       const int64_t groups = rnd(rng, 1, 3), per_group = rnd(rng, 1, 3), kh = rnd(rng, 1, 3), kw = rnd(rng, 1, 3);
-      return Case{{rnd(rng, 1, 2), rnd(rng, 1, 2), rnd(rng, -1, 1), rnd(rng, -1, 1), act},
-                  {{rnd(rng, 1, 2), groups * per_group, rnd(rng, 1, 6), rnd(rng, 1, 6)},
+      std::vector<int64_t> attrs{rnd(rng, 1, 2), rnd(rng, 1, 2), rnd(rng, -1, 1), rnd(rng, -1, 1), act};
+      if (rnd(rng, 0, 1)) {  // dilated: the canonical form writes dilations only when one is not 1
+        const int64_t dh = rnd(rng, 1, 3), dw = dh == 1 ? rnd(rng, 2, 3) : rnd(rng, 1, 3);
+        attrs.insert(attrs.end(), {dh, dw});
+      }
+      return Case{attrs,
+                  {{rnd(rng, 1, 2), groups * per_group, rnd(rng, 1, 9), rnd(rng, 1, 9)},
                    {groups * rnd(rng, 1, 3), per_group, kh, kw}}};
     }
     case OpKind::Enlarge: {
       const Shape w = random_shape(rng, 4, 1, 3);
       return Case{{w[2] + 2 * rnd(rng, 0, 2), w[3] + 2 * rnd(rng, 0, 2)}, {w}};
+    }
+    case OpKind::Merge: {
+      const int64_t count = rnd(rng, 1, 3);
+      return Case{{count}, {{count * rnd(rng, 1, 3), rnd(rng, 1, 3), rnd(rng, 1, 3), rnd(rng, 1, 3)}}};
     }
     case OpKind::MaxPool:
     case OpKind::AvgPool: {
@@ -238,8 +247,8 @@ TEST(FastEval, EveryOperatorAgreesWithTheDefinition) {
   }
 }
 
-// Every combination of groups, kernel, stride, padding (-1 = SAME) and fused activation, on odd and even
-// image sizes, several images; 1x1 stride-1 unpadded kernels take the path without im2col.
+// Every combination of groups, kernel, stride, padding (-1 = SAME), dilation and fused activation, on odd
+// and even image sizes, several images; 1x1 stride-1 unpadded kernels take the path without im2col.
 TEST(FastEval, Conv2dEveryVariantAgreesWithTheDefinition) {
   Rng rng(5);
   int cases = 0;
@@ -247,20 +256,23 @@ TEST(FastEval, Conv2dEveryVariantAgreesWithTheDefinition) {
     for (auto [kh, kw] : {std::pair<int64_t, int64_t>{1, 1}, {3, 3}, {1, 3}, {2, 2}})
       for (int64_t stride : {1, 2})
         for (int64_t pad : {-1, 0, 1})
-          for (int64_t act = 0; act <= 3; ++act)
-            for (int64_t size : {5, 6}) {
-              Case c{{stride, stride == 2 ? 1 : stride, pad, pad == 1 ? 0 : pad, act},
-                     {{2, groups * 2, size, size + 1}, {groups * 3, 2, kh, kw}}};
-              Shape out_shape = infer_shape(OpKind::Conv2d, c.attrs, c.shapes);
-              EXPECT_LE(max_error<double>(OpKind::Conv2d, c, out_shape, rng), 1e-12) << describe(OpKind::Conv2d, c);
-              EXPECT_LE(max_error<float>(OpKind::Conv2d, c, out_shape, rng), 1e-5) << describe(OpKind::Conv2d, c);
-              ++cases;
-            }
-  EXPECT_EQ(cases, 3 * 4 * 2 * 3 * 4 * 2);
+          for (auto [dh, dw] : {std::pair<int64_t, int64_t>{1, 1}, {2, 2}, {1, 3}})
+            for (int64_t act = 0; act <= 3; ++act)
+              for (int64_t size : {7, 8}) {
+                Case c{ops::conv2d_attr_list({stride, stride == 2 ? 1 : stride, pad, pad == 1 ? 0 : pad,
+                                              static_cast<Activation>(act), dh, dw}),
+                       {{2, groups * 2, size, size + 1}, {groups * 3, 2, kh, kw}}};
+                Shape out_shape = infer_shape(OpKind::Conv2d, c.attrs, c.shapes);
+                EXPECT_LE(max_error<double>(OpKind::Conv2d, c, out_shape, rng), 1e-12) << describe(OpKind::Conv2d, c);
+                EXPECT_LE(max_error<float>(OpKind::Conv2d, c, out_shape, rng), 1e-5) << describe(OpKind::Conv2d, c);
+                ++cases;
+              }
+  EXPECT_EQ(cases, 3 * 4 * 2 * 3 * 3 * 4 * 2);
   // Images large enough that the columns are made a band of output rows at a time (2^21 elements per
   // band: 36 of the 100 rows here, then 36 and 28), padded and strided.
   for (Case c : {Case{{1, 1, -1, -1, 2}, {{1, 16, 100, 400}, {2, 16, 3, 3}}},
-                 Case{{2, 1, 1, 2, 0}, {{1, 16, 200, 400}, {2, 8, 3, 3}}}}) {
+                 Case{{2, 1, 1, 2, 0}, {{1, 16, 200, 400}, {2, 8, 3, 3}}},
+                 Case{{1, 2, -1, 1, 0, 2, 3}, {{1, 16, 100, 400}, {4, 8, 3, 3}}}}) {
     EXPECT_LE(max_error<double>(OpKind::Conv2d, c, infer_shape(OpKind::Conv2d, c.attrs, c.shapes), rng), 1e-12)
         << describe(OpKind::Conv2d, c);
   }

@@ -7,6 +7,7 @@
 #if TEQ_HAVE_CUDA
 
 #include "optimizer/cuda/gpu_plan.h"
+#include "rules/ops/conv.h"
 #include "tests/optimizer/gpu_test_util.h"
 
 namespace teq::gpu {
@@ -88,6 +89,17 @@ TEST(GpuPlan, ConcatCopiesMatchEvaluator) {
   }
 }
 
+TEST(GpuPlan, MergeCopiesIntoZerosMatchEvaluator) {
+  for (const auto& [in, count] : std::vector<std::pair<Shape, int64_t>>{
+           {{4, 2, 3, 3}, 2}, {{6, 1, 1, 3}, 3}, {{4, 3, 2, 1}, 1}, {{4, 1, 1, 1}, 4}}) {
+    const Tensor<float> w = random_tensor(in, 20);
+    const Tensor<float> want = eval_term("(merge " + std::to_string(count) + " (input w" + dims(in) + "))", {{"w", w}});
+    std::vector<float> got(want.data.size(), 0.0f);  // the runtime fills the output with zeros first
+    for (const Copy2d& c : plan_merge_copies(in, count)) run_copy2d_host(c, w.data.data(), got.data());
+    EXPECT_TRUE(close(got, want.data, 0, 0)) << to_string(in) << " count " << count;
+  }
+}
+
 TEST(GpuPlan, MatmulBatchesMatchEvaluator) {
   struct Case {
     Shape a, b;
@@ -122,15 +134,18 @@ const std::vector<WindowCase> kWindows = {
 TEST(GpuPlan, ConvolutionPaddingMeansTheSame) {
   int explicit_cases = 0;
   for (const WindowCase& c : kWindows)
-    for (int64_t act : {0, 2}) {
+    for (auto [act, dh, dw] : {std::tuple<int64_t, int64_t, int64_t>{0, 1, 1}, {2, 1, 1}, {0, 2, 1}, {2, 2, 2}}) {
       const Shape xs = {2, 4, c.h, c.w}, ws = {6, 2, c.kh, c.kw};  // 2 groups
       const Tensor<float> x = random_tensor(xs, 7), w = random_tensor(ws, 8);
+      const std::vector<int64_t> attrs =
+          ops::conv2d_attr_list({c.sh, c.sw, c.ph, c.pw, static_cast<Activation>(act), dh, dw});
       auto conv = [&](const Shape& in, int64_t ph, int64_t pw) {
-        return "(conv2d " + std::to_string(c.sh) + " " + std::to_string(c.sw) + " " + std::to_string(ph) + " " +
-               std::to_string(pw) + " " + std::to_string(act) + " (input x" + dims(in) + ") (input w" + dims(ws) + "))";
+        std::vector<int64_t> a = attrs;
+        a[2] = ph, a[3] = pw;
+        return "(conv2d" + dims(a) + " (input x" + dims(in) + ") (input w" + dims(ws) + "))";
       };
+      if ((c.kh - 1) * dh + 1 > c.h + 2 * std::max<int64_t>(c.ph, 0) && c.ph >= 0) continue;  // kernel too large
       const Tensor<float> want = eval_term(conv(xs, c.ph, c.pw), {{"x", x}, {"w", w}});
-      const std::vector<int64_t> attrs = {c.sh, c.sw, c.ph, c.pw, act};
       const ConvPlan p = plan_conv2d(attrs, xs, ws, want.shape);
       EXPECT_EQ(p.groups, 2);
       Tensor<float> got = want;

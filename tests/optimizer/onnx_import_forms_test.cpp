@@ -109,6 +109,12 @@ onnx::ModelProto exported(const OnnxModel& m) {
   return p;
 }
 
+size_t count_ops(const Expr& g, OpKind op) {
+  size_t n = 0;
+  for (const ExprNode& node : g.nodes()) n += node.op == op;
+  return n;
+}
+
 const onnx::NodeProto* find_node(const onnx::ModelProto& p, const std::string& op) {
   for (const auto& n : p.graph().node())
     if (n.op_type() == op) return &n;
@@ -142,6 +148,51 @@ TEST(OnnxOpset18, ReduceAxesInputIsReadAndExportedAsTheModelHadIt) {
     EXPECT_TRUE(axes_initializer);
     for (const auto& a : r->attribute()) EXPECT_NE(a.name(), "axes");
   }
+}
+
+TEST(OnnxCanonicalImport, BatchNormNotAfterAConvFoldsEpsilonIntoANewVarianceWeight) {
+  // After a Relu (or a conv whose output is read twice) the batch norm stays; its epsilon goes into the
+  // variance, since the vocabulary's batchnorm has none.
+  for (bool conv_read_twice : {false, true}) {
+    ModelBuilder b(13);
+    b.input("x", {1, 2, 3, 3});
+    b.floats("w", {2, 2, 1, 1}, {1, 2, 3, 4});
+    for (const char* p : {"s", "b", "m"}) b.floats(p, {2}, {0.5f, 0.25f});
+    b.floats("v", {2}, {1.0f, 2.0f});
+    b.node("Conv", {"x", "w"}, {"c"});
+    b.node(conv_read_twice ? "Identity" : "Relu", {"c"}, {"r"});
+    auto& bn = b.node("BatchNormalization", {conv_read_twice ? "c" : "r", "s", "b", "m", "v"}, {"y"});
+    auto* eps = bn.add_attribute();
+    eps->set_name("epsilon");
+    eps->set_type(onnx::AttributeProto::FLOAT);
+    eps->set_f(0.125f);
+    b.output("y");
+    if (conv_read_twice) b.output("r");
+    OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+    EXPECT_TRUE(m.folded.empty());
+    const std::string g = print_graph(m.graph);
+    EXPECT_NE(g.find("(batchnorm "), std::string::npos) << g;
+    ASSERT_TRUE(m.weights.count("v+eps")) << g;
+    EXPECT_EQ(m.weights.at("v+eps").data, (std::vector<float>{1.125f, 2.125f}));
+  }
+}
+
+TEST(OnnxCanonicalImport, IdentityArithmeticIsRemoved) {
+  ModelBuilder b(13);
+  b.input("x", {2, 3});
+  b.floats("one", {1}, {1});
+  b.floats("zero", {2, 3}, std::vector<float>(6, 0));
+  b.floats("half", {1}, {0.5f});
+  b.node("Mul", {"one", "x"}, {"a"});
+  b.node("Sub", {"a", "zero"}, {"c"});
+  b.node("Div", {"c", "one"}, {"d"});
+  b.node("Mul", {"d", "half"}, {"e"});  // not an identity: stays
+  b.node("Relu", {"e"}, {"y"});
+  b.output("y");
+  OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+  EXPECT_EQ(m.folded.size(), 3u);
+  EXPECT_EQ(count_ops(m.graph, OpKind::EwMul) + count_ops(m.graph, OpKind::Smul), 1u) << print_graph(m.graph);
+  EXPECT_EQ(count_ops(m.graph, OpKind::EwSub) + count_ops(m.graph, OpKind::EwDiv), 0u) << print_graph(m.graph);
 }
 
 TEST(OnnxOpset18, ReduceMeanIsTheVocabularysAndExportedWithAnAxesInput) {

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
@@ -95,6 +97,22 @@ TEST(OnnxImport, BundledModelsRoundTripToTheSameExpr) {
   }
 }
 
+// Dilated Convs (tools/make_models.py dilated_conv) are conv2d with the dilations as two more attributes,
+// round-trip to the same Expr, and keep their values through an export with folded constants.
+TEST(OnnxImport, DilatedConvsImportIntoTheVocabulary) {
+  OnnxModel m = import_onnx(std::filesystem::path(TEQ_SOURCE_DIR) / "tests/python/data/dilated_conv.onnx");
+  EXPECT_EQ(count_ops(m.graph, OpKind::Opaque), 0u);
+  EXPECT_EQ(count_ops(m.graph, OpKind::Conv2d), 6u);
+  std::set<std::vector<int64_t>> dilations;
+  for (const ExprNode& n : m.graph.nodes())
+    if (n.op == OpKind::Conv2d && n.attrs.size() == 7) dilations.insert({n.attrs[5], n.attrs[6]});
+  EXPECT_EQ(dilations, (std::set<std::vector<int64_t>>{{2, 2}, {2, 1}, {1, 3}}));
+  OnnxModel again = import_onnx_bytes(export_onnx_bytes(m, m.graph, {.fold_constants = false}), "re-exported");
+  EXPECT_EQ(print_graph(again.graph), print_graph(m.graph));
+  OnnxModel folded = import_onnx_bytes(export_onnx_bytes(m, m.graph), "folded");
+  EXPECT_LT(max_output_diff(m, folded), 1e-5);
+}
+
 TEST(OnnxImport, KeepsDeclaredInputsOutputsAndOpset) {
   OnnxModel m = import_onnx(kModels / "shared_matmul.onnx");
   onnx::ModelProto out = parse(export_onnx_bytes(m, m.graph));
@@ -144,19 +162,17 @@ TEST(OnnxImport, MlpGemmMatchesAnIndependentComputation) {
   }
 }
 
-TEST(OnnxImport, BatchNormFoldsEpsilonIntoANewVarianceWeight) {
+TEST(OnnxImport, BatchNormAfterAConvIsFoldedIntoItsWeights) {
+  // Canonical import: Conv -> BatchNormalization with constant weights is one convolution (w * k, a new
+  // bias), as runtimes run it. resnet_block's three batch norms all follow a convolution.
   OnnxModel m = import_onnx(kModels / "resnet_block.onnx");
-  EXPECT_EQ(count_ops(m.graph, OpKind::BatchNorm), 3u);
+  EXPECT_EQ(count_ops(m.graph, OpKind::BatchNorm), 0u);
   EXPECT_EQ(count_ops(m.graph, OpKind::GlobalAvgPool), 1u);
-  size_t folded = 0;
-  for (const auto& [name, t] : m.weights)
-    if (name.ends_with(".var+eps")) {
-      ++folded;
-      for (float v : t.data) EXPECT_GT(v, 0.5f + 0.5e-3f);  // var drawn in [0.5, 1.5), plus 1e-3
-    }
-  EXPECT_EQ(folded, 3u);
-  // The original variances are no longer referenced, so they are gone.
-  for (const auto& [name, t] : m.weights) EXPECT_FALSE(name.ends_with(".var")) << name;
+  ASSERT_EQ(m.folded.size(), 3u);
+  for (const std::string& f : m.folded) EXPECT_NE(f.find("folded into the convolution before it"), std::string::npos) << f;
+  size_t folded_weights = 0;
+  for (const auto& [name, t] : m.weights) folded_weights += name.ends_with(".bn");
+  EXPECT_EQ(folded_weights, 3u);
 }
 
 TEST(OnnxImport, ConvBiasIsExportedAsConvInput) {
@@ -222,6 +238,45 @@ TEST(OnnxImport, HandWrittenOptimizationExportsSplitAndFoldedConcat) {
   OnnxModel back = import_onnx_bytes(out.SerializeAsString(), "optimized");
   EXPECT_LT(max_output_diff(m, back), 1e-5);
   EXPECT_FALSE(back.weights.count("w1"));  // only initializers still used are kept
+}
+
+// merge (TASO's merge_gconv) is exported as Tile along the input channels times a constant mask, or, with
+// folding, as the merged kernel itself. On the 2-group conv that slices conv_relu's kernel, the merged
+// kernel gives the grouped conv back.
+TEST(OnnxExport, MergeIsTileTimesAMaskOrAFoldedKernel) {
+  OnnxModel m = import_onnx(std::filesystem::path(TEQ_SOURCE_DIR) / "tests/python/data/conv_relu.onnx");
+  const std::string x = "(input x 1 4 8 8)", half = "(slice 1 0 2 (weight w 8 4 3 3))";  // 2 groups
+  Expr merged = parse_expr("(relu (conv2d 1 1 -1 -1 0 " + x + " (merge 2 " + half + ")))");
+  Expr grouped = parse_expr("(relu (conv2d 1 1 -1 -1 0 " + x + " " + half + "))");
+  const auto leaves = leaves_of(m, 3);
+  const Tensor<double> want = evaluate<double>(grouped, Arith<double>{}, leaves)[0];
+  const Tensor<double> got = evaluate<double>(merged, Arith<double>{}, leaves)[0];
+  ASSERT_EQ(got.shape, want.shape);
+  for (size_t i = 0; i < want.data.size(); ++i) EXPECT_NEAR(got.data[i], want.data[i], 1e-12) << i;
+
+  onnx::ModelProto plain = parse(export_onnx_bytes(m, merged, {.fold_constants = false}));
+  ASSERT_EQ(count_nodes(plain, "Tile"), 1u);
+  ASSERT_EQ(count_nodes(plain, "Mul"), 1u);
+  std::string mask_name;
+  for (const auto& n : plain.graph().node())
+    if (n.op_type() == "Mul") mask_name = n.input(1);
+  const onnx::TensorProto* mask = nullptr;
+  for (const auto& t : plain.graph().initializer())
+    if (t.name() == mask_name) mask = &t;
+  ASSERT_NE(mask, nullptr) << mask_name;
+  ASSERT_EQ(std::vector<int64_t>(mask->dims().begin(), mask->dims().end()), (std::vector<int64_t>{8, 4, 1, 1}));
+  std::vector<float> values(32);
+  if (mask->float_data_size() == 32) std::copy(mask->float_data().begin(), mask->float_data().end(), values.begin());
+  else std::memcpy(values.data(), mask->raw_data().data(), std::min<size_t>(mask->raw_data().size(), 128));
+  for (int o = 0; o < 8; ++o)  // output channel o keeps input block o / 4 (two channels each)
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(values[o * 4 + i], i / 2 == o / 4 ? 1.0f : 0.0f) << o << " " << i;
+
+  OnnxModel folded = import_onnx_bytes(export_onnx_bytes(m, merged), "folded");
+  EXPECT_EQ(count_ops(folded.graph, OpKind::Merge), 0u);
+  EXPECT_EQ(count_ops(folded.graph, OpKind::Opaque), 0u);
+  const Tensor<double> back = evaluate<double>(folded.graph, Arith<double>{}, leaves_of(folded, 3))[0];
+  ASSERT_EQ(back.shape, want.shape);
+  for (size_t i = 0; i < want.data.size(); ++i) EXPECT_NEAR(back.data[i], want.data[i], 1e-5) << i;
 }
 
 TEST(OnnxCheck, DetectsAWrongGraph) {

@@ -193,6 +193,14 @@ TEST(OpsFloat, Conv2dFusedActivation) {
   EXPECT_TRUE(same(eval("(conv2d 1 1 0 0 3 ?x ?w)", in), {1, 1, 1, 2}, {std::tanh(-3.0), std::tanh(3.0)}));
 }
 
+TEST(OpsFloat, Conv2dDilated) {
+  // A 1x2 kernel of ones dilated by 2 along W: out[j] = x[j] + x[j + 2].
+  Leaves in{{"x", iota({1, 1, 1, 5}, 1)}, {"w", t({1, 1, 1, 2}, {1, 1})}};
+  EXPECT_TRUE(same(eval("(conv2d 1 1 0 0 0 1 2 ?x ?w)", in), {1, 1, 1, 3}, {4, 6, 8}));
+  // SAME sees the dilated extent 3: one column of padding on each side.
+  EXPECT_TRUE(same(eval("(conv2d 1 1 -1 -1 0 1 2 ?x ?w)", in), {1, 1, 1, 5}, {2, 4, 6, 8, 4}));
+}
+
 TEST(OpsFloat, Enlarge) {
   EXPECT_TRUE(same(eval("(enlarge 3 3 ?w)", {{"w", t({1, 1, 1, 1}, {5})}}), {1, 1, 3, 3},
                    {0, 0, 0, 0, 5, 0, 0, 0, 0}));
@@ -205,6 +213,29 @@ TEST(OpsFloat, Enlarge) {
     for (int y = 0; y < 2; ++y)
       for (int x = 0; x < 2; ++x) expect[o * 16 + (y + 1) * 4 + (x + 1)] = 1 + o * 4 + y * 2 + x;
   EXPECT_TRUE(same(big, {2, 1, 4, 4}, expect));
+}
+
+TEST(OpsFloat, MergeIsUpstreamTasosLayout) {
+  // w [4,1,1,2], count 2: output channels 0, 1 keep their weights in input block 0, channels 2, 3 in
+  // block 1 (upstream TASO merge_gconv: block o / (O/count)); zeros elsewhere.
+  T m = eval("(merge 2 ?w)", {{"w", iota({4, 1, 1, 2}, 1)}});
+  EXPECT_TRUE(same(m, {4, 2, 1, 2}, {1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 5, 6, 0, 0, 7, 8}));
+  // count 1 is the kernel itself.
+  const T w = random_ints({6, 2, 3, 1}, 5);
+  EXPECT_TRUE(same(eval("(merge 1 ?w)", {{"w", w}}), w));
+}
+
+TEST(OpsIdentity, MergedKernelGivesTheGroupedConvBackOnlyForCountGroups) {
+  const T w = random_ints({6, 2, 3, 3}, 21);
+  const char* grouped = "(conv2d 1 1 -1 -1 0 ?x ?w)";
+  const char* merged = "(conv2d 1 1 -1 -1 0 ?x (merge 3 ?w))";
+  // 6 input channels, w.dim(1) = 2: 3 groups; merged, [6,6,3,3] is one ungrouped conv with the same value.
+  const T x3 = random_ints({1, 6, 4, 5}, 22);
+  EXPECT_TRUE(same(eval(merged, {{"x", x3}, {"w", w}}), eval(grouped, {{"x", x3}, {"w", w}})));
+  // 12 input channels: 6 groups, merged 2 groups of 6 channels; output channel 1 reads input block 0 of
+  // its group instead of its own, so the values differ.
+  const T x6 = random_ints({1, 12, 4, 5}, 23);
+  EXPECT_FALSE(same(eval(merged, {{"x", x6}, {"w", w}}), eval(grouped, {{"x", x6}, {"w", w}})));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -464,6 +495,30 @@ TEST(OpsIdentity, BatchNormEqualsItsFormula) {
         expect.push_back((x.data[(n * C + c) * H * W + i] - mean.data[c]) / std::sqrt(var.data[c]) * scale.data[c] +
                          bias.data[c]);
   EXPECT_TRUE(same(y, x.shape, expect, 1e-12));
+}
+
+TEST(OpsIdentity, DilatedConvIsTheConvOfTheZeroInsertedKernel) {
+  // The independent side: the kernel with dh-1 zero rows and dw-1 zero columns between its taps.
+  auto spread = [](const T& w, int64_t dh, int64_t dw) {
+    T out({w.dim(0), w.dim(1), (w.dim(2) - 1) * dh + 1, (w.dim(3) - 1) * dw + 1}, 0.0);
+    for (int64_t o = 0; o < w.dim(0); ++o)
+      for (int64_t c = 0; c < w.dim(1); ++c)
+        for (int64_t y = 0; y < w.dim(2); ++y)
+          for (int64_t x = 0; x < w.dim(3); ++x) out.at4(o, c, y * dh, x * dw) = w.at4(o, c, y, x);
+    return out;
+  };
+  int cases = 0;
+  for (auto [dh, dw] : {std::pair<int64_t, int64_t>{2, 2}, {1, 3}, {3, 2}})
+    for (const char* window : {"1 1 -1 -1", "2 2 -1 -1", "1 2 1 0", "2 1 0 2"})
+      for (int64_t groups : {1, 2}) {
+        const T x = random_ints({2, 2 * groups, 9, 8}, 31), w = random_ints({2 * groups, 2, 3, 2}, 32);
+        const std::string head = std::string("(conv2d ") + window + " 2";
+        const T dilated = eval(head + " " + std::to_string(dh) + " " + std::to_string(dw) + " ?x ?w)", {{"x", x}, {"w", w}});
+        EXPECT_TRUE(same(dilated, eval(head + " ?x ?w)", {{"x", x}, {"w", spread(w, dh, dw)}})))
+            << window << " dilations " << dh << " " << dw << " groups " << groups;
+        ++cases;
+      }
+  EXPECT_EQ(cases, 24);
 }
 
 /// (concat 1 (conv2d ... (slice 1 ..x) (slice 0 ..w)) ...): one conv per group, through slice and concat.

@@ -70,9 +70,18 @@ INSTANTIATE_TEST_SUITE_P(
                  "padding must be -1 (same) or >= 0, got -2"},
         BadShape{"(conv2d 1 1 0 0 9 ?x ?w)", {{"x", {1, 1, 4, 4}}, {"w", {1, 1, 3, 3}}}, "[1,1,4,4], [1,1,3,3]",
                  "activation must be 0"},
+        BadShape{"(conv2d 1 1 0 0 0 0 1 ?x ?w)", {{"x", {1, 1, 4, 4}}, {"w", {1, 1, 3, 3}}}, "[1,1,4,4], [1,1,3,3]",
+                 "dilations must be 1 .. 2^20, got 0 1"},
+        BadShape{"(conv2d 1 1 0 0 0 1 1 ?x ?w)", {{"x", {1, 1, 4, 4}}, {"w", {1, 1, 3, 3}}}, "[1,1,4,4], [1,1,3,3]",
+                 "dilations 1 1 are written without them"},
+        BadShape{"(conv2d 1 1 0 0 0 2 1 ?x ?w)", {{"x", {1, 1, 4, 4}}, {"w", {1, 1, 3, 3}}}, "[1,1,4,4], [1,1,3,3]",
+                 "kernel 5 larger than padded extent 4"},
         BadShape{"(enlarge 1 1 ?w)", {{"w", {1, 1, 3, 3}}}, "[1,1,3,3]", "target 1x1 smaller than kernel"},
         BadShape{"(enlarge 4 4 ?w)", {{"w", {1, 1, 3, 3}}}, "[1,1,3,3]", "differ by an even amount"},
-        BadShape{"(enlarge 3 3 ?w)", {{"w", {1, 3, 3}}}, "[1,3,3]", "kernel must be 4-d"}));
+        BadShape{"(enlarge 3 3 ?w)", {{"w", {1, 3, 3}}}, "[1,3,3]", "kernel must be 4-d"},
+        BadShape{"(merge 2 ?w)", {{"w", {3, 1, 3, 3}}}, "[3,1,3,3]", "output channels 3 not divisible by count 2"},
+        BadShape{"(merge 0 ?w)", {{"w", {2, 1, 3, 3}}}, "[2,1,3,3]", "count must be >= 1"},
+        BadShape{"(merge 2 ?w)", {{"w", {2, 3, 3}}}, "[2,3,3]", "kernel must be 4-d"}));
 
 INSTANTIATE_TEST_SUITE_P(
     Pooling, ShapeErrors,
@@ -148,7 +157,7 @@ TEST(ShapeErrors, ArityIsCheckedForEveryOperator) {
     if (info.num_attrs != kVariadic) {
       std::vector<int64_t> more(info.num_attrs + 1, 1);
       expect_error(info.min_children, more,
-                   std::to_string(info.num_attrs) + " integer attributes, got " + std::to_string(info.num_attrs + 1));
+                   attr_count_text(info) + " integer attributes, got " + std::to_string(info.num_attrs + 1));
       if (info.num_attrs > 0) {
         std::vector<int64_t> fewer(info.num_attrs - 1, 1);
         expect_error(info.min_children, fewer, "integer attributes, got " + std::to_string(info.num_attrs - 1));

@@ -97,6 +97,7 @@ std::vector<int> solve_ranks(const SourceRule& rule) {
       case OpKind::MaxPool:
       case OpKind::AvgPool:
       case OpKind::Enlarge:
+      case OpKind::Merge:
         s.fix(id, 4);
         for (int ch : c) s.fix(ch, 4);
         break;
@@ -295,6 +296,13 @@ class Builder {
         Built out{expr_.add(n.op, n.attrs, {x.id}), rank, {}};
         copy_axis(x.bnd, 0, out.bnd, 0);
         copy_axis(x.bnd, 1, out.bnd, 1);
+        return out;
+      }
+      case OpKind::Merge: {
+        // Output channels (axis 0) are kept; the input channels grow, so no kernel reference survives.
+        Built x = build(c[0], Context{});
+        Built out{expr_.add(n.op, n.attrs, {x.id}), rank, {}};
+        copy_axis(x.bnd, 0, out.bnd, 0);
         return out;
       }
       case OpKind::Transpose: {
