@@ -137,7 +137,7 @@ set(EQSAT_RUN_EXTRA "")
 eqsat_run_case(opset20_gelu 0 "opset 20.*note: node 'Gelu_6' \\(Gelu\\) stays opaque: approximate='tanh'"
                ${EQSAT_RUN_DATA}/opset20.onnx ${ok_rules})
 # Several rule files are used together; an id repeated by a later file gets the file's stem in front.
-eqsat_run_case(two_rule_files 0 "60 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
+eqsat_run_case(two_rule_files 0 "62 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules
                ${PROJECT_SOURCE_DIR}/corpus/seed.json --cost flops --check)
 eqsat_run_case(same_rule_file_twice 0 "16 rules from.*check: .*equal within tolerance"
@@ -186,7 +186,8 @@ add_test(NAME eqsat_run.second_size_onnxruntime
                  ${EQSAT_RUN_DATA}/flatten_batch.onnx ${EQSAT_RUN_RULES} ${EQSAT_RUN_WORK}/second_size)
 set_tests_properties(eqsat_run.second_size_onnxruntime PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
-# Tiny graphs with a textbook improvement (Conv+BatchNormalization, a double Transpose, x*1+0), default rules.
+# Tiny graphs with a textbook improvement (Conv+BatchNormalization, a double Transpose, x*1+0, two MatMuls of
+# one input concatenated or summed), default rules.
 add_test(NAME eqsat_run.tiny_rewrites
          COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
                  sh ${PROJECT_SOURCE_DIR}/tests/python/test_tiny_rewrites.py $<TARGET_FILE:eqsat-run>

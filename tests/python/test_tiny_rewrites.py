@@ -6,6 +6,7 @@
                     BatchNormalization in the output.
   double_transpose  Transpose(0,2,1) twice on a 3-d tensor: the pair cancels (rule transpose-swap-last-twice).
   mul_one_add_zero  x * 1 + 0 with constant ones and zeros: both removed at import.
+  shared_matmuls_*  two MatMuls of one input, concatenated or summed: one MatMul of the merged weights.
 For each: the output has fewer nodes than the input and none of the removed operator types, passes
 onnx.checker, eqsat-run --check passes, and onnxruntime gives the original's outputs.
 
@@ -47,6 +48,15 @@ def models():
             helper.make_node("Transpose", ["t"], ["u"], perm=[0, 2, 1]),
             helper.make_node("Relu", ["u"], ["y"])],
            [tensor("x", [2, 3, 4])], [tensor("y", [2, 3, 4])], [])
+    # Two MatMuls sharing their input whose results are concatenated, or summed: one MatMul of the
+    # concatenated (or summed) weights, computed once at load time (matmul-concat-columns-merge,
+    # matmul-factor-left).
+    for consumer in ("Concat", "Add"):
+        yield (f"shared_matmuls_{consumer.lower()}", {"Concat", "Add"},
+               [helper.make_node("MatMul", ["x", "w1"], ["a"]), helper.make_node("MatMul", ["x", "w2"], ["b"]),
+                helper.make_node(consumer, ["a", "b"], ["y"], **({"axis": 1} if consumer == "Concat" else {}))],
+               [tensor("x", [64, 256])], [tensor("y", [64, 512 if consumer == "Concat" else 256])],
+               [constant("w1", rng.normal(size=(256, 256))), constant("w2", rng.normal(size=(256, 256)))])
     yield ("mul_one_add_zero", {"Mul", "Add"},
            [helper.make_node("Mul", ["x", "one"], ["t"]), helper.make_node("Add", ["t", "zero"], ["u"]),
             helper.make_node("Tanh", ["u"], ["y"])],
