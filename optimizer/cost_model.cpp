@@ -36,8 +36,9 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
 
 bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands) {
   if (op == OpKind::Relu) return operands.size() == 1 && operands[0].fusion_anchor;
-  if (op != OpKind::EwAdd || operands.size() != 2) return false;
-  return (operands[0].fusion_anchor && operands[1].precomputable) || (operands[1].fusion_anchor && operands[0].precomputable);
+  // A bias, or any tensor of the output's shape: onnxruntime's FusedConv adds a "sum" input (a residual)
+  // in the convolution's output stage, as cuDNN's conv-bias-activation does with its z operand.
+  return op == OpKind::EwAdd && operands.size() == 2 && (operands[0].fusion_anchor || operands[1].fusion_anchor);
 }
 
 bool is_anchor_operator(OpKind op, std::span<const Shape> inputs) {

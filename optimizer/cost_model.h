@@ -32,11 +32,12 @@ class CostModel {
 /// An operand of a node, as a fusing runtime sees it.
 struct OperandFacts {
   bool precomputable = false;  // weight-only: computed once at load time
-  bool fusion_anchor = false;  // a convolution's or 2-d matmul's output, its bias at most added (no activation)
+  bool fusion_anchor = false;  // a convolution's or 2-d matmul's output, a bias or residual at most added (no activation)
 };
 
 /// Whether a node is an epilogue a fusing runtime runs inside the kernel of its anchor operand: ewadd of an
-/// anchor and a precomputable operand (a bias), or relu of an anchor.
+/// anchor and a bias or any other tensor (a residual: onnxruntime's FusedConv "sum" input, cuDNN's z), or
+/// relu of an anchor.
 bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands);
 /// Whether the operator's output is one a fusing runtime adds a bias and a relu to in its kernel: a
 /// convolution or a 2-d matrix product (whatever its fused activation).

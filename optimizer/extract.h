@@ -46,7 +46,10 @@ struct Extraction {
 double dag_cost(const ExtractionProblem& problem, std::span<const NodeId> choice);
 
 /// The extraction problem of a clean e-graph: live e-nodes that are not blacklisted, each costed by
-/// `cost` (precomputable e-nodes and leaves cost 0). `roots` are canonicalized.
+/// `cost` (precomputable e-nodes and leaves cost 0). `roots` are canonicalized. Under a model that fuses
+/// epilogues (cost_model.h) an operand e-class is a fusion anchor when any of its e-nodes is one, so an
+/// extraction that picks another e-node there can cost more than its objective says: optimize_graph prices
+/// the extracted graph again with graph_cost and decides by that.
 ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> roots, const CostModel& cost,
                                const std::vector<bool>& blacklist = {});
 

@@ -174,8 +174,9 @@ TEST(AnalyticalCost, BiasAndReluAfterAConvolutionAreFusedIntoIt) {
   EXPECT_DOUBLE_EQ(graph(m, "(relu " + conv + ")"), plain);
   EXPECT_DOUBLE_EQ(graph(m, "(relu (ewadd " + conv + " " + bias + "))"), plain);
   EXPECT_DOUBLE_EQ(graph(m, "(ewadd " + bias + " " + conv + ")"), plain);
-  // Not epilogues: a bias that is not a weight, a relu after a relu's input moved away from the conv.
-  EXPECT_GT(graph(m, "(ewadd " + conv + " (input y 1 16 8 8))"), plain);
+  // A residual (any tensor added to a conv's output) is fused too; a relu after a concat is not.
+  EXPECT_DOUBLE_EQ(graph(m, "(relu (ewadd " + conv + " (input y 1 16 8 8)))"), plain);
+  EXPECT_GT(graph(m, "(ewadd (relu " + x + ") (input y 1 16 8 8))"), 0.0);
   EXPECT_GT(graph(m, "(relu (concat 1 " + conv + " " + conv + "))"), graph(m, "(concat 1 " + conv + " " + conv + ")"));
   // The flops model keeps TASO's conventions: a separate relu is charged.
   FlopCostModel flops;
