@@ -162,8 +162,9 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
      << "**These are cost-model figures, not measurements.** What a runtime measures comes first: "
         "[benchmarks-measured.md](benchmarks-measured.md) (`bench/ort_report.sh`: original and optimized ONNX "
         "timed side by side in onnxruntime). The costs price what the exported file runs (docs/cost-model.md): "
-        "a split is the ONNX Slice copy it is written as and a fused activation costs the separate node it is "
-        "written as, so the gains TASO's conventions gave NasRNN, BERT and VGG-19 are gone.\n\n"
+        "a split is the ONNX Slice copy it is written as, a fused activation costs the separate node it is "
+        "written as, and a convolution's bias add, residual add and relu are the epilogues runtimes fuse into it, "
+        "so the gains TASO's conventions gave NasRNN, BERT and VGG-19 are gone.\n\n"
      << "- Command: `" << command << "`\n"
      << "- Date: " << date << "; machine: " << machine() << "; whole run " << fmt(total_seconds, "%.0f")
      << " s, one process, models one after another; load average (1 min) " << load << "\n"
