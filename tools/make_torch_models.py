@@ -42,27 +42,15 @@ OPSET = 13
 
 
 class BertEncoder(torch.nn.Module):
-    """A small BERT-style encoder: 2 post-norm layers, d_model 64, 4 heads, GELU feed-forward of 128."""
+    """A BERT-style encoder of post-norm layers with a GELU feed-forward. The test set's is small (2 layers,
+    d_model 64, 4 heads, feed-forward 128); BERT-base's (12 layers, 768, 12 heads, 3072) is not committed
+    (bench/check_bench.sh exports it to time --check on it: make_torch_models.py OUT_DIR bert_base)."""
 
-    def __init__(self):
+    def __init__(self, d_model=64, nhead=4, feed_forward=128, layers=2):
         super().__init__()
-        layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
-                                                 activation="gelu", batch_first=True)
-        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
-
-    def forward(self, x):
-        return self.encoder(x)
-
-
-class BertBase(torch.nn.Module):
-    """BERT-base's encoder: 12 post-norm layers, d_model 768, 12 heads, feed-forward 3072, GELU. Not committed
-    (bench/check_bench.sh exports it to time --check on it): make_torch_models.py OUT_DIR bert_base."""
-
-    def __init__(self):
-        super().__init__()
-        layer = torch.nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
-                                                 activation="gelu", batch_first=True)
-        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+        layer = torch.nn.TransformerEncoderLayer(d_model=d_model, nhead=nhead, dim_feedforward=feed_forward,
+                                                 dropout=0.0, activation="gelu", batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
 
     def forward(self, x):
         return self.encoder(x)
@@ -110,7 +98,7 @@ MODELS = {
 
 
 # Exported only when named (too large to commit, and not part of the test set): input [batch 1, sequence 128].
-EXTRA_MODELS = {"bert_base": (BertBase, (1, 128, 768))}
+EXTRA_MODELS = {"bert_base": (lambda: BertEncoder(768, 12, 3072, 12), (1, 128, 768))}
 
 # Which axis of the input and the output is the batch (NAS-RNN's input is [steps, batch, hidden]).
 BATCH_AXIS = {"nasrnn": (1, 0)}
