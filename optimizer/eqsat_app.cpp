@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "optimizer/cost_models.h"
@@ -99,9 +100,10 @@ onnx_io::OnnxModel load_model(const EqsatConfig& config) {
 }
 
 /// Writes the model; returns the external data file written beside it (empty: none).
-fs::path write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path) {
+fs::path write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path,
+                    const onnx_io::ExportOptions& options = {}) {
   try {
-    return onnx_io::export_onnx(model, graph, path);
+    return onnx_io::export_onnx(model, graph, path, options);
   } catch (const onnx_io::OnnxError& e) {
     throw EqsatError(e.what());
   }
@@ -243,6 +245,18 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   const bool symbolic = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
   const onnx_io::OriginalFile original_file = symbolic ? onnx_io::read_original_file(config.model, config.import)
                                                        : onnx_io::OriginalFile{"", config.import};
+  // Reshapes written so that they follow the symbolic dimensions, as the original's do. Made on the first
+  // export: it imports the original again, and an unchanged graph is not exported.
+  std::optional<onnx_io::ExportOptions> export_options_made;
+  auto export_options = [&]() -> const onnx_io::ExportOptions& {
+    if (!export_options_made) {
+      export_options_made.emplace();
+      if (symbolic)
+        export_options_made->reshape_targets =
+            onnx_io::symbolic_reshape_targets(model, original_file.bytes, original_file.import);
+    }
+    return *export_options_made;
+  };
   auto keep_original = [&](std::string note) {
     r.notes.push_back(std::move(note));
     r.optimized = model.graph;
@@ -253,7 +267,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   };
   if (!(r.optimized == model.graph)) {
     try {
-      exported = onnx_io::export_onnx_bytes(model, r.optimized);
+      exported = onnx_io::export_onnx_bytes(model, r.optimized, export_options());
       const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(exported, "the optimized model", config.import);
       exported_cost = graph_cost(back.graph, *cost);
     } catch (const std::exception& e) {
@@ -278,7 +292,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   // is the smaller file, when it is valid at every size the input is.
   bool write_canonical = false;
   if (r.optimized == model.graph && !model.folded.empty()) {
-    std::string canonical = onnx_io::export_onnx_bytes(model, model.graph);
+    std::string canonical = onnx_io::export_onnx_bytes(model, model.graph, export_options());
     std::string fixed = onnx_io::fixed_size_reason(model, original_file.bytes, canonical, original_file.import);
     if (fixed.empty()) {
       exported = std::move(canonical);
@@ -301,8 +315,14 @@ EqsatResult optimize_model(const EqsatConfig& config) {
       } catch (const onnx_io::OnnxError& e) {
         throw EqsatError(e.what());
       }
+    } else if (!exported.empty() && !model.external_data) {
+      try {  // the export already made, read back and checked
+        output_data = onnx_io::copy_model(exported, ".", config.output);
+      } catch (const onnx_io::OnnxError& e) {
+        throw EqsatError(e.what());
+      }
     } else {
-      output_data = write_onnx(model, r.optimized, config.output);
+      output_data = write_onnx(model, r.optimized, config.output, export_options());
     }
   }
   std::optional<LatencyComparison> latency;

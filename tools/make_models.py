@@ -12,7 +12,7 @@ Each model exercises a part of the importer and of the rule corpus (docs/eqsat-r
 It also writes the malformed models of eqsat-run's error tests to tests/python/data/ (opset 22, an
 unbound symbolic dimension, an unnamed one, an operator whose output shape cannot be inferred, external data
 outside the model's folder or too short), the models with a symbolic batch of the check at a second batch size
-(flatten_batch, row_norms, row_norms_mixed, batch_one_only), models of opsets 18, 20 and 21, one whose
+(flatten_batch, row_norms, row_norms_mixed, batch_one_only, head_reshapes), models of opsets 18, 20 and 21, one whose
 weights are external data (external_data.onnx + external_data.bin), and dilated_conv (dilated convolutions:
 grouped, strided, padded, SAME, next to undilated ones on the same input).
 
@@ -214,6 +214,17 @@ def batch_models(out_dir):
     r = b.node("Reshape", ["x", b.const("shape", np.array([3], np.int64))])
     b.node("Relu", [r], "y")
     paths.append(b.save([tensor("x", ["batch", 3])], [tensor("y", [3])], out_dir))
+    # Attention-style reshapes of [seq, batch, embed] whose targets follow the batch: heads split
+    # ([4, B, 8] -> [4, B*4, 2]), merged back, and seq and batch folded into rows ([4, B, 8] -> [4*B, 8]; at
+    # batch 1 its first dimension equals the input's, though it is not a copy of it). The x*1 folds at import.
+    b = Builder("head_reshapes", 15)
+    heads = b.node("Reshape", ["x", b.const("split_heads", np.array([0, -1, 2], np.int64))])
+    r = b.node("Relu", [heads])
+    merged = b.node("Reshape", [r, b.const("merge_heads", np.array([0, -1, 8], np.int64))])
+    one = b.node("Mul", [merged, b.const("one", np.ones((1,), np.float32))])
+    rows = b.node("Reshape", [one, b.const("rows", np.array([-1, 8], np.int64))])
+    b.node("MatMul", [rows, b.weight("proj", (8, 5))], "y")
+    paths.append(b.save([tensor("x", [4, "batch", 8])], [tensor("y", ["rows", 5])], out_dir))
     return paths
 
 

@@ -14,6 +14,7 @@
 
 #include "optimizer/onnx/fast_eval.h"
 #include "optimizer/onnx/onnx_export.h"
+#include "rules/evaluator.h"
 
 namespace teq::onnx_io {
 
@@ -269,6 +270,16 @@ SecondSizeModels import_at_second_size(const OnnxModel& model, const SymbolicDim
     m.optimized = import_onnx_bytes(optimized_bytes, "the optimized model at " + m.at, second);
     if (std::string what = first_opaque(*m.optimized, m.optimized->graph); !what.empty())
       throw OnnxError(what + " has no meaning there" + first_note(*m.optimized));
+    // Valid is not enough: a reshape that infers the wrong dimension still imports, with outputs of
+    // another shape than the original's.
+    if (m.original) {
+      const std::vector<Shape> want = infer_shapes(m.original->graph, {}), got = infer_shapes(m.optimized->graph, {});
+      const auto &ro = m.original->graph.roots(), &rp = m.optimized->graph.roots();
+      for (size_t k = 0; k < ro.size() && k < rp.size(); ++k)
+        if (want[ro[k].value] != got[rp[k].value])
+          throw OnnxError("output '" + m.original->outputs[k].name + "' has shape " + to_string(got[rp[k].value]) +
+                          " where the original's has " + to_string(want[ro[k].value]));
+    }
   } catch (const std::exception& e) {
     m.optimized.reset();
     m.reason = m.failed + "the optimized model is invalid: " + e.what();
@@ -277,6 +288,76 @@ SecondSizeModels import_at_second_size(const OnnxModel& model, const SymbolicDim
 }
 
 }  // namespace
+
+std::map<std::pair<Shape, Shape>, std::vector<int64_t>> symbolic_reshape_targets(const OnnxModel& model,
+                                                                                std::string_view original_bytes,
+                                                                                const ImportOptions& import) {
+  std::map<std::pair<Shape, Shape>, std::vector<int64_t>> targets;
+  if (original_bytes.empty() || model.reshapes.empty()) return targets;
+  // Per (input, target) at the bound sizes: which output dimensions change with some symbolic dimension, and
+  // which are a copy of the input's dimension at the same axis at every size tried.
+  struct Flow {
+    std::vector<bool> varies, copies;
+    bool known = true;
+  };
+  std::map<std::pair<Shape, Shape>, Flow> flows;
+  for (const ReshapeSite& site : model.reshapes) {
+    Flow& f = flows[{site.input, site.target}];
+    if (f.varies.empty()) {
+      f.varies.assign(site.target.size(), false);
+      f.copies.assign(site.target.size(), true);
+    }
+    for (size_t d = 0; d < site.target.size(); ++d)
+      f.copies[d] = f.copies[d] && d < site.input.size() && site.target[d] == site.input[d];
+  }
+  for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
+    ImportOptions second = import;
+    const int64_t value = second_value(sym.value);
+    if (sym.axis)
+      second.axis_dims[*sym.axis] = value;
+    else
+      second.dims[sym.label] = value;
+    std::optional<OnnxModel> other;
+    try {
+      other = import_onnx_bytes(original_bytes, model.source + " at " + sym.label + "=" + std::to_string(value), second);
+    } catch (const std::exception&) {
+      return {};  // the original does not work at that size either: nothing to follow
+    }
+    std::map<std::string, const ReshapeSite*> by_output;
+    for (const ReshapeSite& site : other->reshapes) by_output[site.output] = &site;
+    for (const ReshapeSite& site : model.reshapes) {
+      Flow& f = flows[{site.input, site.target}];
+      auto it = by_output.find(site.output);
+      if (it == by_output.end() || it->second->target.size() != site.target.size()) {
+        f.known = false;  // the import made this reshape differently at that size
+        continue;
+      }
+      const ReshapeSite& at = *it->second;
+      for (size_t d = 0; d < site.target.size(); ++d) {
+        f.varies[d] = f.varies[d] || at.target[d] != site.target[d];
+        f.copies[d] = f.copies[d] && d < at.input.size() && at.target[d] == at.input[d];
+      }
+    }
+  }
+  for (const auto& [key, f] : flows) {
+    if (!f.known) continue;
+    std::vector<int64_t> target(key.second.begin(), key.second.end());
+    size_t inferred = 0;
+    for (size_t d = 0; d < target.size(); ++d) {
+      if (!f.varies[d]) continue;
+      if (f.copies[d]) {
+        target[d] = 0;
+      } else {
+        target[d] = -1;
+        ++inferred;
+      }
+    }
+    // More than one dimension to infer has no Reshape form; such a reshape stays concrete (and the export
+    // fails the second-size guard, which keeps the original).
+    if (inferred <= 1) targets[key] = std::move(target);
+  }
+  return targets;
+}
 
 std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
                               const ImportOptions& import) {

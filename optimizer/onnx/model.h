@@ -34,6 +34,14 @@ struct OpaqueNode {
   std::vector<int32_t> output_types;  // elem type of each ONNX output (0 when unknown)
 };
 
+/// A reshape the import made (from Reshape, Flatten, Squeeze or Unsqueeze), by the ONNX tensor it computes. The
+/// same site imported at another value of a symbolic dimension shows which dimensions follow it
+/// (symbolic_reshape_targets in check.h).
+struct ReshapeSite {
+  std::string output;   // the ONNX output name
+  Shape input, target;  // at the sizes bound at import
+};
+
 struct OnnxModel {
   Expr graph;
   std::map<std::string, Tensor<float>> weights;  // every (weight NAME ...) leaf's value
@@ -49,6 +57,7 @@ struct OnnxModel {
   /// Nodes the import folded away (a BatchNormalization into the convolution before it, a multiplication by
   /// ones, ...), described. Not empty: the graph, exported as it is, is already smaller than the file.
   std::vector<std::string> folded;
+  std::vector<ReshapeSite> reshapes;  // in import order
 
   /// Number of opaque operator nodes.
   size_t num_opaque() const { return opaque.size(); }

@@ -55,6 +55,7 @@ class Exporter {
  private:
   // ---- analysis and names ----------------------------------------------------------------------------
 
+
   void analyze() {
     const size_t n = g_.size();
     users_.assign(n, 0);
@@ -483,7 +484,12 @@ class Exporter {
         // symbolic batch dimension bound at import (a Flatten to [1, 2048], say) still follows the input.
         std::vector<int64_t> target(a.begin(), a.end());
         const Shape& x = shapes_[kids[0].value];
-        for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
+        if (auto known = options_.reshape_targets.find({x, Shape(a.begin(), a.end())});
+            known != options_.reshape_targets.end()) {
+          target = known->second;  // how the original's reshape follows a symbolic dimension
+        } else {
+          for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
+        }
         return finish("Reshape", {arg(0), int_constant(target)}, id, 0, &n);
       }
       case OpKind::BatchNorm: {

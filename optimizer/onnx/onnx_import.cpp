@@ -580,7 +580,12 @@ class Importer {
       // ONNX shape inference already resolved -1, 0 and the axes: the output shape is the reshape.
       ExprId x = in(n, 0);
       const Shape& s = out_shape(n);
-      set_output(n, s == shapes_[x.value] ? x : add(OpKind::Reshape, std::vector<int64_t>(s.begin(), s.end()), {x}));
+      if (s == shapes_[x.value]) {
+        set_output(n, x);
+      } else {
+        set_output(n, add(OpKind::Reshape, std::vector<int64_t>(s.begin(), s.end()), {x}));
+        m_.reshapes.push_back({n.output(0), shapes_[x.value], s});
+      }
     } else if (op == "Sqrt" || op == "Erf") {
       set_output(n, add(op == "Sqrt" ? OpKind::Sqrt : OpKind::Erf, {}, {in(n, 0)}));
     } else if (op == "Pow") {

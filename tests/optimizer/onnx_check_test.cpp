@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "optimizer/onnx/check.h"
+#include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "rules/sexpr.h"
 
@@ -145,6 +147,34 @@ TEST(OnnxCheck, ProgressLinesNameTheGraph) {
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.front().rfind("original graph: 1/", 0), 0u) << lines.front();
   EXPECT_EQ(lines.back().rfind("optimized graph: ", 0), 0u) << lines.back();
+}
+
+// Heads split and merged and seq*batch folded into rows (tools/make_models.py head_reshapes): the original
+// imported at batch 2 shows which target dimension carries the batch, also where the bound target's first
+// dimension equals the input's at batch 1 ([4, 1, 8] -> [4, 8] is a fold, not a copy). Written so, the export
+// is valid at batch 2 with the original's output shape; written with the concrete targets it is not.
+TEST(OnnxCheck, ReshapeTargetsFollowTheSymbolicBatch) {
+  const std::filesystem::path path = kData / "head_reshapes.onnx";
+  const OnnxModel m = import_onnx(path, batch(1));
+  ASSERT_EQ(m.reshapes.size(), 3u);
+  const std::string bytes = read_bytes(path);
+  const auto targets = symbolic_reshape_targets(m, bytes, batch(1));
+  using Key = std::pair<Shape, Shape>;
+  const std::map<Key, std::vector<int64_t>> want = {
+      {{{4, 1, 8}, {4, 4, 2}}, {4, -1, 2}},
+      {{{4, 4, 2}, {4, 1, 8}}, {4, -1, 8}},
+      {{{4, 1, 8}, {4, 8}}, {-1, 8}},
+  };
+  EXPECT_EQ(targets, want);
+  ExportOptions follow;
+  follow.reshape_targets = targets;
+  EXPECT_EQ(fixed_size_reason(m, bytes, export_onnx_bytes(m, m.graph, follow), batch(1)), "");
+  const std::string fixed = fixed_size_reason(m, bytes, export_onnx_bytes(m, m.graph), batch(1));
+  EXPECT_NE(fixed.find("batch=2"), std::string::npos) << fixed;
+  // Without a symbolic dimension there is nothing to follow.
+  EXPECT_TRUE(symbolic_reshape_targets(import_onnx(TEQ_SOURCE_DIR "/corpus/models/mlp.onnx"),
+                                       read_bytes(TEQ_SOURCE_DIR "/corpus/models/mlp.onnx"), {})
+                  .empty());
 }
 
 }  // namespace

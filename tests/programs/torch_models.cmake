@@ -26,7 +26,7 @@ endforeach()
 # The same networks exported at opset 17 with a symbolic batch (corpus/models/torch/opset17-dynamic/), their
 # weights made initializers, in four forms (opset 17, 18 and 21, external data: tests/python/test_variants.py):
 # each optimized with --dim batch=1 must run in onnxruntime at batch 1 and 2 with the original's outputs, and
-# every form must give the same speedup and rules. Greedy extraction: the ILP's time limit would make the
+# every form, and the fixed-shape opset-13 export of the same network, must give the same speedup and rules. Greedy extraction: the ILP's time limit would make the
 # comparison depend on the machine's load. To keep the suite's time: the plain convolution networks skip
 # opset 18 (none of their operators changes between 17 and 18; Inception-v3's and DenseNet-121's Pad does), and
 # VGG-19 (548 MB of weights, 40 s a form) runs the opset-17 form only.
@@ -44,6 +44,7 @@ foreach(model ${TEQ_TORCH_DYNAMIC_MODELS})
            COMMAND sh -c "if [ -x '${TEQ_TORCH_MODELS_VENV}' ]; then exec '${TEQ_TORCH_MODELS_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
                    sh ${PROJECT_SOURCE_DIR}/tests/python/test_variants.py $<TARGET_FILE:eqsat-run> ${model}
                    ${PROJECT_SOURCE_DIR}/corpus/seed.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch_variants
-                   --variants ${variants} "--eqsat-args=--node-limit 10000 --extract greedy")
+                   --variants ${variants} --fixed ${TEQ_TORCH_MODELS_DIR}/${name}.onnx
+                   "--eqsat-args=--node-limit 10000 --extract greedy")
   set_tests_properties(eqsat_run.torch_variants.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()

@@ -15,8 +15,9 @@ Each variant is optimized with `--dim batch=1`, and then:
   - onnxruntime gives the original's outputs at batch 1 AND at batch 2 (a model fixed to the size it was
     optimized at fails here),
   - the predicted speedup and the rules used are the same for every variant.
-With --fixed FIXED.onnx (the opset-13 fixed-shape export of the same network, corpus/models/torch/) its
-result is printed beside, for the record (shape arithmetic differs between the two exports).
+With --fixed FIXED.onnx (the opset-13 fixed-shape export of the same network, corpus/models/torch/) that
+export must give the same rules and speedup (to 0.1 point: shape arithmetic differs between the two exports)
+too: a symbolic batch must not cost an optimization.
 
 Usage: test_variants.py EQSAT_RUN MODEL RULES WORK_DIR [--variants opset17,opset18,...] [--eqsat-args "..."]
 Exits 77 (skipped) without numpy/onnx/onnxruntime (tools/setup-python.sh).
@@ -154,7 +155,12 @@ def main():
         subprocess.run([a.exe, fixed_w, "-q", "--rules", a.rules, "--report", report] + eqsat_args, check=True)
         with open(report) as f:
             data = json.load(f)
+        fixed = (round(data["speedup"], 6), sorted(data["rules_used"].items()) if isinstance(data["rules_used"], dict)
+                 else data["rules_used"])
         print(f"{name} opset 13, fixed shapes: speedup {data['speedup']:.4f}, rules {data['rules_used']}")
+        for variant, result in results.items():
+            if (round(result[0], 3), result[1]) != (round(fixed[0], 3), fixed[1]):
+                failures.append(f"{variant} gives {result}, the fixed-shape export {fixed}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
