@@ -6,15 +6,15 @@
 #include <optional>
 #include <random>
 
-#include "optimizer/cycles.h"
-#include "optimizer/egraph.h"
-#include "optimizer/extract.h"
-#include "optimizer/extract_greedy.h"
-#include "optimizer/extract_ilp.h"
-#include "optimizer/pattern.h"
-#include "optimizer/runner.h"
+#include "optimizer/engine/cycles.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/extract.h"
+#include "optimizer/engine/extract_greedy.h"
+#include "optimizer/ilp/extract_ilp.h"
+#include "optimizer/engine/pattern.h"
+#include "optimizer/engine/runner.h"
 #include "rules/sexpr.h"
-#include "tests/optimizer/test_rules.h"
+#include "tests/engine/test_rules.h"
 
 namespace teq {
 namespace {

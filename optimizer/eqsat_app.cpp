@@ -7,9 +7,9 @@
 #include <optional>
 #include <set>
 
-#include "optimizer/cost_models.h"
-#include "optimizer/extract.h"  // graph_cost
-#include "optimizer/measured_cost.h"
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/engine/extract.h"  // graph_cost
+#include "optimizer/cost/measured_cost.h"
 #include "optimizer/models/builtin.h"
 #include "optimizer/onnx/from_expr.h"
 #include "optimizer/onnx/onnx_export.h"
@@ -170,6 +170,253 @@ fs::path find_corpus_dir() {
   return {};
 }
 
+namespace {
+
+/// The rule files eqsat-run loads: --rules, or the corpus's seed.
+std::vector<fs::path> rule_files(const EqsatConfig& config, const fs::path& corpus_dir) {
+  if (!config.rules.empty()) return config.rules;
+  if (corpus_dir.empty())
+    throw EqsatError("no rule file given and no corpus/ folder found (looked in the current directory and above "
+                     "the executable); pass --rules FILE");
+  return {corpus_dir / "seed.json"};
+}
+
+std::unique_ptr<CostModel> load_cost_model(const EqsatConfig& config, const fs::path& corpus_dir) {
+  std::unique_ptr<CostModel> cost;
+  try {
+    cost = make_cost_model(config.cost, corpus_dir);
+  } catch (const std::exception& e) {
+    throw EqsatError(std::string("--cost: ") + e.what());
+  }
+  if (!config.cost_misses_dir.empty() && !dynamic_cast<const MeasuredCostModel*>(cost.get()))
+    throw EqsatError("--cost-misses needs a measured cost model (--cost db:FILE.json), not " + cost->name());
+  return cost;
+}
+
+/// Saturation (or the sequential baseline), with progress lines on the log.
+OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const RuleCorpus& rules, const CostModel& cost) {
+  std::ostream* log = config.log;
+  if (config.search == SearchMethod::Sequential) {
+    SequentialConfig sc = config.sequential;
+    if (log)
+      sc.on_progress = [log](const SequentialProgress& p) {
+        *log << "  sequential: " << p.expanded << " graphs expanded, " << p.queued << " queued, best cost "
+             << fmt("%.6g", p.best_cost) << ", " << fmt("%.3f", p.seconds) << " s\n";
+      };
+    return optimize_sequential(graph, rules, cost, sc);
+  }
+  OptimizeConfig oc = config.optimize;
+  if (log)
+    oc.on_iteration = [log](const IterationStats& s) {
+      *log << "  iter " << s.iteration << ": " << s.enodes << " e-nodes, " << s.eclasses << " e-classes, " << s.matches
+           << " matches, " << fmt("%.3f", s.seconds) << " s\n";
+    };
+  return optimize_graph(graph, rules, cost, oc);
+}
+
+/// What the run writes, decided after the search: the optimized graph's export read back and re-priced (the
+/// e-graph may have priced a form the exporter writes differently), or the original when that export is not
+/// cheaper or is valid at one size only (never slower under the chosen cost model, never fixed to one size),
+/// or the import's canonical form, or the input file itself. The export is made once and reused by the
+/// symbolic-size guard, -o and --check.
+class OutputPlan {
+ public:
+  OutputPlan(const EqsatConfig& config, const onnx_io::OnnxModel& model, OptimizeReport& report)
+      : claimed_cost(report.optimized_cost), exported_cost(report.optimized_cost), config_(config), model_(model),
+        r_(report) {
+    symbolic_ = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
+    // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
+    original_file = symbolic_ ? onnx_io::read_original_file(config.model, config.import)
+                              : onnx_io::OriginalFile{"", config.import};
+  }
+
+  void decide(const CostModel& cost) {
+    if (!(r_.optimized == model_.graph)) price_export(cost);
+    // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
+    // is the smaller file, when it is valid at every size the input is.
+    if (r_.optimized == model_.graph && !model_.folded.empty()) {
+      std::string canonical = onnx_io::export_onnx_bytes(model_, model_.graph, export_options());
+      std::string fixed = onnx_io::fixed_size_reason(model_, original_file.bytes, canonical, original_file.import);
+      if (fixed.empty()) {
+        exported = std::move(canonical);
+        write_canonical_ = true;
+      } else {
+        r_.notes.push_back("wrote the input as it is, without the import's folding: " + fixed);
+      }
+    }
+    // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of
+    // it (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
+    write_input_as_is_ = r_.optimized == model_.graph && !write_canonical_ && config_.builtin.empty();
+    if (write_input_as_is_ && symbolic_) exported = original_file.bytes;
+  }
+
+  /// Writes -o; returns the external data file written beside it (empty: none).
+  fs::path write(const fs::path& path) {
+    try {
+      if (write_input_as_is_) {
+        onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
+        const onnx_io::OriginalFile& input =
+            symbolic_ ? original_file : (reread = onnx_io::read_original_file(config_.model, config_.import));
+        return onnx_io::copy_model(input.bytes, input.import.external_data_dir, path);
+      }
+      // The export already made, read back and checked; re-exported only to write external data.
+      if (!exported.empty() && !model_.external_data) return onnx_io::copy_model(exported, ".", path);
+    } catch (const onnx_io::OnnxError& e) {
+      throw EqsatError(e.what());
+    }
+    return write_onnx(model_, r_.optimized, path, export_options());
+  }
+
+  const double claimed_cost;  // extraction's figure
+  double exported_cost;       // the export's, read back
+  bool kept_original = false;
+  std::string exported;  // the file --check compares (empty: the optimized graph is exported for it)
+  onnx_io::OriginalFile original_file;
+
+ private:
+  void price_export(const CostModel& cost) {
+    try {
+      exported = onnx_io::export_onnx_bytes(model_, r_.optimized, export_options());
+      const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(exported, "the optimized model", config_.import);
+      exported_cost = graph_cost(back.graph, cost);
+    } catch (const std::exception& e) {
+      throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
+    }
+    if (!(exported_cost < r_.original_cost * (1 - 1e-6))) {  // a rounding-level gain is no gain
+      keep_original(exported_cost > r_.original_cost
+                        ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
+                              " read back from its ONNX export, more than the original's " + fmt("%.6g", r_.original_cost)
+                        : std::string("kept the original graph: no cheaper graph was found"));
+    } else if (std::string fixed = onnx_io::fixed_size_reason(model_, original_file.bytes, exported, original_file.import);
+               !fixed.empty()) {
+      keep_original("kept the original graph: the optimized one is valid only at the size it was optimized for: " +
+                    fixed);
+    } else {
+      r_.optimized_cost = exported_cost;
+    }
+  }
+
+  void keep_original(std::string note) {
+    r_.notes.push_back(std::move(note));
+    r_.optimized = model_.graph;
+    r_.optimized_cost = r_.original_cost;
+    r_.rules_used.clear();
+    kept_original = true;
+    exported.clear();
+  }
+
+  /// Reshapes written so that they follow the symbolic dimensions, as the original's do. Made on the first
+  /// export: it imports the original again, and an unchanged graph is not exported.
+  const onnx_io::ExportOptions& export_options() {
+    if (!export_options_) {
+      export_options_.emplace();
+      if (symbolic_)
+        export_options_->reshape_targets =
+            onnx_io::symbolic_reshape_targets(model_, original_file.bytes, original_file.import);
+    }
+    return *export_options_;
+  }
+
+  const EqsatConfig& config_;
+  const onnx_io::OnnxModel& model_;
+  OptimizeReport& r_;
+  bool symbolic_ = false, write_canonical_ = false, write_input_as_is_ = false;
+  std::optional<onnx_io::ExportOptions> export_options_;
+};
+
+struct RunFacts {  // what the report and the summary say beside the OptimizeReport
+  std::string model_name, rules_text;
+  const CostModel& cost;
+  const OutputPlan& plan;
+  fs::path output_data;
+  std::optional<LatencyComparison> latency;
+  double total_seconds = 0;
+};
+
+nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result, const RunFacts& f) {
+  const OptimizeReport& r = result.report;
+  const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
+  nlohmann::json j = {{"model", f.model_name},
+                      {"search", config.search == SearchMethod::Sequential ? "sequential" : "saturation"},
+                      {"output", config.output.string()},
+                      {"rules", f.rules_text},
+                      {"original_cost", r.original_cost},
+                      {"optimized_cost", r.optimized_cost},
+                      {"speedup", speedup},
+                      {"cost_model", f.cost.name()},
+                      {"saturation_cost", f.plan.claimed_cost},
+                      {"exported_cost", f.plan.exported_cost},
+                      {"kept_original", f.plan.kept_original},
+                      {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", f.total_seconds}}},
+                      {"iterations", r.iterations},
+                      {"rounds", r.rounds},
+                      {"enodes", r.enodes},
+                      {"eclasses", r.eclasses},
+                      {"stop_reason", r.stop_reason},
+                      {"rules_used", r.rules_used},
+                      {"extraction",
+                       {{"method", r.extraction.method},
+                        {"objective", r.extraction.objective},
+                        {"bound", r.extraction.bound},
+                        {"gap", r.extraction.gap}}},
+                      {"operators", {{"original", result.model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
+                      {"opaque_operators", result.model.opaque.size()},
+                      {"import_folded", result.model.folded}};
+  if (!f.output_data.empty()) j["output_data"] = f.output_data.string();
+  if (result.check) j["check"] = check_json(*result.check, config.check_options);
+  if (f.latency) j["latency"] = f.latency->to_json();
+  if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(&f.cost)) j["cost_stats"] = measured->stats().to_json();
+  return j;
+}
+
+void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io::CheckOptions& options) {
+  if (!c.evaluated)
+    log << "  check: could not run: " << c.reason << "\n";
+  else
+    log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
+        << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
+        << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
+        << fmt("%g", options.rtol) << ", atol " << fmt("%g", options.atol) << "), " << fmt("%.2f", c.seconds) << " s\n";
+  for (const onnx_io::SizeCheck& s : c.sizes)
+    log << "  check at " << s.dim << "=" << s.value << ": "
+        << (!s.evaluated ? "not checked: " + s.reason
+            : s.passed   ? std::to_string(s.elements) + " output elements, equal within tolerance"
+                         : "FAILED: " + s.reason)
+        << "\n";
+}
+
+void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResult& result, const RunFacts& f) {
+  const OptimizeReport& r = result.report;
+  const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
+  log << "eqsat-run: cost " << fmt("%.6g", r.original_cost) << " -> " << fmt("%.6g", r.optimized_cost) << " ("
+      << f.cost.name() << "), speedup " << fmt("%.3f", speedup) << "x; " << result.model.graph.num_ops() << " -> "
+      << r.optimized.num_ops() << " operators\n"
+      << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes (largest round) after "
+      << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << r.stop_reason << "\n"
+      << "  extraction (" << (r.extraction.method.empty() ? method_name(config.optimize.extract) : r.extraction.method)
+      << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
+      << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"
+      << "  seconds: saturate " << fmt("%.3f", r.saturate_seconds) << ", extract " << fmt("%.3f", r.extract_seconds)
+      << ", total " << fmt("%.3f", f.total_seconds) << "\n";
+  if (std::abs(f.plan.claimed_cost - f.plan.exported_cost) > 1e-9 * std::abs(f.plan.claimed_cost))
+    log << "  read back from the ONNX export the optimized graph costs " << fmt("%.6g", f.plan.exported_cost)
+        << " (extraction's figure: " << fmt("%.6g", f.plan.claimed_cost) << ")\n";
+  for (const std::string& note : r.notes)
+    if (note.starts_with("kept the original")) log << "  " << note << "\n";
+  log << "  rules used:";
+  if (r.rules_used.empty()) log << " none";
+  for (const auto& [id, n] : r.rules_used) log << " " << id << " (" << n << ")";
+  log << "\n";
+  if (result.check) print_check(log, *result.check, config.check_options);
+  if (f.latency)
+    log << "  measured on " << f.latency->device << ": " << fmt("%.3f", f.latency->original.median_ms) << " ms -> "
+        << fmt("%.3f", f.latency->optimized.median_ms) << " ms, speedup " << fmt("%.3f", f.latency->speedup) << "x\n";
+  if (!config.output.empty()) log << "  wrote " << config.output.string() << data_note(f.output_data) << "\n";
+  if (!config.report.empty()) log << "  report " << config.report.string() << "\n";
+}
+
+}  // namespace
+
 EqsatResult optimize_model(const EqsatConfig& config) {
   const auto start = Clock::now();
   std::ostream* log = config.log;
@@ -177,13 +424,7 @@ EqsatResult optimize_model(const EqsatConfig& config) {
 
   // Cheap inputs first, so that a typo fails before a large model is read.
   const fs::path corpus_dir = find_corpus_dir();
-  std::vector<fs::path> rule_paths = config.rules;
-  if (rule_paths.empty()) {
-    if (corpus_dir.empty())
-      throw EqsatError("no rule file given and no corpus/ folder found (looked in the current directory and above "
-                       "the executable); pass --rules FILE");
-    rule_paths.push_back(corpus_dir / "seed.json");
-  }
+  const std::vector<fs::path> rule_paths = rule_files(config, corpus_dir);
   std::string rules_text;  // the files, for the log and the report
   for (const fs::path& p : rule_paths) rules_text += (rules_text.empty() ? "" : ", ") + p.string();
   if (!config.export_original.empty()) {
@@ -193,15 +434,8 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     if (log) *log << "eqsat-run: wrote " << config.export_original.string() << data_note(data) << "\n";
     return result;
   }
-  RuleCorpus rules = load_rule_files(rule_paths);
-  std::unique_ptr<CostModel> cost;
-  try {
-    cost = make_cost_model(config.cost, corpus_dir);
-  } catch (const std::exception& e) {
-    throw EqsatError(std::string("--cost: ") + e.what());
-  }
-  if (!config.cost_misses_dir.empty() && !dynamic_cast<const MeasuredCostModel*>(cost.get()))
-    throw EqsatError("--cost-misses needs a measured cost model (--cost db:FILE.json), not " + cost->name());
+  const RuleCorpus rules = load_rule_files(rule_paths);
+  const std::unique_ptr<CostModel> cost = load_cost_model(config, corpus_dir);
 
   result.model = load_model(config);
   const onnx_io::OnnxModel& model = result.model;
@@ -214,121 +448,15 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     for (const std::string& f : model.folded) *log << "  import: " << f << "\n";
   }
 
-  OptimizeConfig oc = config.optimize;
-  if (log)
-    oc.on_iteration = [log](const IterationStats& s) {
-      *log << "  iter " << s.iteration << ": " << s.enodes << " e-nodes, " << s.eclasses << " e-classes, " << s.matches
-           << " matches, " << fmt("%.3f", s.seconds) << " s\n";
-    };
   OptimizeReport& r = result.report;
-  if (config.search == SearchMethod::Sequential) {
-    SequentialConfig sc = config.sequential;
-    if (log)
-      sc.on_progress = [log](const SequentialProgress& p) {
-        *log << "  sequential: " << p.expanded << " graphs expanded, " << p.queued << " queued, best cost "
-             << fmt("%.6g", p.best_cost) << ", " << fmt("%.3f", p.seconds) << " s\n";
-      };
-    r = optimize_sequential(model.graph, rules, *cost, sc);
-  } else {
-    r = optimize_graph(model.graph, rules, *cost, oc);
-  }
-
-  // Read the optimized graph back from its ONNX export and cost what the file holds: the e-graph may have
-  // priced a form the exporter writes differently. When the file is not cheaper than the original, the
-  // original is kept (never slower under the chosen cost model). The export is made once and reused by the
-  // symbolic-size guard and --check.
-  const double claimed_cost = r.optimized_cost;
-  double exported_cost = r.optimized_cost;
-  bool kept_original = false;
-  std::string exported;  // the optimized graph's export, when it differs from the original
-  // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
-  const bool symbolic = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
-  const onnx_io::OriginalFile original_file = symbolic ? onnx_io::read_original_file(config.model, config.import)
-                                                       : onnx_io::OriginalFile{"", config.import};
-  // Reshapes written so that they follow the symbolic dimensions, as the original's do. Made on the first
-  // export: it imports the original again, and an unchanged graph is not exported.
-  std::optional<onnx_io::ExportOptions> export_options_made;
-  auto export_options = [&]() -> const onnx_io::ExportOptions& {
-    if (!export_options_made) {
-      export_options_made.emplace();
-      if (symbolic)
-        export_options_made->reshape_targets =
-            onnx_io::symbolic_reshape_targets(model, original_file.bytes, original_file.import);
-    }
-    return *export_options_made;
-  };
-  auto keep_original = [&](std::string note) {
-    r.notes.push_back(std::move(note));
-    r.optimized = model.graph;
-    r.optimized_cost = r.original_cost;
-    r.rules_used.clear();
-    kept_original = true;
-    exported.clear();
-  };
-  if (!(r.optimized == model.graph)) {
-    try {
-      exported = onnx_io::export_onnx_bytes(model, r.optimized, export_options());
-      const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(exported, "the optimized model", config.import);
-      exported_cost = graph_cost(back.graph, *cost);
-    } catch (const std::exception& e) {
-      throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
-    }
-    if (!(exported_cost < r.original_cost * (1 - 1e-6))) {  // a rounding-level gain is no gain
-      keep_original(exported_cost > r.original_cost
-                        ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
-                              " read back from its ONNX export, more than the original's " + fmt("%.6g", r.original_cost)
-                        : std::string("kept the original graph: no cheaper graph was found"));
-    } else if (std::string fixed = onnx_io::fixed_size_reason(model, original_file.bytes, exported, original_file.import);
-               !fixed.empty()) {
-      // Never a model fixed to one size behind a symbolic signature: the original works at every size.
-      keep_original("kept the original graph: the optimized one is valid only at the size it was optimized for: " +
-                    fixed);
-    } else {
-      r.optimized_cost = exported_cost;
-    }
-  }
-  fs::path output_data;  // the optimized model's external tensor data, when the input kept its data so
-  // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
-  // is the smaller file, when it is valid at every size the input is.
-  bool write_canonical = false;
-  if (r.optimized == model.graph && !model.folded.empty()) {
-    std::string canonical = onnx_io::export_onnx_bytes(model, model.graph, export_options());
-    std::string fixed = onnx_io::fixed_size_reason(model, original_file.bytes, canonical, original_file.import);
-    if (fixed.empty()) {
-      exported = std::move(canonical);
-      write_canonical = true;
-    } else {
-      r.notes.push_back("wrote the input as it is, without the import's folding: " + fixed);
-    }
-  }
-  // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
-  // (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
-  const bool write_input_as_is = r.optimized == model.graph && !write_canonical && config.builtin.empty();
-  if (write_input_as_is && symbolic) exported = original_file.bytes;
-  if (!config.output.empty()) {
-    if (write_input_as_is) {
-      onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
-      const onnx_io::OriginalFile& input =
-          symbolic ? original_file : (reread = onnx_io::read_original_file(config.model, config.import));
-      try {
-        output_data = onnx_io::copy_model(input.bytes, input.import.external_data_dir, config.output);
-      } catch (const onnx_io::OnnxError& e) {
-        throw EqsatError(e.what());
-      }
-    } else if (!exported.empty() && !model.external_data) {
-      try {  // the export already made, read back and checked
-        output_data = onnx_io::copy_model(exported, ".", config.output);
-      } catch (const onnx_io::OnnxError& e) {
-        throw EqsatError(e.what());
-      }
-    } else {
-      output_data = write_onnx(model, r.optimized, config.output, export_options());
-    }
-  }
-  std::optional<LatencyComparison> latency;
+  r = run_search(config, model.graph, rules, *cost);
+  OutputPlan plan(config, model, r);
+  plan.decide(*cost);
+  RunFacts facts{model_name, rules_text, *cost, plan, {}, std::nullopt, 0};
+  if (!config.output.empty()) facts.output_data = plan.write(config.output);
   if (config.measure) {
     try {
-      latency = measure_latency(model.graph, r.optimized, GpuMeasureOptions{});
+      facts.latency = measure_latency(model.graph, r.optimized, GpuMeasureOptions{});
     } catch (const GpuUnavailableError& e) {
       throw EqsatError(std::string("--measure: ") + e.what());
     }
@@ -336,96 +464,23 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   if (config.check) {
     onnx_io::CheckOptions co = config.check_options;
     if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
-    result.check = onnx_io::check_optimization(model, r.optimized, original_file.bytes, original_file.import, co, exported);
+    result.check = onnx_io::check_optimization(model, r.optimized, plan.original_file.bytes,
+                                               plan.original_file.import, co, plan.exported);
     result.exit_code = !result.check->evaluated ? kExitCheckNotRun : result.check->passed ? 0 : 1;
   }
-  const double total = since(start);
+  facts.total_seconds = since(start);
 
-  const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
-  nlohmann::json& j = result.report_json;
-  j = {{"model", model_name},
-       {"search", config.search == SearchMethod::Sequential ? "sequential" : "saturation"},
-       {"output", config.output.string()},
-       {"rules", rules_text},
-       {"original_cost", r.original_cost},
-       {"optimized_cost", r.optimized_cost},
-       {"speedup", speedup},
-       {"cost_model", cost->name()},
-       {"saturation_cost", claimed_cost},
-       {"exported_cost", exported_cost},
-       {"kept_original", kept_original},
-       {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", total}}},
-       {"iterations", r.iterations},
-       {"rounds", r.rounds},
-       {"enodes", r.enodes},
-       {"eclasses", r.eclasses},
-       {"stop_reason", r.stop_reason},
-       {"rules_used", r.rules_used},
-       {"extraction",
-        {{"method", r.extraction.method},
-         {"objective", r.extraction.objective},
-         {"bound", r.extraction.bound},
-         {"gap", r.extraction.gap}}},
-       {"operators", {{"original", model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
-       {"opaque_operators", model.opaque.size()},
-       {"import_folded", model.folded}};
-  if (!output_data.empty()) j["output_data"] = output_data.string();
-  if (result.check) j["check"] = check_json(*result.check, config.check_options);
-  if (latency) j["latency"] = latency->to_json();
+  result.report_json = report_json(config, result, facts);
   if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(cost.get())) {
-    j["cost_stats"] = measured->stats().to_json();
     measured->save();
     if (!config.cost_misses_dir.empty()) write_cost_misses(*measured, config.cost_misses_dir, log);
   }
   if (!config.report.empty()) {
     std::ofstream f(config.report);
     if (!f) throw EqsatError(config.report.string() + ": cannot open for writing");
-    f << j.dump(2) << "\n";
+    f << result.report_json.dump(2) << "\n";
   }
-
-  if (log) {
-    *log << "eqsat-run: cost " << fmt("%.6g", r.original_cost) << " -> " << fmt("%.6g", r.optimized_cost) << " ("
-         << cost->name() << "), speedup " << fmt("%.3f", speedup) << "x; " << model.graph.num_ops() << " -> "
-         << r.optimized.num_ops() << " operators\n"
-         << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes (largest round) after "
-         << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << r.stop_reason << "\n"
-         << "  extraction (" << (r.extraction.method.empty() ? method_name(oc.extract) : r.extraction.method)
-         << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
-         << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"
-         << "  seconds: saturate " << fmt("%.3f", r.saturate_seconds) << ", extract " << fmt("%.3f", r.extract_seconds)
-         << ", total " << fmt("%.3f", total) << "\n";
-    if (std::abs(claimed_cost - exported_cost) > 1e-9 * std::abs(claimed_cost))
-      *log << "  read back from the ONNX export the optimized graph costs " << fmt("%.6g", exported_cost)
-           << " (extraction's figure: " << fmt("%.6g", claimed_cost) << ")\n";
-    for (const std::string& note : r.notes)
-      if (note.starts_with("kept the original")) *log << "  " << note << "\n";
-    *log << "  rules used:";
-    if (r.rules_used.empty()) *log << " none";
-    for (const auto& [id, n] : r.rules_used) *log << " " << id << " (" << n << ")";
-    *log << "\n";
-    if (result.check) {
-      const auto& c = *result.check;
-      if (!c.evaluated)
-        *log << "  check: could not run: " << c.reason << "\n";
-      else
-        *log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
-             << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
-             << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
-             << fmt("%g", config.check_options.rtol) << ", atol " << fmt("%g", config.check_options.atol) << "), "
-             << fmt("%.2f", c.seconds) << " s\n";
-      for (const onnx_io::SizeCheck& s : c.sizes)
-        *log << "  check at " << s.dim << "=" << s.value << ": "
-             << (!s.evaluated ? "not checked: " + s.reason
-                 : s.passed   ? std::to_string(s.elements) + " output elements, equal within tolerance"
-                              : "FAILED: " + s.reason)
-             << "\n";
-    }
-    if (latency)
-      *log << "  measured on " << latency->device << ": " << fmt("%.3f", latency->original.median_ms) << " ms -> "
-           << fmt("%.3f", latency->optimized.median_ms) << " ms, speedup " << fmt("%.3f", latency->speedup) << "x\n";
-    if (!config.output.empty()) *log << "  wrote " << config.output.string() << data_note(output_data) << "\n";
-    if (!config.report.empty()) *log << "  report " << config.report.string() << "\n";
-  }
+  if (log) print_summary(*log, config, result, facts);
   return result;
 }
 

@@ -2,11 +2,11 @@
 
 #include <chrono>
 
-#include "optimizer/cycles.h"
-#include "optimizer/egraph.h"
-#include "optimizer/extract.h"
-#include "optimizer/extract_greedy.h"
-#include "optimizer/extract_ilp.h"
+#include "optimizer/engine/cycles.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/extract.h"
+#include "optimizer/engine/extract_greedy.h"
+#include "optimizer/ilp/extract_ilp.h"
 #include "rules/evaluator.h"
 
 namespace teq {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "optimizer/cost_model.h"
-#include "optimizer/runner.h"  // IterationStats, to_string(IterationStats)
+#include "optimizer/engine/cost_model.h"
+#include "optimizer/engine/runner.h"  // IterationStats, to_string(IterationStats)
 #include "rules/corpus.h"
 #include "rules/expr.h"
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <unordered_set>
 
-#include "optimizer/egraph.h"   // is_constant_op
-#include "optimizer/extract.h"  // graph_cost
+#include "optimizer/engine/egraph.h"   // is_constant_op
+#include "optimizer/engine/extract.h"  // graph_cost
 #include "rules/evaluator.h"
 
 namespace teq {

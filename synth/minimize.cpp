@@ -3,8 +3,8 @@
 #include <chrono>
 #include <set>
 
-#include "optimizer/egraph.h"
-#include "optimizer/runner.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/runner.h"
 #include "synth/typing.h"
 
 namespace teq::synth {

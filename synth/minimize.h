@@ -1,7 +1,7 @@
 // Derivability by equality saturation (Ruler's minimization): is an equation provable from a rule set
 // by rewriting? Used to drop generated rules that the rules kept before them already derive, and by
 // `rulegen derive` to measure how much of another rule set a corpus covers. The e-graph and the
-// saturation loop are the optimizer's (optimizer/egraph.h, optimizer/runner.h).
+// saturation loop are the optimizer's (optimizer/engine/egraph.h, optimizer/engine/runner.h).
 #pragma once
 
 #include <memory>

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "optimizer/cost_models.h"
-#include "optimizer/extract.h"  // graph_cost
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/engine/extract.h"  // graph_cost
 #include "optimizer/models/builtin.h"
 #include "optimizer/optimize.h"
 #include "optimizer/sequential.h"

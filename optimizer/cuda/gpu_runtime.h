@@ -2,7 +2,7 @@
 // pooling, activations, batchnorm, softmax), cuBLAS (batched matmul) and the kernels in kernels.h.
 // It is an implementation of the operators' meaning (rules/ops), tested against evaluate<float> by
 // tests/optimizer/gpu_runtime_test.cpp, never a definition of it. Compiled only when CUDA is found;
-// CUDA-free code uses the facade in optimizer/measured_cost.h instead of this header.
+// CUDA-free code uses the facade in optimizer/cost/measured_cost.h instead of this header.
 // Usage:
 //   if (GpuRuntime::available().ok) {
 //     GpuRuntime gpu;                                  // throws GpuError without a device

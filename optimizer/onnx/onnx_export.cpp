@@ -356,6 +356,139 @@ class Exporter {
     return y;
   }
 
+  std::string emit_gelu(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    // Gelu itself (its default, approximate='none', is the exact erf form) from opset 20; before it
+    // 0.5 * x * (1 + erf(x / sqrt 2)).
+    if (m_.opset >= 20) return finish("Gelu", {arg(0)}, id, 0, &n);
+    if (m_.opset < 9) throw OnnxError("export: gelu needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
+    std::string x = arg(0);
+    std::string e = add_simple("Erf", {add_simple("Mul", {x, float_scalar(0.70710678118654752f)})});
+    std::string h = add_simple("Mul", {x, add_simple("Add", {e, float_scalar(1.0f)})});
+    return finish("Mul", {h, float_scalar(0.5f)}, id, 0, &n);
+  }
+
+  std::string emit_clip(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    // Bounds num / 2^exp (exp -1: none) as float32, exact for every bound the importer writes.
+    auto bound = [&](int b) { return static_cast<float>(std::ldexp(static_cast<double>(a[2 * b]), -static_cast<int>(a[2 * b + 1]))); };
+    const bool has_lo = a[1] != ops::kNoBound, has_hi = a[3] != ops::kNoBound;
+    if (m_.opset >= 11) {
+      std::vector<std::string> inputs{arg(0), has_lo ? float_scalar(bound(0)) : std::string()};
+      if (has_hi) inputs.push_back(float_scalar(bound(1)));
+      return finish("Clip", inputs, id, 0, &n);
+    }
+    std::string y = finish("Clip", {arg(0)}, id, 0, &n);
+    if (has_lo) add_attr(*n, "min", bound(0));
+    if (has_hi) add_attr(*n, "max", bound(1));
+    return y;
+  }
+
+  std::string emit_reduce_mean(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    const std::vector<int64_t> axes(a.begin() + 1, a.end());
+    // Opset 18 made axes an input.
+    std::string y = m_.opset >= 18 ? finish("ReduceMean", {arg(0), int_constant(axes)}, id, 0, &n)
+                                   : finish("ReduceMean", {arg(0)}, id, 0, &n);
+    if (m_.opset < 18) add_attr(*n, "axes", axes);
+    add_attr(*n, "keepdims", a[0]);
+    return y;
+  }
+
+  std::string emit_merge(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    // Tile the kernel `count` times along its input channels, then keep each output channel's own
+    // block: the mask is merge itself applied to ones (rules/ops/conv.h has the one layout).
+    if (m_.opset < 7) throw OnnxError("export: merge needs Tile with a repeats input and a broadcasting Mul, which opset " + std::to_string(m_.opset) + " lacks");
+    const Shape& w = shapes_[kids[0].value];
+    const Tensor<float> ones({w[0], w[1], 1, 1}, 1.0f);
+    const Tensor<float>* ones_arg[] = {&ones};
+    const Tensor<float> mask = evaluate_op<float>(Arith<float>{}, OpKind::Merge, a, ones_arg, {w[0], w[1] * a[0], 1, 1});
+    std::string name = fresh("teq_merge_mask");
+    *graph_->add_initializer() = make_float_tensor(name, mask.shape, mask.data);
+    std::string tiled = add_simple("Tile", {arg(0), int_constant({1, a[0], 1, 1})});
+    return finish("Mul", {tiled, name}, id, 0, &n);
+  }
+
+  std::string emit_pool(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    const Shape& x = shapes_[kids[0].value];
+    auto [hb, he] = onnx_pads(x[2], a[0], a[2], a[4]);
+    auto [wb, we] = onnx_pads(x[3], a[1], a[3], a[5]);
+    std::string y = finish(node.op == OpKind::MaxPool ? "MaxPool" : "AveragePool", {arg(0)}, id, 0, &n);
+    add_attr(*n, "kernel_shape", std::vector<int64_t>{a[0], a[1]});
+    add_attr(*n, "strides", std::vector<int64_t>{a[2], a[3]});
+    add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
+    if (node.op == OpKind::AvgPool) add_attr(*n, "count_include_pad", a[6]);
+    return y;
+  }
+
+  std::string emit_reshape(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    // A reshape the original has is written the way the original's follows the symbolic dimensions
+    // (ExportOptions::reshape_targets); another keeps its leading dimensions as 0 ("copy from the input"), so
+    // that a symbolic batch bound at import (a Flatten to [1, 2048], say) still follows the input.
+    std::vector<int64_t> target(a.begin(), a.end());
+    const Shape& x = shapes_[kids[0].value];
+    if (auto known = options_.reshape_targets.find({x, Shape(a.begin(), a.end())});
+        known != options_.reshape_targets.end()) {
+      target = known->second;  // how the original's reshape follows a symbolic dimension
+    } else {
+      for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
+    }
+    return finish("Reshape", {arg(0), int_constant(target)}, id, 0, &n);
+  }
+
+  std::string emit_softmax(ExprId id) {
+    const ExprNode& node = g_[id];
+    const auto& kids = node.children;
+    const auto& a = node.attrs;
+    auto arg = [&](size_t k) { return emit(kids[k]); };
+    onnx::NodeProto* n = nullptr;
+    const int64_t rank = static_cast<int64_t>(shapes_[kids[0].value].size());
+    const int64_t axis = a[0] < 0 ? a[0] + rank : a[0];
+    if (m_.opset >= 13 || axis == rank - 1) {
+      std::string y = finish("Softmax", {arg(0)}, id, 0, &n);
+      add_attr(*n, "axis", m_.opset >= 13 ? axis : rank - 1);
+      return y;
+    }
+    // Before opset 13 Softmax works on the last axis only (flattened): swap the axis there and back.
+    std::vector<int64_t> perm(rank);
+    for (int64_t d = 0; d < rank; ++d) perm[d] = d;
+    std::swap(perm[axis], perm[rank - 1]);
+    onnx::NodeProto* t = nullptr;
+    std::string moved = add_simple("Transpose", {arg(0)}, &t);
+    add_attr(*t, "perm", perm);
+    std::string soft = add_simple("Softmax", {moved}, &t);
+    add_attr(*t, "axis", rank - 1);
+    std::string y = finish("Transpose", {soft}, id, 0, &n);
+    add_attr(*n, "perm", perm);
+    return y;
+  }
+
   std::string emit_operator(ExprId id) {
     const ExprNode& node = g_[id];
     const auto& kids = node.children;
@@ -379,16 +512,7 @@ class Exporter {
       case OpKind::Relu: return finish("Relu", {arg(0)}, id, 0, &n);
       case OpKind::Tanh: return finish("Tanh", {arg(0)}, id, 0, &n);
       case OpKind::Sigmoid: return finish("Sigmoid", {arg(0)}, id, 0, &n);
-      case OpKind::Gelu: {
-        // Gelu itself (its default, approximate='none', is the exact erf form) from opset 20; before it
-        // 0.5 * x * (1 + erf(x / sqrt 2)).
-        if (m_.opset >= 20) return finish("Gelu", {arg(0)}, id, 0, &n);
-        if (m_.opset < 9) throw OnnxError("export: gelu needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
-        std::string x = arg(0);
-        std::string e = add_simple("Erf", {add_simple("Mul", {x, float_scalar(0.70710678118654752f)})});
-        std::string h = add_simple("Mul", {x, add_simple("Add", {e, float_scalar(1.0f)})});
-        return finish("Mul", {h, float_scalar(0.5f)}, id, 0, &n);
-      }
+      case OpKind::Gelu: return emit_gelu(id);
       case OpKind::Broadcast:
         if (m_.opset < 8) throw OnnxError("export: broadcast needs Expand, which opset " + std::to_string(m_.opset) + " lacks");
         return finish("Expand", {arg(0), int_constant(a)}, id, 0, &n);
@@ -410,54 +534,11 @@ class Exporter {
       case OpKind::Erf:
         if (m_.opset < 9) throw OnnxError("export: erf needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
         return finish("Erf", {arg(0)}, id, 0, &n);
-      case OpKind::Clip: {
-        // Bounds num / 2^exp (exp -1: none) as float32, exact for every bound the importer writes.
-        auto bound = [&](int b) { return static_cast<float>(std::ldexp(static_cast<double>(a[2 * b]), -static_cast<int>(a[2 * b + 1]))); };
-        const bool has_lo = a[1] != ops::kNoBound, has_hi = a[3] != ops::kNoBound;
-        if (m_.opset >= 11) {
-          std::vector<std::string> inputs{arg(0), has_lo ? float_scalar(bound(0)) : std::string()};
-          if (has_hi) inputs.push_back(float_scalar(bound(1)));
-          return finish("Clip", inputs, id, 0, &n);
-        }
-        std::string y = finish("Clip", {arg(0)}, id, 0, &n);
-        if (has_lo) add_attr(*n, "min", bound(0));
-        if (has_hi) add_attr(*n, "max", bound(1));
-        return y;
-      }
-      case OpKind::ReduceMean: {
-        const std::vector<int64_t> axes(a.begin() + 1, a.end());
-        // Opset 18 made axes an input.
-        std::string y = m_.opset >= 18 ? finish("ReduceMean", {arg(0), int_constant(axes)}, id, 0, &n)
-                                       : finish("ReduceMean", {arg(0)}, id, 0, &n);
-        if (m_.opset < 18) add_attr(*n, "axes", axes);
-        add_attr(*n, "keepdims", a[0]);
-        return y;
-      }
-      case OpKind::Merge: {
-        // Tile the kernel `count` times along its input channels, then keep each output channel's own
-        // block: the mask is merge itself applied to ones (rules/ops/conv.h has the one layout).
-        if (m_.opset < 7) throw OnnxError("export: merge needs Tile with a repeats input and a broadcasting Mul, which opset " + std::to_string(m_.opset) + " lacks");
-        const Shape& w = shapes_[kids[0].value];
-        const Tensor<float> ones({w[0], w[1], 1, 1}, 1.0f);
-        const Tensor<float>* ones_arg[] = {&ones};
-        const Tensor<float> mask = evaluate_op<float>(Arith<float>{}, OpKind::Merge, a, ones_arg, {w[0], w[1] * a[0], 1, 1});
-        std::string name = fresh("teq_merge_mask");
-        *graph_->add_initializer() = make_float_tensor(name, mask.shape, mask.data);
-        std::string tiled = add_simple("Tile", {arg(0), int_constant({1, a[0], 1, 1})});
-        return finish("Mul", {tiled, name}, id, 0, &n);
-      }
+      case OpKind::Clip: return emit_clip(id);
+      case OpKind::ReduceMean: return emit_reduce_mean(id);
+      case OpKind::Merge: return emit_merge(id);
       case OpKind::MaxPool:
-      case OpKind::AvgPool: {
-        const Shape& x = shapes_[kids[0].value];
-        auto [hb, he] = onnx_pads(x[2], a[0], a[2], a[4]);
-        auto [wb, we] = onnx_pads(x[3], a[1], a[3], a[5]);
-        std::string y = finish(node.op == OpKind::MaxPool ? "MaxPool" : "AveragePool", {arg(0)}, id, 0, &n);
-        add_attr(*n, "kernel_shape", std::vector<int64_t>{a[0], a[1]});
-        add_attr(*n, "strides", std::vector<int64_t>{a[2], a[3]});
-        add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
-        if (node.op == OpKind::AvgPool) add_attr(*n, "count_include_pad", a[6]);
-        return y;
-      }
+      case OpKind::AvgPool: return emit_pool(id);
       case OpKind::GlobalAvgPool: return finish("GlobalAveragePool", {arg(0)}, id, 0, &n);
       case OpKind::Concat: {
         std::vector<std::string> inputs;
@@ -479,45 +560,13 @@ class Exporter {
         add_attr(*n, "perm", a);
         return y;
       }
-      case OpKind::Reshape: {
-        // Leading dimensions that the reshape keeps are written as 0 ("copy from the input"), so that a
-        // symbolic batch dimension bound at import (a Flatten to [1, 2048], say) still follows the input.
-        std::vector<int64_t> target(a.begin(), a.end());
-        const Shape& x = shapes_[kids[0].value];
-        if (auto known = options_.reshape_targets.find({x, Shape(a.begin(), a.end())});
-            known != options_.reshape_targets.end()) {
-          target = known->second;  // how the original's reshape follows a symbolic dimension
-        } else {
-          for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
-        }
-        return finish("Reshape", {arg(0), int_constant(target)}, id, 0, &n);
-      }
+      case OpKind::Reshape: return emit_reshape(id);
       case OpKind::BatchNorm: {
         std::string y = finish("BatchNormalization", {arg(0), arg(1), arg(2), arg(3), arg(4)}, id, 0, &n);
         add_attr(*n, "epsilon", 0.0f);  // the importer folded epsilon into the variance
         return y;
       }
-      case OpKind::Softmax: {
-        const int64_t rank = static_cast<int64_t>(shapes_[kids[0].value].size());
-        const int64_t axis = a[0] < 0 ? a[0] + rank : a[0];
-        if (m_.opset >= 13 || axis == rank - 1) {
-          std::string y = finish("Softmax", {arg(0)}, id, 0, &n);
-          add_attr(*n, "axis", m_.opset >= 13 ? axis : rank - 1);
-          return y;
-        }
-        // Before opset 13 Softmax works on the last axis only (flattened): swap the axis there and back.
-        std::vector<int64_t> perm(rank);
-        for (int64_t d = 0; d < rank; ++d) perm[d] = d;
-        std::swap(perm[axis], perm[rank - 1]);
-        onnx::NodeProto* t = nullptr;
-        std::string moved = add_simple("Transpose", {arg(0)}, &t);
-        add_attr(*t, "perm", perm);
-        std::string soft = add_simple("Softmax", {moved}, &t);
-        add_attr(*t, "axis", rank - 1);
-        std::string y = finish("Transpose", {soft}, id, 0, &n);
-        add_attr(*n, "perm", perm);
-        return y;
-      }
+      case OpKind::Softmax: return emit_softmax(id);
       default: break;
     }
     throw OnnxError("export: operator " + std::string(op_name(node.op)) + " has no ONNX form");

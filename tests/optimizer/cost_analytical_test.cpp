@@ -4,10 +4,10 @@
 
 #include <fstream>
 
-#include "optimizer/analytical_cost.h"
-#include "optimizer/cost_models.h"
-#include "optimizer/extract.h"  // graph_cost
-#include "optimizer/measured_cost.h"
+#include "optimizer/cost/analytical_cost.h"
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/engine/extract.h"  // graph_cost
+#include "optimizer/cost/measured_cost.h"
 #include "rules/semantics.h"
 #include "rules/sexpr.h"
 

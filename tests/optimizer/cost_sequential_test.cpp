@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "optimizer/cost_model.h"
-#include "optimizer/extract.h"
+#include "optimizer/engine/cost_model.h"
+#include "optimizer/engine/extract.h"
 #include "optimizer/sequential.h"
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"

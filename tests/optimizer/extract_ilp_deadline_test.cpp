@@ -9,14 +9,14 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "optimizer/cost_models.h"
-#include "optimizer/cycles.h"
-#include "optimizer/egraph.h"
-#include "optimizer/extract.h"
-#include "optimizer/extract_greedy.h"
-#include "optimizer/extract_ilp.h"
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/engine/cycles.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/extract.h"
+#include "optimizer/engine/extract_greedy.h"
+#include "optimizer/ilp/extract_ilp.h"
 #include "optimizer/models/builtin.h"
-#include "optimizer/runner.h"
+#include "optimizer/engine/runner.h"
 #include "rules/corpus.h"
 #include "rules/evaluator.h"
 

@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include "optimizer/extract.h"
-#include "optimizer/extract_greedy.h"
-#include "optimizer/extract_ilp.h"
+#include "optimizer/engine/extract.h"
+#include "optimizer/engine/extract_greedy.h"
+#include "optimizer/ilp/extract_ilp.h"
 
 namespace teq {
 namespace {

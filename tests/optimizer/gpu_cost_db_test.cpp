@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "optimizer/cost_models.h"
-#include "optimizer/measured_cost.h"
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/cost/measured_cost.h"
 
 namespace teq {
 namespace {

@@ -10,7 +10,7 @@
 #include <future>
 #include <iostream>
 
-#include "optimizer/cost_model.h"
+#include "optimizer/engine/cost_model.h"
 #include "optimizer/cuda/gpu_runtime.h"
 #include "optimizer/models/builtin.h"
 #include "tests/optimizer/gpu_test_util.h"

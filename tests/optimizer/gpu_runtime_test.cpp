@@ -10,7 +10,7 @@
 
 #if TEQ_HAVE_CUDA
 #include "optimizer/cuda/gpu_runtime.h"
-#include "optimizer/measured_cost.h"
+#include "optimizer/cost/measured_cost.h"
 #endif
 
 namespace teq {

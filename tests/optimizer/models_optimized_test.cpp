@@ -6,8 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "optimizer/cost_models.h"
-#include "optimizer/extract.h"
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/engine/extract.h"
 #include "optimizer/models/builtin.h"
 #include "optimizer/sequential.h"
 #include "rules/evaluator.h"

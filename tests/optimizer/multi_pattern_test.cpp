@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "optimizer/cycles.h"
-#include "optimizer/extract.h"
+#include "optimizer/engine/cycles.h"
+#include "optimizer/engine/extract.h"
 #include "optimizer/optimize.h"
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"

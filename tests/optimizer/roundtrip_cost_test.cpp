@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "optimizer/cost_models.h"
-#include "optimizer/extract.h"
+#include "optimizer/cost/cost_models.h"
+#include "optimizer/engine/extract.h"
 #include "optimizer/models/builtin.h"
 #include "optimizer/onnx/from_expr.h"
 #include "optimizer/onnx/onnx_export.h"

@@ -9,16 +9,16 @@
 #include <filesystem>
 #include <random>
 
-#include "optimizer/cycles.h"
-#include "optimizer/egraph.h"
-#include "optimizer/extract.h"
-#include "optimizer/extract_greedy.h"
-#include "optimizer/extract_ilp.h"
+#include "optimizer/engine/cycles.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/extract.h"
+#include "optimizer/engine/extract_greedy.h"
+#include "optimizer/ilp/extract_ilp.h"
 #include "optimizer/optimize.h"
-#include "optimizer/runner.h"
+#include "optimizer/engine/runner.h"
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"
-#include "test_rules.h"
+#include "tests/engine/test_rules.h"
 
 namespace teq {
 namespace {

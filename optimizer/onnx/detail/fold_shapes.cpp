@@ -204,163 +204,146 @@ class Folder {
     return a->v;
   }
 
-  std::optional<IntTensor> evaluate(const onnx::NodeProto& n) const {
-    const std::string& op = n.op_type();
-    if (op == "Shape" || op == "Size") {
-      auto it = types_.find(n.input(0));
-      if (it == types_.end() || !it->second.dims) return std::nullopt;
-      const Shape& s = *it->second.dims;
-      if (op == "Size") return IntTensor{{}, {num_elements(s)}};
-      int64_t rank = static_cast<int64_t>(s.size());
-      auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
-      int64_t b = clamp(attr_int(n, "start", 0)), e = clamp(attr_int(n, "end", rank));
-      std::vector<int64_t> v(s.begin() + b, s.begin() + std::max(b, e));
-      return IntTensor{{static_cast<int64_t>(v.size())}, v};
+  std::optional<IntTensor> fold_unsqueeze(const onnx::NodeProto& n, const IntTensor* x) const {
+    auto axes = axes_of(n);
+    if (!axes) return std::nullopt;
+    int64_t rank = static_cast<int64_t>(x->dims.size() + axes->size());
+    Shape dims(rank, 0);
+    std::vector<bool> is_new(rank, false);
+    for (int64_t a : *axes) {
+      a = norm_axis(a, rank);
+      if (a < 0 || a >= rank || is_new[a]) return std::nullopt;
+      is_new[a] = true;
     }
-    const IntTensor* x = input(n, 0);
-    if (!x) return std::nullopt;
-    if (op == "Identity") return *x;
-    if (op == "Cast") {
-      int64_t to = attr_int(n, "to", 0);
-      if (!is_int_type(static_cast<int32_t>(to))) return std::nullopt;
-      IntTensor y = *x;
-      y.type = static_cast<int32_t>(to);
-      if (to == onnx::TensorProto::INT32)
-        for (int64_t& e : y.v) e = static_cast<int32_t>(e);
-      return y;
+    size_t src = 0;
+    for (int64_t k = 0; k < rank; ++k) dims[k] = is_new[k] ? 1 : x->dims[src++];
+    return IntTensor{dims, x->v, x->type};
+  }
+
+  std::optional<IntTensor> fold_squeeze(const onnx::NodeProto& n, const IntTensor* x) const {
+    auto axes = axes_of(n);
+    if (!axes) return std::nullopt;
+    int64_t rank = static_cast<int64_t>(x->dims.size());
+    std::vector<bool> drop(rank, false);
+    if (axes->empty())
+      for (int64_t k = 0; k < rank; ++k) drop[k] = x->dims[k] == 1;
+    for (int64_t a : *axes) {
+      a = norm_axis(a, rank);
+      if (a < 0 || a >= rank || x->dims[a] != 1) return std::nullopt;
+      drop[a] = true;
     }
-    if (op == "Unsqueeze") {
-      auto axes = axes_of(n);
-      if (!axes) return std::nullopt;
-      int64_t rank = static_cast<int64_t>(x->dims.size() + axes->size());
-      Shape dims(rank, 0);
-      std::vector<bool> is_new(rank, false);
-      for (int64_t a : *axes) {
-        a = norm_axis(a, rank);
-        if (a < 0 || a >= rank || is_new[a]) return std::nullopt;
-        is_new[a] = true;
-      }
-      size_t src = 0;
-      for (int64_t k = 0; k < rank; ++k) dims[k] = is_new[k] ? 1 : x->dims[src++];
-      return IntTensor{dims, x->v, x->type};
+    Shape dims;
+    for (int64_t k = 0; k < rank; ++k)
+      if (!drop[k]) dims.push_back(x->dims[k]);
+    return IntTensor{dims, x->v, x->type};
+  }
+
+  std::optional<IntTensor> fold_concat(const onnx::NodeProto& n, const IntTensor* x) const {
+    std::vector<const IntTensor*> parts;
+    for (int k = 0; k < n.input_size(); ++k) {
+      const IntTensor* p = input(n, k);
+      if (!p || p->dims.size() != x->dims.size() || p->dims.empty()) return std::nullopt;
+      parts.push_back(p);
     }
-    if (op == "Squeeze") {
-      auto axes = axes_of(n);
-      if (!axes) return std::nullopt;
-      int64_t rank = static_cast<int64_t>(x->dims.size());
-      std::vector<bool> drop(rank, false);
-      if (axes->empty())
-        for (int64_t k = 0; k < rank; ++k) drop[k] = x->dims[k] == 1;
-      for (int64_t a : *axes) {
-        a = norm_axis(a, rank);
-        if (a < 0 || a >= rank || x->dims[a] != 1) return std::nullopt;
-        drop[a] = true;
-      }
-      Shape dims;
+    int64_t rank = static_cast<int64_t>(x->dims.size());
+    int64_t axis = norm_axis(attr_int(n, "axis", 0), rank);
+    if (axis < 0 || axis >= rank) return std::nullopt;
+    Shape dims = x->dims;
+    dims[axis] = 0;
+    for (const IntTensor* p : parts) {
       for (int64_t k = 0; k < rank; ++k)
-        if (!drop[k]) dims.push_back(x->dims[k]);
-      return IntTensor{dims, x->v, x->type};
+        if (k != axis && p->dims[k] != x->dims[k]) return std::nullopt;
+      dims[axis] += p->dims[axis];
     }
-    if (op == "Concat") {
-      std::vector<const IntTensor*> parts;
-      for (int k = 0; k < n.input_size(); ++k) {
-        const IntTensor* p = input(n, k);
-        if (!p || p->dims.size() != x->dims.size() || p->dims.empty()) return std::nullopt;
-        parts.push_back(p);
-      }
-      int64_t rank = static_cast<int64_t>(x->dims.size());
-      int64_t axis = norm_axis(attr_int(n, "axis", 0), rank);
-      if (axis < 0 || axis >= rank) return std::nullopt;
-      Shape dims = x->dims;
-      dims[axis] = 0;
+    int64_t outer = num_elements(Shape(dims.begin(), dims.begin() + axis));
+    IntTensor y{dims, {}, x->type};
+    for (int64_t o = 0; o < outer; ++o)
       for (const IntTensor* p : parts) {
-        for (int64_t k = 0; k < rank; ++k)
-          if (k != axis && p->dims[k] != x->dims[k]) return std::nullopt;
-        dims[axis] += p->dims[axis];
+        int64_t block = num_elements(Shape(p->dims.begin() + axis, p->dims.end()));
+        y.v.insert(y.v.end(), p->v.begin() + o * block, p->v.begin() + (o + 1) * block);
       }
-      int64_t outer = num_elements(Shape(dims.begin(), dims.begin() + axis));
-      IntTensor y{dims, {}, x->type};
-      for (int64_t o = 0; o < outer; ++o)
-        for (const IntTensor* p : parts) {
-          int64_t block = num_elements(Shape(p->dims.begin() + axis, p->dims.end()));
-          y.v.insert(y.v.end(), p->v.begin() + o * block, p->v.begin() + (o + 1) * block);
-        }
-      return y;
-    }
-    if (op == "Gather") {
-      const IntTensor* idx = input(n, 1);
-      if (!idx || x->dims.empty()) return std::nullopt;
-      int64_t rank = static_cast<int64_t>(x->dims.size());
-      int64_t axis = norm_axis(attr_int(n, "axis", 0), rank);
-      if (axis < 0 || axis >= rank) return std::nullopt;
-      int64_t outer = num_elements(Shape(x->dims.begin(), x->dims.begin() + axis));
-      int64_t inner = num_elements(Shape(x->dims.begin() + axis + 1, x->dims.end()));
-      int64_t extent = x->dims[axis];
-      if (outer * inner * static_cast<int64_t>(idx->v.size()) > kMaxFoldedElements) return std::nullopt;
-      Shape dims(x->dims.begin(), x->dims.begin() + axis);
-      dims.insert(dims.end(), idx->dims.begin(), idx->dims.end());
-      dims.insert(dims.end(), x->dims.begin() + axis + 1, x->dims.end());
-      IntTensor y{dims, {}, x->type};
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i : idx->v) {
-          if (i < 0) i += extent;
-          if (i < 0 || i >= extent) return std::nullopt;
-          auto from = x->v.begin() + (o * extent + i) * inner;
-          y.v.insert(y.v.end(), from, from + inner);
-        }
-      return y;
-    }
-    if (op == "Slice") {
-      // 1-d data only (shape vectors); starts/ends/axes/steps inputs from opset 10, attributes before.
-      if (x->dims.size() != 1) return std::nullopt;
-      int64_t extent = x->dims[0], start = 0, end = 0, step = 1;
-      if (opset_ < 10) {
-        auto s = attr_ints(n, "starts"), e = attr_ints(n, "ends");
-        if (!s || !e || s->size() != 1 || e->size() != 1) return std::nullopt;
-        start = (*s)[0];
-        end = (*e)[0];
-      } else {
-        const IntTensor *s = input(n, 1), *e = input(n, 2);
-        if (!s || !e || s->v.size() != 1 || e->v.size() != 1) return std::nullopt;
-        start = s->v[0];
-        end = e->v[0];
-        if (has_input(n, 3)) {
-          const IntTensor* a = input(n, 3);
-          if (!a || a->v.size() != 1 || norm_axis(a->v[0], 1) != 0) return std::nullopt;
-        }
-        if (has_input(n, 4)) {
-          const IntTensor* st = input(n, 4);
-          if (!st || st->v.size() != 1 || st->v[0] == 0) return std::nullopt;
-          step = st->v[0];
-        }
+    return y;
+  }
+
+  std::optional<IntTensor> fold_gather(const onnx::NodeProto& n, const IntTensor* x) const {
+    const IntTensor* idx = input(n, 1);
+    if (!idx || x->dims.empty()) return std::nullopt;
+    int64_t rank = static_cast<int64_t>(x->dims.size());
+    int64_t axis = norm_axis(attr_int(n, "axis", 0), rank);
+    if (axis < 0 || axis >= rank) return std::nullopt;
+    int64_t outer = num_elements(Shape(x->dims.begin(), x->dims.begin() + axis));
+    int64_t inner = num_elements(Shape(x->dims.begin() + axis + 1, x->dims.end()));
+    int64_t extent = x->dims[axis];
+    if (outer * inner * static_cast<int64_t>(idx->v.size()) > kMaxFoldedElements) return std::nullopt;
+    Shape dims(x->dims.begin(), x->dims.begin() + axis);
+    dims.insert(dims.end(), idx->dims.begin(), idx->dims.end());
+    dims.insert(dims.end(), x->dims.begin() + axis + 1, x->dims.end());
+    IntTensor y{dims, {}, x->type};
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i : idx->v) {
+        if (i < 0) i += extent;
+        if (i < 0 || i >= extent) return std::nullopt;
+        auto from = x->v.begin() + (o * extent + i) * inner;
+        y.v.insert(y.v.end(), from, from + inner);
       }
-      // ONNX's clamping: [0, extent] for positive steps, [-1, extent - 1] for negative ones.
-      auto clamp = [&](int64_t v) {
-        if (v < 0) v += extent;
-        return step > 0 ? std::clamp(v, int64_t{0}, extent) : std::clamp(v, int64_t{-1}, extent - 1);
-      };
-      start = clamp(start);
-      end = clamp(end);
-      IntTensor y{{0}, {}, x->type};
-      for (__int128 k = start; step > 0 ? k < end : k > end; k += step) y.v.push_back(x->v[static_cast<size_t>(k)]);
-      y.dims[0] = static_cast<int64_t>(y.v.size());
-      return y;
+    return y;
+  }
+
+  std::optional<IntTensor> fold_slice(const onnx::NodeProto& n, const IntTensor* x) const {
+    // 1-d data only (shape vectors); starts/ends/axes/steps inputs from opset 10, attributes before.
+    if (x->dims.size() != 1) return std::nullopt;
+    int64_t extent = x->dims[0], start = 0, end = 0, step = 1;
+    if (opset_ < 10) {
+      auto s = attr_ints(n, "starts"), e = attr_ints(n, "ends");
+      if (!s || !e || s->size() != 1 || e->size() != 1) return std::nullopt;
+      start = (*s)[0];
+      end = (*e)[0];
+    } else {
+      const IntTensor *s = input(n, 1), *e = input(n, 2);
+      if (!s || !e || s->v.size() != 1 || e->v.size() != 1) return std::nullopt;
+      start = s->v[0];
+      end = e->v[0];
+      if (has_input(n, 3)) {
+        const IntTensor* a = input(n, 3);
+        if (!a || a->v.size() != 1 || norm_axis(a->v[0], 1) != 0) return std::nullopt;
+      }
+      if (has_input(n, 4)) {
+        const IntTensor* st = input(n, 4);
+        if (!st || st->v.size() != 1 || st->v[0] == 0) return std::nullopt;
+        step = st->v[0];
+      }
     }
-    if (op == "Range") {
-      const IntTensor *limit = input(n, 1), *delta = input(n, 2);
-      if (!limit || !delta || x->v.size() != 1 || limit->v.size() != 1 || delta->v.size() != 1 || delta->v[0] == 0)
-        return std::nullopt;
-      int64_t s = x->v[0], l = limit->v[0], d = delta->v[0];
-      __int128 span = static_cast<__int128>(l) - s + d + (d > 0 ? -1 : 1);
-      __int128 steps = std::max<__int128>(span / d, 0);
-      if (steps > kMaxFoldedElements) return std::nullopt;
-      int64_t count = static_cast<int64_t>(steps);
-      IntTensor y{{count}, {}, x->type};
-      for (int64_t k = 0; k < count; ++k)  // wraps on overflow instead of signed-overflow UB
-        y.v.push_back(static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(k) * static_cast<uint64_t>(d)));
-      return y;
-    }
-    // Element-wise binary operators with broadcasting.
+    // ONNX's clamping: [0, extent] for positive steps, [-1, extent - 1] for negative ones.
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v += extent;
+      return step > 0 ? std::clamp(v, int64_t{0}, extent) : std::clamp(v, int64_t{-1}, extent - 1);
+    };
+    start = clamp(start);
+    end = clamp(end);
+    IntTensor y{{0}, {}, x->type};
+    for (__int128 k = start; step > 0 ? k < end : k > end; k += step) y.v.push_back(x->v[static_cast<size_t>(k)]);
+    y.dims[0] = static_cast<int64_t>(y.v.size());
+    return y;
+  }
+
+  std::optional<IntTensor> fold_range(const onnx::NodeProto& n, const IntTensor* x) const {
+    const IntTensor *limit = input(n, 1), *delta = input(n, 2);
+    if (!limit || !delta || x->v.size() != 1 || limit->v.size() != 1 || delta->v.size() != 1 || delta->v[0] == 0)
+      return std::nullopt;
+    int64_t s = x->v[0], l = limit->v[0], d = delta->v[0];
+    __int128 span = static_cast<__int128>(l) - s + d + (d > 0 ? -1 : 1);
+    __int128 steps = std::max<__int128>(span / d, 0);
+    if (steps > kMaxFoldedElements) return std::nullopt;
+    int64_t count = static_cast<int64_t>(steps);
+    IntTensor y{{count}, {}, x->type};
+    for (int64_t k = 0; k < count; ++k)  // wraps on overflow instead of signed-overflow UB
+      y.v.push_back(static_cast<int64_t>(static_cast<uint64_t>(s) + static_cast<uint64_t>(k) * static_cast<uint64_t>(d)));
+    return y;
+  }
+
+  /// Element-wise binary operators with broadcasting.
+  std::optional<IntTensor> fold_binary(const onnx::NodeProto& n, const IntTensor* x) const {
+    const std::string& op = n.op_type();
     const IntTensor* b = input(n, 1);
     if (!b || b->type != x->type) return std::nullopt;
     auto dims = broadcast(x->dims, b->dims);
@@ -390,6 +373,39 @@ class Folder {
     return y;
   }
 
+  std::optional<IntTensor> evaluate(const onnx::NodeProto& n) const {
+    const std::string& op = n.op_type();
+    if (op == "Shape" || op == "Size") {
+      auto it = types_.find(n.input(0));
+      if (it == types_.end() || !it->second.dims) return std::nullopt;
+      const Shape& s = *it->second.dims;
+      if (op == "Size") return IntTensor{{}, {num_elements(s)}};
+      int64_t rank = static_cast<int64_t>(s.size());
+      auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+      int64_t b = clamp(attr_int(n, "start", 0)), e = clamp(attr_int(n, "end", rank));
+      std::vector<int64_t> v(s.begin() + b, s.begin() + std::max(b, e));
+      return IntTensor{{static_cast<int64_t>(v.size())}, v};
+    }
+    const IntTensor* x = input(n, 0);
+    if (!x) return std::nullopt;
+    if (op == "Identity") return *x;
+    if (op == "Cast") {
+      int64_t to = attr_int(n, "to", 0);
+      if (!is_int_type(static_cast<int32_t>(to))) return std::nullopt;
+      IntTensor y = *x;
+      y.type = static_cast<int32_t>(to);
+      if (to == onnx::TensorProto::INT32)
+        for (int64_t& e : y.v) e = static_cast<int32_t>(e);
+      return y;
+    }
+    if (op == "Unsqueeze") return fold_unsqueeze(n, x);
+    if (op == "Squeeze") return fold_squeeze(n, x);
+    if (op == "Concat") return fold_concat(n, x);
+    if (op == "Gather") return fold_gather(n, x);
+    if (op == "Slice") return fold_slice(n, x);
+    if (op == "Range") return fold_range(n, x);
+    return fold_binary(n, x);
+  }
   struct Known {
     int32_t elem_type = 0;
     std::optional<Shape> dims;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "optimizer/cost_model.h"
+#include "optimizer/engine/cost_model.h"
 
 namespace teq {
 

@@ -1,4 +1,4 @@
-#include "optimizer/egraph.h"
+#include "optimizer/engine/egraph.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -8,14 +8,16 @@
 //   RunReport r = runner.run(g);   // r.stop == StopReason::Saturated, ...
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "optimizer/egraph.h"
-#include "optimizer/pattern.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/pattern.h"
+#include "optimizer/engine/scheduler.h"
 #include "rules/corpus.h"
 
 namespace teq {
@@ -77,10 +79,24 @@ class Runner {
 
  private:
   struct Compiled;
+  struct Iteration;  // one iteration's matches, joins and counters
+  // One iteration is search (single-pattern rules, through the scheduler), join (multi-pattern rules),
+  // apply (multi first, behind the cycle pre-filter, then single), and one rebuild (run).
+  void search_single(const EGraph& egraph, Iteration& it);
+  void join_multi(const EGraph& egraph, Iteration& it) const;
+  void apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const;
+  void apply_single(EGraph& egraph, Iteration& it, RunReport& report) const;
+  bool apply(EGraph& egraph, const Compiled& rule, size_t side, ClassId root, const Subst& subst,
+             RunReport& report) const;
+  bool over_time() const;
+  bool over_nodes(const EGraph& egraph) const { return egraph.num_nodes() > config_.node_limit; }
+
   std::vector<std::string> rule_ids_;
   std::vector<Compiled> single_, multi_;
   std::vector<std::string> notes_;
   RunnerConfig config_;
+  BackoffScheduler scheduler_;  // indexed like single_
+  std::chrono::steady_clock::time_point started_{};
 };
 
 }  // namespace teq

@@ -1,4 +1,4 @@
-#include "optimizer/extract.h"
+#include "optimizer/engine/extract.h"
 
 #include <stdexcept>
 

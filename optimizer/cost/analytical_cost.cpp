@@ -1,4 +1,4 @@
-#include "optimizer/analytical_cost.h"
+#include "optimizer/cost/analytical_cost.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "optimizer/cycles.h"
+#include "optimizer/engine/cycles.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "optimizer/extract_greedy.h"
+#include "optimizer/engine/extract_greedy.h"
 
 #include <algorithm>
 #include <chrono>

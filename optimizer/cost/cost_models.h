@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "optimizer/cost_model.h"
+#include "optimizer/engine/cost_model.h"
 
 namespace teq {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "optimizer/egraph.h"
+#include "optimizer/engine/egraph.h"
 #include "rules/expr.h"
 
 namespace teq {

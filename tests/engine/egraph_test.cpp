@@ -2,10 +2,10 @@
 // e-matching, right-side shape checks, the runner's limits and derivations one line each.
 #include <gtest/gtest.h>
 
-#include "optimizer/cycles.h"
-#include "optimizer/egraph.h"
-#include "optimizer/pattern.h"
-#include "optimizer/runner.h"
+#include "optimizer/engine/cycles.h"
+#include "optimizer/engine/egraph.h"
+#include "optimizer/engine/pattern.h"
+#include "optimizer/engine/runner.h"
 #include "rules/sexpr.h"
 #include "test_rules.h"
 

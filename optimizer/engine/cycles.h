@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "optimizer/egraph.h"
+#include "optimizer/engine/egraph.h"
 
 namespace teq {
 

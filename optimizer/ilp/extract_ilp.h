@@ -4,7 +4,7 @@
 // Warm-started from the better greedy answer, stopped by a time limit; the best feasible answer wins.
 #pragma once
 
-#include "optimizer/extract.h"
+#include "optimizer/engine/extract.h"
 
 namespace teq {
 

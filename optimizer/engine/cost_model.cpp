@@ -1,4 +1,4 @@
-#include "optimizer/cost_model.h"
+#include "optimizer/engine/cost_model.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "optimizer/measured_cost.h"
+#include "optimizer/cost/measured_cost.h"
 
 #include <fstream>
 #include <iostream>

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "optimizer/extract.h"
+#include "optimizer/engine/extract.h"
 
 namespace teq {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "optimizer/cost_model.h"
+#include "optimizer/engine/cost_model.h"
 #include "rules/expr.h"
 
 namespace teq {

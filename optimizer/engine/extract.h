@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "optimizer/cost_model.h"
-#include "optimizer/egraph.h"
+#include "optimizer/engine/cost_model.h"
+#include "optimizer/engine/egraph.h"
 #include "rules/expr.h"
 
 namespace teq {

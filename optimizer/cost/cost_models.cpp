@@ -1,9 +1,9 @@
-#include "optimizer/cost_models.h"
+#include "optimizer/cost/cost_models.h"
 
 #include <stdexcept>
 
-#include "optimizer/analytical_cost.h"
-#include "optimizer/measured_cost.h"
+#include "optimizer/cost/analytical_cost.h"
+#include "optimizer/cost/measured_cost.h"
 
 namespace teq {
 namespace {

@@ -1,4 +1,4 @@
-#include "optimizer/pattern.h"
+#include "optimizer/engine/pattern.h"
 
 #include "rules/rule_scope.h"
 
