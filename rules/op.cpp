@@ -2,6 +2,9 @@
 
 #include <array>
 
+#include "rules/ops/conv.h"
+#include "rules/ops/matmul.h"
+
 namespace teq {
 namespace {
 
@@ -40,9 +43,8 @@ std::string attr_count_text(const OpInfo& info) {
 }
 
 Activation fused_activation(OpKind kind, AttrSpan attrs) {
-  // The attribute positions of rules/ops/matmul.h and conv.h: (matmul act a b), (conv2d sh sw ph pw act [dh dw] x w).
-  if (kind == OpKind::Matmul && attrs.size() >= 1) return static_cast<Activation>(attrs[0]);
-  if (kind == OpKind::Conv2d && attrs.size() >= 5) return static_cast<Activation>(attrs[4]);
+  if (kind == OpKind::Matmul && attrs.size() >= 1) return ops::matmul_activation(attrs);
+  if (kind == OpKind::Conv2d && attrs.size() >= 5) return ops::conv_attrs(attrs).act;
   return Activation::None;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "rules/ops/layout.h"
 #include "rules/semantics.h"
 #include "synth/fingerprint.h"
 
@@ -178,14 +179,17 @@ class Enumerator {
       case OpKind::Conv2d:
         return a.size() == 4 && b->size() == 4 && a[1] % (*b)[1] == 0 && (*b)[2] <= a[2] && (*b)[3] <= a[3];
       case OpKind::Concat: {
-        if (a.size() != b->size() || a.empty() || v.attrs[0] >= static_cast<int64_t>(a.size())) return false;
+        const int64_t axis = ops::concat_axis(v.attrs);
+        if (a.size() != b->size() || a.empty() || axis >= static_cast<int64_t>(a.size())) return false;
         for (size_t d = 0; d < a.size(); ++d)
-          if (static_cast<int64_t>(d) != v.attrs[0] && a[d] != (*b)[d]) return false;
+          if (static_cast<int64_t>(d) != axis && a[d] != (*b)[d]) return false;
         return true;
       }
-      case OpKind::Split:
-        return !a.empty() && v.attrs[0] < static_cast<int64_t>(a.size()) &&
-               v.attrs[2] < static_cast<int64_t>(b->size()) && (*b)[v.attrs[2]] < a[v.attrs[0]];
+      case OpKind::Split: {
+        const ops::SplitAttrs s = ops::split_attrs(v.attrs);
+        return !a.empty() && s.axis < static_cast<int64_t>(a.size()) && s.ref_axis < static_cast<int64_t>(b->size()) &&
+               (*b)[s.ref_axis] < a[s.axis];
+      }
       case OpKind::Transpose: return a.size() == 2;
       case OpKind::MaxPool: case OpKind::AvgPool: return a.size() == 4;
       case OpKind::Enlarge: return a.size() == 4 && a[2] <= 3 && a[3] <= 3;

@@ -274,27 +274,18 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
   return removed;
 }
 
-/// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
-/// every shard's results.
-void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, const RulegenConfig& config,
-            const std::vector<LeafType>& types, RulegenResult& result) {
-  auto start = Clock::now();
-  // Deterministic order whatever the order of the inputs (shards, threads).
-  std::sort(unbound.begin(), unbound.end(), [](const PatternEquation& a, const PatternEquation& b) {
-    return std::pair(to_sexpr(a.lhs, a.lhs.root()), to_sexpr(a.rhs, a.rhs.root())) <
-           std::pair(to_sexpr(b.lhs, b.lhs.root()), to_sexpr(b.rhs, b.rhs.root()));
-  });
-  std::vector<Rule> multis = pair_multi_rules(unbound, config.max_ops + 1);
-  result.stats.multi_candidates = multis.size();
-  // Two-pattern rules are proved whole, like single ones, when minimization keeps them: each pattern pair
-  // holding as an equation is not enough, as the pairs may hold under different shape conditions (two
-  // splits cut at one reference whose concats have different extents; ruleverify refuted such a rule).
-  struct Entry {
-    int size;
-    int fewer_vars;  // minus the variable count: the general rule before its special cases
-    std::string key, text;
-    Rule rule;
-  };
+/// A candidate rule in minimization order: smaller first, then the general one before its special cases.
+struct Entry {
+  int size;
+  int fewer_vars;  // minus the variable count: the general rule before its special cases
+  std::string key, text;
+  Rule rule;
+};
+
+/// The candidates smallest first, one of each class of rules equal up to variable renaming (the others are
+/// counted in stats.pruned_renaming).
+std::vector<Entry> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis,
+                                             RulegenStats& stats) {
   std::vector<Entry> entries;
   for (auto* list : {&singles, &multis})
     for (Rule& r : *list) {
@@ -311,127 +302,178 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   std::vector<Entry> unique;
   for (Entry& e : entries) {
     if (!unique.empty() && unique.back().key == e.key && unique.back().size == e.size) {
-      ++result.stats.pruned_renaming;
+      ++stats.pruned_renaming;
       continue;
     }
     unique.push_back(std::move(e));
   }
-  // Ruler's minimization, smallest first, with proofs made lazily: a chunk of candidates shares one
-  // e-graph saturated with the rules kept so far, and the candidates it derives are dropped without a
-  // proof. The rest are proved a slice at a time, smallest first (in parallel); a proved one is kept
-  // unless the ones kept before it in the slice already joined its sides, and its sides are joined so
-  // that the later ones see it. The next round rebuilds the e-graph from what is still undecided.
-  // kept_both: the kept rules both ways; kept_both_plain: those a derivation of a rule without enlarge
-  // may use (may_derive). Candidates with and without enlarge get an e-graph each.
-  std::vector<Rule> kept, kept_both, kept_both_plain;
-  const int threads = thread_count(config.threads);
-  const size_t chunk = std::max<size_t>(1, config.minimize_chunk);
-  const size_t slice = static_cast<size_t>(threads) * 16;
-  size_t next_log = 0;
-  auto last_log = Clock::now();
-  for (size_t begin = 0; begin < unique.size(); begin += chunk) {
-    const size_t end = std::min(unique.size(), begin + chunk);
-    std::vector<size_t> pending(end - begin);
-    for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
-    while (!pending.empty()) {
-      // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
-      std::array<EquationBatch, 2> batches{EquationBatch(types), EquationBatch(types)};
-      std::vector<uint8_t> batch_of(pending.size(), 0);
-      std::vector<std::optional<size_t>> index(pending.size());
-      auto rules_for = [&](const Rule& r) -> const std::vector<Rule>& {
-        return uses_enlarge(r) ? kept_both : kept_both_plain;
-      };
-      // Two-pattern rules are judged alone (derive_rule): in a shared e-graph another candidate's terms
-      // could supply the joint right side that such a rule exists to build.
-      for (size_t k = 0; k < pending.size(); ++k) {
-        const Rule& r = unique[pending[k]].rule;
-        batch_of[k] = uses_enlarge(r);
-        if (config.minimize && !r.is_multi()) index[k] = batches[batch_of[k]].add(r);
-      }
-      for (int b = 0; b < 2; ++b) {
-        const std::vector<Rule>& rules = b == 1 ? kept_both : kept_both_plain;
-        if (!config.minimize || rules.empty() || batches[b].num_nodes() == 0) continue;
-        DeriveLimits limits = config.derive;
-        limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batches[b].num_nodes());
-        batches[b].saturate(rules, limits);
-      }
-      // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget.
-      const DeriveLimits multi_limits = two_pattern_limits(config.derive);
-      std::vector<char> multi_derived(pending.size(), 0);
-      if (config.minimize)
-        parallel_for(pending.size(), threads, [&](size_t k) {
-          const Rule& r = unique[pending[k]].rule;
-          if (r.is_multi()) multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
-        });
-      const size_t kept_before_round = kept.size();
-      std::vector<size_t> undecided;
-      for (size_t k = 0; k < pending.size(); ++k) {
-        if (index[k] ? batches[batch_of[k]].equal(*index[k]) : multi_derived[k]) {
-          ++result.stats.pruned_derivable;
-          continue;
-        }
-        undecided.push_back(k);
-      }
-      // Prove the first `slice` undecided candidates (those not proved already, e.g. by a shard).
-      const size_t take = std::min(slice, undecided.size());
-      std::vector<ProofResult> proofs(take);
-      auto prove_start = Clock::now();
-      parallel_for(take, threads, [&](size_t j) {
-        const Rule& r = unique[pending[undecided[j]]].rule;
-        if (r.verification) proofs[j] = {r.verification->status, r.verification->method, r.verification->ms};
-        else proofs[j] = prove_rule(r, config.prove);
-      });
-      result.stats.prove_s += since(prove_start);
-      for (size_t j = 0; j < take; ++j) {
-        const size_t k = undecided[j];
-        Rule& r = unique[pending[k]].rule;
-        const bool had_verdict = r.verification.has_value();  // proved by a shard: counted there
-        if (proofs[j].status != "verified") {
-          if (!had_verdict) (proofs[j].status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
-          result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
-          continue;
-        }
-        if (!had_verdict) {
-          ++result.stats.proved;
-          r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
-        }
-        // A two-pattern rule is checked again only if rules were kept since its parallel check.
-        if (index[k] ? batches[batch_of[k]].equal(*index[k])
-                     : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
-                           derive_rule(r, rules_for(r), types, multi_limits).derived) {
-          ++result.stats.pruned_derivable;
-          continue;
-        }
-        std::vector<Rule> directions = both_directions({r});
-        if (index[k]) batches[batch_of[k]].assert_equal(*index[k]);
-        const bool plain = !uses_enlarge(r);
-        kept.push_back(r);
-        for (Rule& d : directions) {
-          if (plain) kept_both_plain.push_back(d);
-          kept_both.push_back(std::move(d));
+  return unique;
+}
+
+/// Ruler's minimization, smallest first, with proofs made lazily: a chunk of candidates shares one e-graph
+/// saturated with the rules kept so far, and the candidates it derives are dropped without a proof. The rest
+/// are proved a slice at a time, smallest first (in parallel); a proved one is kept unless the ones kept
+/// before it in the slice already joined its sides, and its sides are joined so that the later ones see it.
+/// The next round rebuilds the e-graph from what is still undecided. kept_both: the kept rules both ways;
+/// kept_both_plain: those a derivation of a rule without enlarge may use (may_derive). Candidates with and
+/// without enlarge get an e-graph each.
+class Minimization {
+ public:
+  Minimization(std::vector<Entry>& unique, const RulegenConfig& config, const std::vector<LeafType>& types,
+               RulegenResult& result)
+      : unique_(unique), config_(config), types_(types), result_(result), threads_(thread_count(config.threads)),
+        slice_(static_cast<size_t>(threads_) * 16) {}
+
+  /// Every candidate, chunk by chunk; returns the kept rules.
+  std::vector<Rule> run() {
+    const auto start = Clock::now();
+    const size_t chunk = std::max<size_t>(1, config_.minimize_chunk);
+    size_t next_log = 0;
+    auto last_log = Clock::now();
+    for (size_t begin = 0; begin < unique_.size(); begin += chunk) {
+      const size_t end = std::min(unique_.size(), begin + chunk);
+      std::vector<size_t> pending(end - begin);
+      for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
+      while (!pending.empty()) {
+        pending = round(pending);
+        if (since(last_log) > 30) {
+          last_log = Clock::now();
+          log_progress(begin + (end - begin - pending.size()), start);
         }
       }
-      std::vector<size_t> rest;
-      for (size_t j = take; j < undecided.size(); ++j) rest.push_back(pending[undecided[j]]);
-      pending = std::move(rest);
-      if (since(last_log) > 30) {
-        last_log = Clock::now();
-        log_line(config, "rulegen: minimizing: " + std::to_string(begin + (end - begin - pending.size())) + "/" +
-                             std::to_string(unique.size()) + " checked, " + std::to_string(kept.size()) + " kept, " +
-                             std::to_string(result.stats.pruned_derivable) + " derivable, " +
-                             std::to_string(result.stats.wrong + result.stats.unknown) + " unproved, " +
-                             std::to_string(static_cast<int>(since(start))) + " s");
+      if (end >= next_log) {
+        log_progress(end, start);
+        next_log = end + unique_.size() / 20 + 1;
       }
     }
-    if (end >= next_log) {
-      log_line(config, "rulegen: minimizing: " + std::to_string(end) + "/" + std::to_string(unique.size()) +
-                           " checked, " + std::to_string(kept.size()) + " kept, " +
-                           std::to_string(result.stats.pruned_derivable) + " derivable, " +
-                           std::to_string(result.stats.wrong + result.stats.unknown) + " unproved, " +
-                           std::to_string(static_cast<int>(since(start))) + " s");
-      next_log = end + unique.size() / 20 + 1;
-    }
+    return std::move(kept);
   }
+
+ private:
+  const std::vector<Rule>& rules_for(const Rule& r) const { return uses_enlarge(r) ? kept_both : kept_both_plain; }
+
+  void log_progress(size_t checked, Clock::time_point start) const {
+    log_line(config_, "rulegen: minimizing: " + std::to_string(checked) + "/" + std::to_string(unique_.size()) +
+                          " checked, " + std::to_string(kept.size()) + " kept, " +
+                          std::to_string(result_.stats.pruned_derivable) + " derivable, " +
+                          std::to_string(result_.stats.wrong + result_.stats.unknown) + " unproved, " +
+                          std::to_string(static_cast<int>(since(start))) + " s");
+  }
+
+  /// One round over `pending` (indices into the candidates): the derivable ones dropped, the first slice of
+  /// the others proved and kept or dropped; returns the rest, still undecided.
+  std::vector<size_t> round(const std::vector<size_t>& pending) {
+    const RulegenConfig& config = config_;
+    const std::vector<LeafType>& types = types_;
+    RulegenResult& result = result_;
+    std::vector<Entry>& unique = unique_;
+    const int threads = threads_;
+    const size_t slice = slice_;
+    // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
+    std::array<EquationBatch, 2> batches{EquationBatch(types), EquationBatch(types)};
+    std::vector<uint8_t> batch_of(pending.size(), 0);
+    std::vector<std::optional<size_t>> index(pending.size());
+    // Two-pattern rules are judged alone (derive_rule): in a shared e-graph another candidate's terms
+    // could supply the joint right side that such a rule exists to build.
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const Rule& r = unique[pending[k]].rule;
+      batch_of[k] = uses_enlarge(r);
+      if (config.minimize && !r.is_multi()) index[k] = batches[batch_of[k]].add(r);
+    }
+    for (int b = 0; b < 2; ++b) {
+      const std::vector<Rule>& rules = b == 1 ? kept_both : kept_both_plain;
+      if (!config.minimize || rules.empty() || batches[b].num_nodes() == 0) continue;
+      DeriveLimits limits = config.derive;
+      limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batches[b].num_nodes());
+      batches[b].saturate(rules, limits);
+    }
+    // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget.
+    const DeriveLimits multi_limits = two_pattern_limits(config.derive);
+    std::vector<char> multi_derived(pending.size(), 0);
+    if (config.minimize)
+      parallel_for(pending.size(), threads, [&](size_t k) {
+        const Rule& r = unique[pending[k]].rule;
+        if (r.is_multi()) multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
+      });
+    const size_t kept_before_round = kept.size();
+    std::vector<size_t> undecided;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (index[k] ? batches[batch_of[k]].equal(*index[k]) : multi_derived[k]) {
+        ++result.stats.pruned_derivable;
+        continue;
+      }
+      undecided.push_back(k);
+    }
+    // Prove the first `slice` undecided candidates (those not proved already, e.g. by a shard).
+    const size_t take = std::min(slice, undecided.size());
+    std::vector<ProofResult> proofs(take);
+    auto prove_start = Clock::now();
+    parallel_for(take, threads, [&](size_t j) {
+      const Rule& r = unique[pending[undecided[j]]].rule;
+      if (r.verification) proofs[j] = {r.verification->status, r.verification->method, r.verification->ms};
+      else proofs[j] = prove_rule(r, config.prove);
+    });
+    result.stats.prove_s += since(prove_start);
+    for (size_t j = 0; j < take; ++j) {
+      const size_t k = undecided[j];
+      Rule& r = unique[pending[k]].rule;
+      const bool had_verdict = r.verification.has_value();  // proved by a shard: counted there
+      if (proofs[j].status != "verified") {
+        if (!had_verdict) (proofs[j].status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
+        result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
+        continue;
+      }
+      if (!had_verdict) {
+        ++result.stats.proved;
+        r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
+      }
+      // A two-pattern rule is checked again only if rules were kept since its parallel check.
+      if (index[k] ? batches[batch_of[k]].equal(*index[k])
+                   : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
+                         derive_rule(r, rules_for(r), types, multi_limits).derived) {
+        ++result.stats.pruned_derivable;
+        continue;
+      }
+      std::vector<Rule> directions = both_directions({r});
+      if (index[k]) batches[batch_of[k]].assert_equal(*index[k]);
+      const bool plain = !uses_enlarge(r);
+      kept.push_back(r);
+      for (Rule& d : directions) {
+        if (plain) kept_both_plain.push_back(d);
+        kept_both.push_back(std::move(d));
+      }
+    }
+    std::vector<size_t> rest;
+    for (size_t j = take; j < undecided.size(); ++j) rest.push_back(pending[undecided[j]]);
+    return rest;
+  }
+
+  std::vector<Entry>& unique_;
+  const RulegenConfig& config_;
+  const std::vector<LeafType>& types_;
+  RulegenResult& result_;
+  const int threads_;
+  const size_t slice_;
+  std::vector<Rule> kept, kept_both, kept_both_plain;
+};
+
+/// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
+/// every shard's results.
+void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, const RulegenConfig& config,
+            const std::vector<LeafType>& types, RulegenResult& result) {
+  auto start = Clock::now();
+  // Deterministic order whatever the order of the inputs (shards, threads).
+  std::sort(unbound.begin(), unbound.end(), [](const PatternEquation& a, const PatternEquation& b) {
+    return std::pair(to_sexpr(a.lhs, a.lhs.root()), to_sexpr(a.rhs, a.rhs.root())) <
+           std::pair(to_sexpr(b.lhs, b.lhs.root()), to_sexpr(b.rhs, b.rhs.root()));
+  });
+  std::vector<Rule> multis = pair_multi_rules(unbound, config.max_ops + 1);
+  result.stats.multi_candidates = multis.size();
+  // Two-pattern rules are proved whole, like single ones, when minimization keeps them: each pattern pair
+  // holding as an equation is not enough, as the pairs may hold under different shape conditions (two
+  // splits cut at one reference whose concats have different extents; ruleverify refuted such a rule).
+  std::vector<Entry> unique = ordered_unique_candidates(std::move(singles), std::move(multis), result.stats);
+  std::vector<Rule> kept = Minimization(unique, config, types, result).run();
   if (config.minimize && config.final_pass) {
     log_line(config, "rulegen: final pass over " + std::to_string(kept.size()) + " kept rules, largest first");
     auto final_start = Clock::now();

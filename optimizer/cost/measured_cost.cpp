@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "rules/ops/layout.h"
 #include "rules/shape.h"
@@ -18,12 +19,11 @@ constexpr const char* kFormat = "tensor-eqsat-costs";
 constexpr int kVersion = 1;
 constexpr size_t kMaxListed = 100;
 
-int64_t axis_of(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
-
 std::string key_text(OpKind op, const std::vector<int64_t>& attrs, const std::vector<Shape>& inputs) {
   std::string s(op_name(op));
   s += '|';
-  for (size_t i = 0; i < attrs.size(); ++i) s += (i ? "," : "") + std::to_string(attrs[i]);
+  const char* sep = "";
+  for (int64_t a : attrs) s += std::exchange(sep, ",") + std::to_string(a);
   s += '|';
   for (size_t i = 0; i < inputs.size(); ++i) s += (i ? "," : "") + to_string(inputs[i]);
   return s;
@@ -37,7 +37,7 @@ CostKey canonical_cost_key(OpKind op, AttrSpan attrs, std::span<const Shape> inp
     case OpKind::Concat:
     case OpKind::Slice:
     case OpKind::Softmax:
-      if (!k.attrs.empty() && !k.inputs.empty()) k.attrs[0] = axis_of(k.attrs[0], k.inputs[0].size());
+      if (!k.inputs.empty()) k.attrs = ops::with_normalized_axis(op, std::move(k.attrs), k.inputs[0].size());
       break;
     case OpKind::Split:
       if (k.attrs.size() == 3 && k.inputs.size() == 2) {  // the slice it selects, on x alone

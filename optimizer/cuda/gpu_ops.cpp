@@ -7,6 +7,10 @@
 #include "rules/ops/conv.h"
 #include "optimizer/cuda/kernels.h"
 #include "rules/ops/layout.h"
+#include "rules/ops/matmul.h"
+#include "rules/ops/norm.h"
+#include "rules/ops/opaque.h"
+#include "rules/ops/pool.h"
 #include "rules/semantics.h"
 
 namespace teq::gpu::detail {
@@ -26,7 +30,8 @@ void set_flat(TensorDesc& desc, const Shape& s) { desc.set(1, 1, 1, num_elements
 
 std::string conv_key(const Shape& x, const Shape& w, const Shape& y, const ConvPlan& p, AttrSpan attrs, bool tf32) {
   return to_string(x) + to_string(w) + to_string(y) + "/" + std::to_string(p.window.pad_h) + "," +
-         std::to_string(p.window.pad_w) + "," + std::to_string(attrs[0]) + "," + std::to_string(attrs[1]) + "," +
+         std::to_string(p.window.pad_w) + "," + std::to_string(ops::conv_attrs(attrs).sh) + "," +
+         std::to_string(ops::conv_attrs(attrs).sw) + "," +
          std::to_string(p.groups) + (tf32 ? "/tf32" : "/fp32");
 }
 
@@ -167,7 +172,7 @@ void build_matmul(Context& ctx, Plan& plan, AttrSpan attrs, const std::vector<Sh
                   const float* a, const float* b, float* c, std::vector<Step>& steps) {
   auto s = std::make_shared<MatmulState>();
   s->plan = plan_matmul(in[0], in[1], out);
-  s->activation = attrs[0];
+  s->activation = static_cast<int64_t>(ops::matmul_activation(attrs));
   const MatmulPlan& p = s->plan;
   if (!p.strided) {
     std::vector<const float*> host(3 * p.batch);
@@ -206,7 +211,8 @@ struct PoolState {
 
 void build_pool(Context& ctx, bool is_max, AttrSpan attrs, const Shape& xs, const Shape& out, const float* x,
                 float* y, std::vector<Step>& steps) {
-  const WindowPlan w = plan_window(xs, attrs[0], attrs[1], attrs[2], attrs[3], attrs[4], attrs[5], out[2], out[3]);
+  const ops::PoolAttrs a = ops::pool_attrs(attrs);
+  const WindowPlan w = plan_window(xs, a.kh, a.kw, a.sh, a.sw, a.ph, a.pw, out[2], out[3]);
   Context* cx = &ctx;
   if (w.explicit_pad) {  // asymmetric SAME padding: cuDNN cannot express it
     PoolPlan direct = plan_pool_direct(is_max, attrs, xs, out);
@@ -217,11 +223,11 @@ void build_pool(Context& ctx, bool is_max, AttrSpan attrs, const Shape& xs, cons
   s->x.set(xs[0], xs[1], xs[2], xs[3]);
   s->y.set(out[0], out[1], out[2], out[3]);
   const cudnnPoolingMode_t mode = is_max          ? CUDNN_POOLING_MAX
-                                  : attrs[6] != 0 ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                  : a.include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                   : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-  TEQ_GPU_CHECK(cudnnSetPooling2dDescriptor(s->pool.d, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(attrs[0], "kh"),
-                                            to_int(attrs[1], "kw"), to_int(w.pad_h, "pad"), to_int(w.pad_w, "pad"),
-                                            to_int(attrs[2], "stride"), to_int(attrs[3], "stride")));
+  TEQ_GPU_CHECK(cudnnSetPooling2dDescriptor(s->pool.d, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(a.kh, "kh"),
+                                            to_int(a.kw, "kw"), to_int(w.pad_h, "pad"), to_int(w.pad_w, "pad"),
+                                            to_int(a.sh, "stride"), to_int(a.sw, "stride")));
   int n = 0, c = 0, h = 0, wd = 0;
   TEQ_GPU_CHECK(cudnnGetPooling2dForwardOutputDim(s->pool.d, s->x.d, &n, &c, &h, &wd));
   if (Shape{n, c, h, wd} != out) {
@@ -235,6 +241,59 @@ void build_pool(Context& ctx, bool is_max, AttrSpan attrs, const Shape& xs, cons
 }
 
 }  // namespace
+
+// ---- batch normalization ---------------------------------------------------------------------------
+
+void build_batchnorm(Context& ctx, const Shape& shape, const std::vector<const float*>& arg, float* y,
+                     std::vector<Step>& out) {
+  Context* cx = &ctx;
+  auto xd = std::make_shared<TensorDesc>();
+  auto bn = std::make_shared<TensorDesc>();
+  set_around_axis(*xd, shape, 1);
+  TEQ_GPU_CHECK(cudnnDeriveBNTensorDescriptor(bn->d, xd->d, CUDNN_BATCHNORM_SPATIAL));
+  const std::vector<const float*> a = arg;
+  const AxisSplit split = split_at_axis(shape, 1);
+  auto use_kernel = std::make_shared<bool>(false);
+  // The vocabulary folds epsilon into `var`, so cuDNN gets epsilon 0 (CUDNN_BN_MIN_EPSILON is 0 in
+  // cuDNN 9). Should a cuDNN build refuse that, the runtime's own kernel takes over.
+  out.push_back([cx, xd, bn, a, y, split, use_kernel] {
+    if (!*use_kernel) {
+      const cudnnStatus_t status = cudnnBatchNormalizationForwardInference(
+          cx->cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd->d, a[0], xd->d, y, bn->d, a[1], a[2], a[3], a[4],
+          CUDNN_BN_MIN_EPSILON);
+      if (status == CUDNN_STATUS_SUCCESS) return;
+      if (status != CUDNN_STATUS_BAD_PARAM && status != CUDNN_STATUS_NOT_SUPPORTED)
+        check(status, "cudnnBatchNormalizationForwardInference");
+      *use_kernel = true;
+    }
+    kernels::batchnorm(a[0], a[1], a[2], a[3], a[4], y, split.outer, split.extent, split.inner, cx->stream);
+  });
+}
+
+// ---- constants shaped after a reference -----------------------------------------------------------
+
+void build_constant(OpKind op, const Shape& shape, float* y, cudaStream_t st, std::vector<Step>& out) {
+  const int64_t count = num_elements(shape);
+  switch (op) {
+    case OpKind::Ones: out.push_back([=] { kernels::fill(y, count, 1.0f, st); }); return;
+    case OpKind::PoolKernel: {
+      const float v = 1.0f / static_cast<float>(shape[2] * shape[3]);
+      out.push_back([=] { kernels::fill(y, count, v, st); });
+      return;
+    }
+    case OpKind::Eye: {
+      const int64_t n = shape[0];
+      out.push_back([=] { kernels::eye(y, n, st); });
+      return;
+    }
+    case OpKind::IConv: {
+      const int64_t c = shape[0], kh = shape[2], kw = shape[3];
+      out.push_back([=] { kernels::iconv(y, c, kh, kw, st); });
+      return;
+    }
+    default: throw GpuError("gpu: " + std::string(op_name(op)) + " is not a constant");
+  }
+}
 
 void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<Step>& out) {
   const ExprNode& node = graph.nodes()[id];
@@ -306,7 +365,7 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       return;
     }
     case OpKind::Merge: {
-      const std::vector<Copy2d> copies = plan_merge_copies(in[0], attrs[0]);
+      const std::vector<Copy2d> copies = plan_merge_copies(in[0], ops::merge_count(attrs));
       const float* x = arg[0];
       out.push_back([=] {
         kernels::fill(y, count, 0.0f, st);
@@ -323,7 +382,7 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       return;
     }
     case OpKind::Concat: {
-      const int64_t axis = normalize_axis(attrs[0], shape.size(), "concat", in);
+      const int64_t axis = normalize_axis(ops::concat_axis(attrs), shape.size(), "concat", in);
       const std::vector<Copy2d> copies = plan_concat_copies(in, axis);
       out.push_back([=] {
         for (size_t i = 0; i < copies.size(); ++i) copy2d(copies[i], arg[i], y, st);
@@ -337,39 +396,17 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
         const ops::SplitRange r = ops::split_range(attrs, in[0], in[1]);
         c = plan_slice_copy(in[0], r.axis, r.begin, r.end);
       } else {
-        c = plan_slice_copy(in[0], normalize_axis(attrs[0], in[0].size(), "slice", in), attrs[1], attrs[2]);
+        const ops::SliceAttrs sl = ops::slice_attrs(attrs);
+        c = plan_slice_copy(in[0], normalize_axis(sl.axis, in[0].size(), "slice", in), sl.begin, sl.end);
       }
       const float* x = arg[0];
       out.push_back([=] { copy2d(c, x, y, st); });
       return;
     }
-    case OpKind::BatchNorm: {
-      auto xd = std::make_shared<TensorDesc>();
-      auto bn = std::make_shared<TensorDesc>();
-      set_around_axis(*xd, shape, 1);
-      TEQ_GPU_CHECK(cudnnDeriveBNTensorDescriptor(bn->d, xd->d, CUDNN_BATCHNORM_SPATIAL));
-      const std::vector<const float*> a = arg;
-      const AxisSplit split = split_at_axis(shape, 1);
-      auto use_kernel = std::make_shared<bool>(false);
-      // The vocabulary folds epsilon into `var`, so cuDNN gets epsilon 0 (CUDNN_BN_MIN_EPSILON is 0 in
-      // cuDNN 9). Should a cuDNN build refuse that, the runtime's own kernel takes over.
-      out.push_back([cx, xd, bn, a, y, split, use_kernel] {
-        if (!*use_kernel) {
-          const cudnnStatus_t status = cudnnBatchNormalizationForwardInference(
-              cx->cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, xd->d, a[0], xd->d, y, bn->d, a[1], a[2], a[3], a[4],
-              CUDNN_BN_MIN_EPSILON);
-          if (status == CUDNN_STATUS_SUCCESS) return;
-          if (status != CUDNN_STATUS_BAD_PARAM && status != CUDNN_STATUS_NOT_SUPPORTED)
-            check(status, "cudnnBatchNormalizationForwardInference");
-          *use_kernel = true;
-        }
-        kernels::batchnorm(a[0], a[1], a[2], a[3], a[4], y, split.outer, split.extent, split.inner, cx->stream);
-      });
-      return;
-    }
+    case OpKind::BatchNorm: return build_batchnorm(*this, shape, arg, y, out);
     case OpKind::Softmax: {
       auto t = std::make_shared<TensorDesc>();
-      set_around_axis(*t, shape, normalize_axis(attrs[0], shape.size(), "softmax", in));
+      set_around_axis(*t, shape, normalize_axis(ops::softmax_axis(attrs), shape.size(), "softmax", in));
       const float* x = arg[0];
       out.push_back([cx, t, x, y] {
         TEQ_GPU_CHECK(cudnnSoftmaxForward(cx->cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &kOne, t->d,
@@ -377,22 +414,10 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
       });
       return;
     }
-    case OpKind::Ones: out.push_back([=] { kernels::fill(y, count, 1.0f, st); }); return;
-    case OpKind::PoolKernel: {
-      const float v = 1.0f / static_cast<float>(shape[2] * shape[3]);
-      out.push_back([=] { kernels::fill(y, count, v, st); });
-      return;
-    }
-    case OpKind::Eye: {
-      const int64_t n = shape[0];
-      out.push_back([=] { kernels::eye(y, n, st); });
-      return;
-    }
-    case OpKind::IConv: {
-      const int64_t c = shape[0], kh = shape[2], kw = shape[3];
-      out.push_back([=] { kernels::iconv(y, c, kh, kw, st); });
-      return;
-    }
+    case OpKind::Ones:
+    case OpKind::PoolKernel:
+    case OpKind::Eye:
+    case OpKind::IConv: return build_constant(node.op, shape, y, st, out);
     case OpKind::Sqrt:
     case OpKind::Erf: {
       const float* x = arg[0];
@@ -404,7 +429,7 @@ void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<S
     case OpKind::Pad:
     case OpKind::ReduceMean: break;  // no GPU kernels yet: the error below
     case OpKind::Opaque:
-      throw GpuError("gpu: opaque operator #" + std::to_string(attrs.empty() ? -1 : attrs[0]) +
+      throw GpuError("gpu: opaque operator #" + std::to_string(attrs.empty() ? -1 : ops::opaque_attrs(attrs).id) +
                      " is outside the vocabulary and has no GPU implementation");
     case OpKind::Var:
     case OpKind::Input:

@@ -5,6 +5,7 @@
 
 #include "rules/ops/common.h"
 #include "rules/ops/conv.h"
+#include "rules/ops/pool.h"
 #include "rules/tensor.h"
 
 namespace teq::gpu {
@@ -189,19 +190,20 @@ ConvPlan plan_conv2d(AttrSpan attrs, const Shape& x, const Shape& w, const Shape
 }
 
 PoolPlan plan_pool_direct(bool is_max, AttrSpan attrs, const Shape& x, const Shape& out) {
-  const WindowPlan w = plan_window(x, attrs[0], attrs[1], attrs[2], attrs[3], attrs[4], attrs[5], out[2], out[3]);
+  const ops::PoolAttrs a = ops::pool_attrs(attrs);
+  const WindowPlan w = plan_window(x, a.kh, a.kw, a.sh, a.sw, a.ph, a.pw, out[2], out[3]);
   return PoolPlan{.planes = x[0] * x[1],
                   .in_h = x[2],
                   .in_w = x[3],
                   .out_h = out[2],
                   .out_w = out[3],
-                  .kh = attrs[0],
-                  .kw = attrs[1],
-                  .sh = attrs[2],
-                  .sw = attrs[3],
+                  .kh = a.kh,
+                  .kw = a.kw,
+                  .sh = a.sh,
+                  .sw = a.sw,
                   .pad_top = w.pad_top,
                   .pad_left = w.pad_left,
-                  .mode = is_max ? 0 : (attrs[6] != 0 ? 1 : 2)};
+                  .mode = is_max ? 0 : (a.include_pad ? 1 : 2)};
 }
 
 std::vector<float> run_pool_host(const PoolPlan& p, std::span<const float> in) {
@@ -212,13 +214,14 @@ std::vector<float> run_pool_host(const PoolPlan& p, std::span<const float> in) {
 }
 
 Pad2dPlan plan_enlarge(AttrSpan attrs, const Shape& w) {
+  const ops::EnlargeAttrs e = ops::enlarge_attrs(attrs);
   return Pad2dPlan{.planes = w[0] * w[1],
                    .in_h = w[2],
                    .in_w = w[3],
-                   .out_h = attrs[0],
-                   .out_w = attrs[1],
-                   .top = (attrs[0] - w[2]) / 2,
-                   .left = (attrs[1] - w[3]) / 2,
+                   .out_h = e.kh,
+                   .out_w = e.kw,
+                   .top = (e.kh - w[2]) / 2,
+                   .left = (e.kw - w[3]) / 2,
                    .fill = 0.0f};
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "rules/ops/pool.h"
+
 namespace teq {
 
 double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
@@ -13,7 +15,10 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
       return out * static_cast<double>(w[1] * w[2] * w[3]);
     }
     case OpKind::MaxPool:
-    case OpKind::AvgPool: return out * static_cast<double>(attrs[0] * attrs[1]);
+    case OpKind::AvgPool: {
+      const ops::PoolAttrs p = ops::pool_attrs(attrs);
+      return out * static_cast<double>(p.kh * p.kw);
+    }
     case OpKind::GlobalAvgPool:
     case OpKind::ReduceMean: return static_cast<double>(num_elements(inputs[0]));  // one add per element read
     case OpKind::EwAdd:

@@ -15,6 +15,7 @@
 #include "optimizer/onnx/fast_eval.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "rules/evaluator.h"
+#include "rules/ops/opaque.h"
 
 namespace teq::onnx_io {
 
@@ -29,7 +30,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 std::string first_opaque(const OnnxModel& model, const Expr& g) {
   for (const ExprNode& n : g.nodes())
     if (n.op == OpKind::Opaque) {
-      size_t id = static_cast<size_t>(n.attrs[0]);
+      size_t id = static_cast<size_t>(ops::opaque_attrs(n.attrs).id);
       if (id >= model.opaque.size()) return "opaque operator #" + std::to_string(id);
       const OpaqueNode& op = model.opaque[id];
       return "operator " + (op.domain.empty() ? "" : op.domain + ".") + op.op_type +

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "rules/evaluator.h"
+#include "rules/ops/matmul.h"
 
 namespace teq::onnx_io {
 
@@ -126,7 +127,7 @@ Tensor<S> matmul(AttrSpan attrs, ops::Args<S> in, const Shape& out_shape) {
            out.data() + batch * m * n, n);
     }
   }
-  activate_all(static_cast<Activation>(attrs[0]), out);
+  activate_all(ops::matmul_activation(attrs), out);
   return Tensor<S>(out_shape, std::move(out));
 }
 

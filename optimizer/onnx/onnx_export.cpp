@@ -12,6 +12,14 @@
 #include "optimizer/onnx/detail/external_data.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "rules/evaluator.h"
+#include "rules/ops/conv.h"
+#include "rules/ops/elementwise.h"
+#include "rules/ops/layout.h"
+#include "rules/ops/matmul.h"
+#include "rules/ops/norm.h"
+#include "rules/ops/opaque.h"
+#include "rules/ops/pool.h"
+#include "rules/ops/reduce.h"
 
 namespace teq::onnx_io {
 
@@ -63,8 +71,9 @@ class Exporter {
     for (size_t i = 0; i < n; ++i) {
       const ExprNode& node = g_.nodes()[i];
       if (node.op == OpKind::Var) throw OnnxError("export: the graph holds a pattern variable ?" + node.name);
-      if (node.op == OpKind::Opaque && static_cast<size_t>(node.attrs[0]) >= m_.opaque.size())
-        throw OnnxError("export: opaque node #" + std::to_string(node.attrs[0]) + " is not in the model");
+      if (node.op == OpKind::Opaque && static_cast<size_t>(ops::opaque_attrs(node.attrs).id) >= m_.opaque.size())
+        throw OnnxError("export: opaque node #" + std::to_string(ops::opaque_attrs(node.attrs).id) +
+                        " is not in the model");
       for (ExprId c : node.children) ++users_[c.value];
       if (node.op == OpKind::Weight || is_constant_generator(node.op)) {
         is_const_[i] = true;
@@ -74,7 +83,7 @@ class Exporter {
         is_const_[i] = all;
       }
       if (node.op == OpKind::Opaque) {
-        opaque_group_[{node.attrs[0], node.children}].push_back(ExprId(i));
+        opaque_group_[{ops::opaque_attrs(node.attrs).id, node.children}].push_back(ExprId(i));
       }
     }
     for (ExprId r : g_.roots()) ++users_[r.value];
@@ -207,7 +216,7 @@ class Exporter {
 
   std::string emit_opaque(ExprId id) {
     const ExprNode& node = g_[id];
-    const int64_t op_id = node.attrs[0];
+    const int64_t op_id = ops::opaque_attrs(node.attrs).id;
     const OpaqueNode& op = m_.opaque[op_id];
     onnx::NodeProto proto;
     proto.ParseFromString(op.proto);
@@ -228,11 +237,11 @@ class Exporter {
       if (proto.output(k).empty()) continue;
       std::optional<std::string> name;
       for (ExprId e : group)
-        if (g_[e].attrs[1] == k && preferred_.count(e.value)) name = preferred_[e.value];
+        if (ops::opaque_attrs(g_[e].attrs).output == k && preferred_.count(e.value)) name = preferred_[e.value];
       if (!name) name = copy || claimed_.count(proto.output(k)) ? fresh() : proto.output(k);
       proto.set_output(k, *name);
       for (ExprId e : group)
-        if (g_[e].attrs[1] == k) names_[e.value] = *name;
+        if (ops::opaque_attrs(g_[e].attrs).output == k) names_[e.value] = *name;
     }
     if (proto.name().empty() || copy) proto.set_name(fresh("teq_opaque"));
     *graph_->add_node() = proto;
@@ -290,8 +299,8 @@ class Exporter {
     for (int k = 0; k < 2; ++k) {
       ExprId conv = add.children[k], other = add.children[1 - k];
       const ExprNode& c = g_[conv];
-      if (c.op != OpKind::Conv2d || c.attrs[4] != 0 || users_[conv.value] != 1 || names_.count(conv.value) ||
-          materialized(conv) || g_[other].op != OpKind::Broadcast)
+      if (c.op != OpKind::Conv2d || fused_activation(c.op, c.attrs) != Activation::None || users_[conv.value] != 1 ||
+          names_.count(conv.value) || materialized(conv) || g_[other].op != OpKind::Broadcast)
         continue;
       ExprId reshape = g_[other].children[0];
       const ExprNode& r = g_[reshape];
@@ -309,8 +318,9 @@ class Exporter {
     const ExprNode& add = g_[id];
     ExprId mm = add.children[0], other = add.children[1];
     const ExprNode& m = g_[mm];
-    if (m.op != OpKind::Matmul || m.attrs[0] != 0 || users_[mm.value] != 1 || names_.count(mm.value) ||
-        materialized(mm) || shapes_[m.children[0].value].size() != 2 || shapes_[m.children[1].value].size() != 2)
+    if (m.op != OpKind::Matmul || fused_activation(m.op, m.attrs) != Activation::None || users_[mm.value] != 1 ||
+        names_.count(mm.value) || materialized(mm) || shapes_[m.children[0].value].size() != 2 ||
+        shapes_[m.children[1].value].size() != 2)
       return std::nullopt;
     if (g_[other].op == OpKind::Broadcast) other = g_[other].children[0];
     return gemm(m, id, emit(other));
@@ -378,31 +388,34 @@ class Exporter {
     auto arg = [&](size_t k) { return emit(kids[k]); };
     onnx::NodeProto* n = nullptr;
     // Bounds num / 2^exp (exp -1: none) as float32, exact for every bound the importer writes.
-    auto bound = [&](int b) { return static_cast<float>(std::ldexp(static_cast<double>(a[2 * b]), -static_cast<int>(a[2 * b + 1]))); };
-    const bool has_lo = a[1] != ops::kNoBound, has_hi = a[3] != ops::kNoBound;
+    const ops::ClipAttrs c = ops::clip_attrs(a);
+    auto value = [](const ops::ClipBound& b) {
+      return static_cast<float>(std::ldexp(static_cast<double>(b.num), -static_cast<int>(b.exp)));
+    };
+    const bool has_lo = c.lo.present(), has_hi = c.hi.present();
     if (m_.opset >= 11) {
-      std::vector<std::string> inputs{arg(0), has_lo ? float_scalar(bound(0)) : std::string()};
-      if (has_hi) inputs.push_back(float_scalar(bound(1)));
+      std::vector<std::string> inputs{arg(0), has_lo ? float_scalar(value(c.lo)) : std::string()};
+      if (has_hi) inputs.push_back(float_scalar(value(c.hi)));
       return finish("Clip", inputs, id, 0, &n);
     }
     std::string y = finish("Clip", {arg(0)}, id, 0, &n);
-    if (has_lo) add_attr(*n, "min", bound(0));
-    if (has_hi) add_attr(*n, "max", bound(1));
+    if (has_lo) add_attr(*n, "min", value(c.lo));
+    if (has_hi) add_attr(*n, "max", value(c.hi));
     return y;
   }
 
   std::string emit_reduce_mean(ExprId id) {
     const ExprNode& node = g_[id];
     const auto& kids = node.children;
-    const auto& a = node.attrs;
     auto arg = [&](size_t k) { return emit(kids[k]); };
     onnx::NodeProto* n = nullptr;
-    const std::vector<int64_t> axes(a.begin() + 1, a.end());
+    const ops::ReduceMeanAttrs r = ops::reduce_mean_attrs(node.attrs);
+    const std::vector<int64_t>& axes = r.axes;
     // Opset 18 made axes an input.
     std::string y = m_.opset >= 18 ? finish("ReduceMean", {arg(0), int_constant(axes)}, id, 0, &n)
                                    : finish("ReduceMean", {arg(0)}, id, 0, &n);
     if (m_.opset < 18) add_attr(*n, "axes", axes);
-    add_attr(*n, "keepdims", a[0]);
+    add_attr(*n, "keepdims", int64_t{r.keepdims});
     return y;
   }
 
@@ -418,10 +431,12 @@ class Exporter {
     const Shape& w = shapes_[kids[0].value];
     const Tensor<float> ones({w[0], w[1], 1, 1}, 1.0f);
     const Tensor<float>* ones_arg[] = {&ones};
-    const Tensor<float> mask = evaluate_op<float>(Arith<float>{}, OpKind::Merge, a, ones_arg, {w[0], w[1] * a[0], 1, 1});
+    const int64_t count = ops::merge_count(a);
+    const Tensor<float> mask =
+        evaluate_op<float>(Arith<float>{}, OpKind::Merge, a, ones_arg, {w[0], w[1] * count, 1, 1});
     std::string name = fresh("teq_merge_mask");
     *graph_->add_initializer() = make_float_tensor(name, mask.shape, mask.data);
-    std::string tiled = add_simple("Tile", {arg(0), int_constant({1, a[0], 1, 1})});
+    std::string tiled = add_simple("Tile", {arg(0), int_constant({1, count, 1, 1})});
     return finish("Mul", {tiled, name}, id, 0, &n);
   }
 
@@ -432,13 +447,14 @@ class Exporter {
     auto arg = [&](size_t k) { return emit(kids[k]); };
     onnx::NodeProto* n = nullptr;
     const Shape& x = shapes_[kids[0].value];
-    auto [hb, he] = onnx_pads(x[2], a[0], a[2], a[4]);
-    auto [wb, we] = onnx_pads(x[3], a[1], a[3], a[5]);
+    const ops::PoolAttrs p = ops::pool_attrs(a);
+    auto [hb, he] = onnx_pads(x[2], p.kh, p.sh, p.ph);
+    auto [wb, we] = onnx_pads(x[3], p.kw, p.sw, p.pw);
     std::string y = finish(node.op == OpKind::MaxPool ? "MaxPool" : "AveragePool", {arg(0)}, id, 0, &n);
-    add_attr(*n, "kernel_shape", std::vector<int64_t>{a[0], a[1]});
-    add_attr(*n, "strides", std::vector<int64_t>{a[2], a[3]});
+    add_attr(*n, "kernel_shape", std::vector<int64_t>{p.kh, p.kw});
+    add_attr(*n, "strides", std::vector<int64_t>{p.sh, p.sw});
     add_attr(*n, "pads", std::vector<int64_t>{hb, wb, he, we});
-    if (node.op == OpKind::AvgPool) add_attr(*n, "count_include_pad", a[6]);
+    if (node.op == OpKind::AvgPool) add_attr(*n, "count_include_pad", int64_t{p.include_pad});
     return y;
   }
 
@@ -469,7 +485,7 @@ class Exporter {
     auto arg = [&](size_t k) { return emit(kids[k]); };
     onnx::NodeProto* n = nullptr;
     const int64_t rank = static_cast<int64_t>(shapes_[kids[0].value].size());
-    const int64_t axis = a[0] < 0 ? a[0] + rank : a[0];
+    const int64_t axis = ops::softmax_axis(a) < 0 ? ops::softmax_axis(a) + rank : ops::softmax_axis(a);
     if (m_.opset >= 13 || axis == rank - 1) {
       std::string y = finish("Softmax", {arg(0)}, id, 0, &n);
       add_attr(*n, "axis", m_.opset >= 13 ? axis : rank - 1);
@@ -522,12 +538,13 @@ class Exporter {
         if (m_.opset >= 11 && shapes_[kids[0].value].size() == 2 && shapes_[kids[1].value].size() == 2 &&
             (gemm_transposed_operand(kids[0]) || gemm_transposed_operand(kids[1])))
           return gemm(node, id, "");
-        return finish("MatMul", {arg(0), arg(1)}, id, a[0], &n);
+        return finish("MatMul", {arg(0), arg(1)}, id, static_cast<int64_t>(ops::matmul_activation(a)), &n);
       case OpKind::Conv2d: return emit_conv(id, id, "");
       case OpKind::Enlarge: {
         const Shape& w = shapes_[kids[0].value];
-        int64_t dy = (a[0] - w[2]) / 2, dx = (a[1] - w[3]) / 2;
-        return pad(arg(0), {0, 0, dy, dx, 0, 0, a[0] - w[2] - dy, a[1] - w[3] - dx}, id);
+        const ops::EnlargeAttrs e = ops::enlarge_attrs(a);
+        int64_t dy = (e.kh - w[2]) / 2, dx = (e.kw - w[3]) / 2;
+        return pad(arg(0), {0, 0, dy, dx, 0, 0, e.kh - w[2] - dy, e.kw - w[3] - dx}, id);
       }
       case OpKind::Pad: return pad(arg(0), a, id);
       case OpKind::Sqrt: return finish("Sqrt", {arg(0)}, id, 0, &n);
@@ -544,7 +561,7 @@ class Exporter {
         std::vector<std::string> inputs;
         for (size_t k = 0; k < kids.size(); ++k) inputs.push_back(arg(k));
         std::string y = finish("Concat", inputs, id, 0, &n);
-        add_attr(*n, "axis", a[0]);
+        add_attr(*n, "axis", ops::concat_axis(a));
         return y;
       }
       case OpKind::Split: {
@@ -552,8 +569,9 @@ class Exporter {
         return slice(arg(0), r.axis, r.begin, r.end, id);
       }
       case OpKind::Slice: {
-        int64_t axis = a[0] < 0 ? a[0] + static_cast<int64_t>(shapes_[kids[0].value].size()) : a[0];
-        return slice(arg(0), axis, a[1], a[2], id);
+        const ops::SliceAttrs sl = ops::slice_attrs(a);
+        int64_t axis = sl.axis < 0 ? sl.axis + static_cast<int64_t>(shapes_[kids[0].value].size()) : sl.axis;
+        return slice(arg(0), axis, sl.begin, sl.end, id);
       }
       case OpKind::Transpose: {
         std::string y = finish("Transpose", {arg(0)}, id, 0, &n);

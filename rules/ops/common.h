@@ -36,4 +36,8 @@ struct Window {
 };
 Window window_1d(int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::string_view op, Shapes shapes);
 
+/// `attrs` with the attribute that names an operand axis (concat's, slice's and softmax's first) made
+/// non-negative against `rank`, so that -1 and rank-1 read the same; other operators' attributes unchanged.
+std::vector<int64_t> with_normalized_axis(OpKind op, std::vector<int64_t> attrs, size_t rank);
+
 }  // namespace teq::ops

@@ -34,6 +34,13 @@ inline std::vector<int64_t> conv2d_attr_list(const ConvAttrs& c) {
   if (c.dh != 1 || c.dw != 1) a.insert(a.end(), {c.dh, c.dw});
   return a;
 }
+/// enlarge's target kernel size.
+struct EnlargeAttrs {
+  int64_t kh, kw;
+};
+inline EnlargeAttrs enlarge_attrs(AttrSpan a) { return {a[0], a[1]}; }
+/// merge's group count.
+inline int64_t merge_count(AttrSpan a) { return a[0]; }
 /// Rows (or columns) a kernel of k taps dilated by d spans.
 inline int64_t dilated_extent(int64_t k, int64_t d) { return (k - 1) * d + 1; }
 

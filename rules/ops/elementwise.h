@@ -24,6 +24,18 @@ Shape shape_clip(AttrSpan attrs, Shapes in);             // validates the bounds
 /// The exponent attribute of a clip bound that is absent.
 inline constexpr int64_t kNoBound = -1;
 
+/// One clip bound, num / 2^exp, or none (exp == kNoBound).
+struct ClipBound {
+  int64_t num = 0, exp = kNoBound;
+  bool present() const { return exp != kNoBound; }
+};
+/// clip's attributes by name, and back.
+struct ClipAttrs {
+  ClipBound lo, hi;
+};
+inline ClipAttrs clip_attrs(AttrSpan a) { return {{a[0], a[1]}, {a[2], a[3]}}; }
+inline std::vector<int64_t> clip_attr_list(const ClipAttrs& c) { return {c.lo.num, c.lo.exp, c.hi.num, c.hi.exp}; }
+
 template <class S>
 Tensor<S> eval_binary(BinaryOp kind, Args<S> in) {
   const Tensor<S>& a = *in[0];

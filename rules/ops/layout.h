@@ -21,6 +21,17 @@ Shape shape_transpose(AttrSpan attrs, Shapes in);
 Shape shape_reshape(AttrSpan attrs, Shapes in);
 Shape shape_pad(AttrSpan attrs, Shapes in);
 
+/// The attributes by name.
+inline int64_t concat_axis(AttrSpan a) { return a[0]; }
+struct SplitAttrs {
+  int64_t axis, part, ref_axis;
+};
+inline SplitAttrs split_attrs(AttrSpan a) { return {a[0], a[1], a[2]}; }
+struct SliceAttrs {
+  int64_t axis, begin, end;
+};
+inline SliceAttrs slice_attrs(AttrSpan a) { return {a[0], a[1], a[2]}; }
+
 /// [begin, end) of the part that a split selects (attributes already validated by shape_split).
 struct SplitRange {
   int64_t axis, begin, end;

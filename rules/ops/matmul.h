@@ -6,13 +6,16 @@
 
 namespace teq::ops {
 
+/// matmul's fused activation.
+inline Activation matmul_activation(AttrSpan a) { return static_cast<Activation>(a[0]); }
+
 Shape shape_matmul(AttrSpan attrs, Shapes in);
 
 template <class S>
 Tensor<S> eval_matmul(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
   const Tensor<S>& a = *in[0];
   const Tensor<S>& b = *in[1];
-  Activation act = static_cast<Activation>(attrs[0]);
+  Activation act = matmul_activation(attrs);
   const int64_t m = a.shape[a.rank() - 2], k = a.shape[a.rank() - 1], n = b.shape[b.rank() - 1];
   const size_t out_rank = out_shape.size(), batch_rank = out_rank - 2;
   const Shape batch_shape(out_shape.begin(), out_shape.begin() + batch_rank);

@@ -11,6 +11,7 @@ namespace teq::ops {
 
 Shape shape_batchnorm(Shapes in);
 Shape shape_softmax(AttrSpan attrs, Shapes in);
+inline int64_t softmax_axis(AttrSpan a) { return a[0]; }
 
 template <class S>
 Tensor<S> eval_batchnorm(const Arith<S>& ar, Args<S> in, const Shape& out_shape) {

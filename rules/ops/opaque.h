@@ -8,6 +8,14 @@
 namespace teq::ops {
 
 Shape shape_opaque(AttrSpan attrs, Shapes in);
+
+/// Which side-table entry and which of its outputs an opaque node is.
+struct OpaqueAttrs {
+  int64_t id, output;
+};
+inline OpaqueAttrs opaque_attrs(AttrSpan a) { return {a[0], a[1]}; }
+/// Renumbers an opaque node's side-table entry (when a graph is compacted).
+inline void set_opaque_id(std::vector<int64_t>& attrs, int64_t id) { attrs[0] = id; }
 [[noreturn]] void throw_opaque_not_evaluable(AttrSpan attrs);
 
 }  // namespace teq::ops

@@ -9,6 +9,13 @@
 
 namespace teq::ops {
 
+/// maxpool's and avgpool's attributes by name; include_pad is avgpool's (false for maxpool).
+struct PoolAttrs {
+  int64_t kh, kw, sh, sw, ph, pw;
+  bool include_pad;
+};
+inline PoolAttrs pool_attrs(AttrSpan a) { return {a[0], a[1], a[2], a[3], a[4], a[5], a.size() > 6 && a[6] != 0}; }
+
 Shape shape_pool(std::string_view op, AttrSpan attrs, Shapes in);
 Shape shape_global_avgpool(Shapes in);
 

@@ -12,6 +12,13 @@ namespace teq::ops {
 
 Shape shape_reduce_mean(AttrSpan attrs, Shapes in);
 
+/// reduce_mean's attributes by name.
+struct ReduceMeanAttrs {
+  bool keepdims;
+  std::vector<int64_t> axes;
+};
+inline ReduceMeanAttrs reduce_mean_attrs(AttrSpan a) { return {a[0] != 0, {a.begin() + 1, a.end()}}; }
+
 template <class S>
 Tensor<S> eval_reduce_mean(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
   const Tensor<S>& x = *in[0];

@@ -308,7 +308,8 @@ class Builder {
       case OpKind::Transpose: {
         Built x = build(c[0], Context::eye_sized_by(ctx.eye_like));  // a transposed identity is an identity
         Built out{expr_.add(n.op, n.attrs, {x.id}), rank, {}};
-        for (size_t i = 0; i < n.attrs.size(); ++i) copy_axis(x.bnd, n.attrs[i], out.bnd, static_cast<int64_t>(i));
+        int64_t to = 0;
+        for (int64_t from : n.attrs) copy_axis(x.bnd, from, out.bnd, to++);  // out.dim(i) = x.dim(perm[i])
         return out;
       }
       case OpKind::Noop:

@@ -1,0 +1,219 @@
+// The ONNX importer's machinery, shared by optimizer/onnx/onnx_import.cpp (the model: header checks, symbolic
+// dimensions, shape inference, inputs, outputs, compaction) and optimizer/onnx/detail/import_operators.cpp
+// (each node mapped onto the vocabulary, or kept opaque). Not an API: onnx_import.h is.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "optimizer/onnx/detail/opset_adapt.h"
+#include "optimizer/onnx/model.h"
+#include "optimizer/onnx/onnx_import.h"
+#include "rules/expr.h"
+#include "rules/tensor.h"
+
+namespace teq::onnx_io::detail {
+
+/// Thrown inside a node mapper when the node does not fit the vocabulary; the node becomes opaque.
+struct NotInVocabulary {
+  std::string reason;
+};
+
+struct ValueType {
+  int32_t elem_type = 0;
+  std::optional<Shape> shape;  // nullopt when some dimension is unknown
+};
+
+ValueType value_type(const onnx::TypeProto& t);
+/// "node 'NAME' (OP)", for messages.
+std::string describe(const onnx::NodeProto& n);
+inline bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+/// One import: the model proto in, the OnnxModel out (run).
+class Importer {
+ public:
+  Importer(onnx::ModelProto& proto, std::string origin, const ImportOptions& options, std::filesystem::path dir)
+      : proto_(proto), options_(options), dir_(std::move(dir)) {
+    m_.source = std::move(origin);
+  }
+
+  OnnxModel run();
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw OnnxError(m_.source + ": " + what); }
+
+  void check_header();
+
+  void make_shell();
+
+  void bind_symbolic_dims();
+
+  /// Before shape inference: nodes in topological order (which also rules out cycles), and every node of the
+  /// default domain an operator of the model's opset with inputs, outputs and attributes its schema allows.
+  void check_nodes();
+
+  void infer_shapes();
+
+  void collect_used(const onnx::GraphProto& g);
+
+  /// Shape of a tensor the import needs; error when inference could not determine it.
+  const Shape& shape_of(const std::string& name, const onnx::NodeProto* producer);
+  int32_t elem_type(const std::string& name) const;
+
+  // ---- Expr building -------------------------------------------------------------------------------
+
+  ExprId add_leaf(OpKind op, const std::string& name, const Shape& dims);
+  /// Adds an operator node; ShapeError (the mapping does not fit) propagates to the caller.
+  ExprId add(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> kids);
+  void record_shape(ExprId id, const Shape& s);
+  ExprId weight(const std::string& name, Tensor<float> value);
+  /// A new 0-d weight holding `v`, named uniquely after `hint`.
+  ExprId scalar_weight(const std::string& hint, float v);
+  std::string unique_name(const std::string& hint);
+
+  // ---- initializers, inputs, outputs ---------------------------------------------------------------
+
+  void add_initializer(const onnx::TensorProto& t);
+
+  void add_graph_input(const onnx::ValueInfoProto& in);
+
+  void add_graph_output(const onnx::ValueInfoProto& out);
+
+  // ---- nodes ---------------------------------------------------------------------------------------
+
+  void import_node(const onnx::NodeProto& n);
+
+  void note_opaque(const onnx::NodeProto& n, const std::string& reason);
+
+  /// The Expr value of input k, which the mapping needs as a float tensor.
+  ExprId in(const onnx::NodeProto& n, int k);
+  bool has_input(const onnx::NodeProto& n, int k) const { return k < n.input_size() && !n.input(k).empty(); }
+  /// Values of a constant input (initializer or Constant), or nullopt.
+  std::optional<std::vector<double>> const_input(const onnx::NodeProto& n, int k);
+  const Shape& out_shape(const onnx::NodeProto& n, int k = 0) { return shape_of(n.output(k), &n); }
+  void set_output(const onnx::NodeProto& n, ExprId id, int k = 0);
+  ExprId broadcast_to(ExprId x, const Shape& target);
+  /// Only output 0 may be used (optional extra outputs such as MaxPool's indices make it opaque).
+  void require_single_output(const onnx::NodeProto& n);
+
+  /// One spatial axis of a window op: ONNX (pad_begin, pad_end) -> our padding attribute (-1 = SAME).
+  /// `conv`: a convolution, whose rules are written with SAME wherever SAME is what it computes, also
+  /// where SAME pads nothing (a 1x1 kernel); pooling rules keep an explicit 0 there (optimizer/models).
+  std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool conv);
+
+  /// Our (stride h, stride w, pad h, pad w, dilation h, dilation w) of Conv/MaxPool/AveragePool on a
+  /// [N,C,H,W] input; only a Conv may be dilated (the pools of the vocabulary are not).
+  /// `extra`: zero padding (ONNX order h_begin, w_begin, h_end, w_end) of a Pad folded into the window.
+  std::array<int64_t, 6> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw,
+                                      bool dilation_allowed = false,
+                                      const std::array<int64_t, 4>& extra = {0, 0, 0, 0});
+
+  /// Maps a default-domain node onto the vocabulary; false when the operator is outside it.
+  bool import_vocabulary(const onnx::NodeProto& n);
+
+  void alias(const onnx::NodeProto& n, ExprId x) { pending_.emplace_back(n.output(0), x); }
+
+  bool import_constant(const onnx::NodeProto& n);
+
+  /// Whether input k is a constant whose every element is `v`.
+  bool constant_all(const onnx::NodeProto& n, int k, double v);
+
+  void import_binary(const onnx::NodeProto& n);
+
+  void import_gemm(const onnx::NodeProto& n);
+
+  void import_conv(const onnx::NodeProto& n);
+
+  void import_slice(const onnx::NodeProto& n);
+
+  /// The value of a weight leaf, or nullptr.
+  const Tensor<float>* weight_value(ExprId id) const;
+
+  /// Canonical form of Conv -> BatchNormalization (inference) with constant weights, as runtimes run it:
+  /// one convolution with w' = w * k and bias' = (bias - mean) * k + beta per output channel, where
+  /// k = scale / sqrt(var + epsilon). nullopt when the pattern or its constants are not there.
+  std::optional<ExprId> fold_batchnorm_into_conv(const onnx::NodeProto& n, ExprId x, float eps);
+
+  /// The node computing `name` when it has that type and this is its only reader (so that folding it away
+  /// removes it), else nullptr.
+  const onnx::NodeProto* sole_producer(const std::string& name, const std::string& op_type) const;
+  /// Whether `name` is a constant scalar within 1e-6 of `v`.
+  bool is_constant(const std::string& name, double v);
+
+  /// A Mul that ends PyTorch's exact GELU, x * (1 + erf(x / sqrt 2)) * 0.5 with the products grouped and the
+  /// operands of each Mul and Add in any order (x / sqrt 2 also as x * (1 / sqrt 2)), whose intermediate
+  /// values have no other reader: its output becomes (gelu x), the vocabulary's (UnaryFn::Gelu is
+  /// 0.5 x (1 + erf(x / sqrt 2))). False when the node is not such a Mul.
+  bool import_erf_gelu(const onnx::NodeProto& n);
+  /// x when `name` is 1 + erf(x / sqrt 2) computed by nodes that nothing else reads.
+  std::optional<std::string> erf_gelu_input(const std::string& name);
+
+  /// A float32 value as num / 2^exp with the smallest exp in 0..62 (clip's bound attributes); nullopt when
+  /// it is not finite, not a float32 value, or needs a larger numerator or exponent.
+  static std::optional<std::array<int64_t, 2>> dyadic(double v);
+
+  /// Clip with constant bounds (infinite or +-FLT_MAX: no bound): relu for [0, none) (the canonical form),
+  /// the node's input for no bounds at all, else the vocabulary's clip.
+  void import_clip(const onnx::NodeProto& n, double lo, double hi);
+
+  /// Pow with a constant scalar exponent: 2 is x*x (the canonical form), 0.5 sqrt, 1 the base itself.
+  void import_pow(const onnx::NodeProto& n);
+
+  /// ReduceMean (axes as an attribute: opset 18's axes input was made one by adapt_to_library_opset).
+  void import_reduce_mean(const onnx::NodeProto& n);
+
+  /// Pad in constant mode with value 0 and constant, non-negative pads (ONNX order: begins, then ends).
+  void import_pad(const onnx::NodeProto& n);
+
+  /// A pad node of a 4-d tensor that pads only the spatial axes (H, W): its operand and the pads in ONNX's
+  /// (h_begin, w_begin, h_end, w_end) order, for folding into the Conv or AveragePool that reads it.
+  struct FoldablePad {
+    ExprId x;
+    std::array<int64_t, 4> pads;
+  };
+  std::optional<FoldablePad> foldable_pad(ExprId id) const;
+
+  /// LayerNormalization (opset 17) as its decomposition: mean and variance over axes axis..rank-1,
+  /// (x - mean) / sqrt(var + epsilon) * scale + bias.
+  void import_layernorm(const onnx::NodeProto& n);
+
+  void import_batchnorm(const onnx::NodeProto& n);
+
+  const AdaptedNode* adapted_node(const onnx::NodeProto& n) const;
+
+  /// Gelu (opset 20, exact erf form) -> the vocabulary's gelu.
+  bool import_gelu(const onnx::NodeProto& n);
+
+  void import_opaque(const onnx::NodeProto& working);
+
+  /// Keeps only what the outputs reach, in depth-first post-order from the roots, and renumbers opaque
+  /// ids in first-use order, so that import(export(import(f))) == import(f).
+  void compact();
+
+  onnx::ModelProto& proto_;
+  const ImportOptions& options_;
+  std::filesystem::path dir_;  // where external tensor data is looked up; empty: bytes without a file
+  std::unordered_map<std::string, AdaptedNode> adapted_;  // nodes of opsets 18..21 rewritten to opset 17
+  OnnxModel m_;
+  std::unordered_map<std::string, ValueType> types_;
+  std::unordered_map<std::string, const onnx::TensorProto*> constants_;
+  std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
+  std::unordered_map<std::string, ExprId> values_;
+  std::unordered_set<std::string> used_, new_names_;
+  std::unordered_map<std::string, const onnx::NodeProto*> producer_;  // the node computing each tensor
+  std::unordered_map<std::string, size_t> readers_;  // node inputs and graph outputs naming each tensor
+  std::map<std::string, ExprId> folded_var_;
+  std::vector<Shape> shapes_;
+  std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
+};
+
+}  // namespace teq::onnx_io::detail
