@@ -16,3 +16,10 @@ add_test(NAME eqsat_run.ort_fusions
                  ${PROJECT_SOURCE_DIR}/corpus/models/encoder.onnx ${TEQ_BENCH_WORK}/fusions)
 set_tests_properties(eqsat_run.ort_fusions PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
+# bench/ort_report.sh --db on a tiny model: builds the cost DB (bench/ort_cost_db.py), optimizes with it, times
+# both files and prints a well-formed row (tests/python/test_ort_report.py).
+add_test(NAME bench.ort_report_db
+         COMMAND sh -c "${TEQ_BENCH_SKIP}; exec '${TEQ_BENCH_VENV}' \"$@\"" sh
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_ort_report.py $<TARGET_FILE_DIR:eqsat-run>/..
+                 ${PROJECT_SOURCE_DIR}/corpus/models/mlp.onnx ${TEQ_BENCH_WORK}/report)
+set_tests_properties(bench.ort_report_db PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
