@@ -5,13 +5,15 @@
 # ORT_ENABLE_ALL and ORT_DISABLE_ALL), beside the ratio the cost model predicted. Prints a Markdown table
 # (docs/benchmarks-measured.md).
 #
-# Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--time-identical] [MODEL ...]
+# Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--time-identical] [MODEL ...]
 #   --cost SPEC        eqsat-run's cost model (default analytical:cpu-ort, the profile fitted to this runtime
 #                      by bench/fit_cpu_profile.py)
 #   --db FILE          measure first: extend the onnxruntime cost DB FILE (created when missing) with every node
 #                      of the model's e-graph it lacks (bench/ort_cost_db.py, same eqsat-run limits), then
 #                      optimize with --cost db:FILE
-#   --runs N           runs per model per pass (default 15); --passes N: interleaved passes (default 3)
+#   --runs N           runs per model per pass (default 15), raised for small models so that a pass times
+#                      each model for at least --min-seconds S (default 1); --passes N: interleaved passes
+#                      (default 3)
 #   --time-identical   also time a model whose optimized file is byte-identical to its original (otherwise
 #                      its ratio is 1 by construction and the row says so)
 #   MODEL              built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
@@ -27,6 +29,7 @@ cost=analytical:cpu-ort
 db=
 runs=15
 passes=3
+min_seconds=1
 time_identical=0
 models=()
 while (($#)); do
@@ -35,6 +38,7 @@ while (($#)); do
     --db) db=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --passes) passes=$2; shift 2 ;;
+    --min-seconds) min_seconds=$2; shift 2 ;;
     --time-identical) time_identical=1; shift ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "ort_report: error: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -65,6 +69,8 @@ for m in "${models[@]}"; do
   orig="$work/$name.orig.onnx"
   opt="$work/$name.opt.onnx"
   if [[ $m == *.onnx ]]; then
+    [[ -f $m ]] || { echo "| $name | $shown_cost | no such file: $m | | | | |"; status=1; continue; }
+    m=$(realpath "$m")
     if [[ $m == "$root"/corpus/models/torch/* ]]; then
       # Exported with export_params=False: seeded weights as initializers, as a user's model has them.
       "$python" "$root/bench/with_weights.py" "$m" "$orig"
@@ -92,7 +98,7 @@ for m in "${models[@]}"; do
   cmp -s "$orig" "$opt" && identical=1
   if ((identical && !time_identical)); then
     echo '{"identical": true}' >"$log.ort.json"
-  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
+  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
     echo "| $name | $shown_cost | | | ort_latency failed: $(tail -1 "$log.ort.log") | | |"
     status=1
     continue
@@ -118,5 +124,5 @@ print(f"| {name} | {cost} | {predicted:.3f} | {kept} | {cells[0]} | {cells[1]} |
 EOF
 done
 echo
-echo "Ratios below 1 are faster. onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)'), CPU execution provider, 1 thread, $runs runs per model per pass, $passes interleaved passes, medians; $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "Ratios below 1 are faster. onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)'), CPU execution provider, 1 thread, at least $runs runs and ${min_seconds} s per model per pass, $passes interleaved passes, medians; $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)."
 exit $status

@@ -27,7 +27,7 @@ def main():
     os.makedirs(work)
     db = os.path.join(work, "db.json")
     name = os.path.basename(model)[:-len(".onnx")]
-    cmd = [os.path.join(ROOT, "bench", "ort_report.sh"), "--db", db, "--runs", "3", "--passes", "2",
+    cmd = [os.path.join(ROOT, "bench", "ort_report.sh"), "--db", db, "--runs", "3", "--passes", "2", "--min-seconds", "0",
            "--time-identical", model]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TEQ_BUILD_DIR": build})
     print(r.stdout)
