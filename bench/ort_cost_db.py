@@ -5,11 +5,14 @@ the runtime the model will run in (docs/cost-model.md, "A cost DB measured in on
 For each model: eqsat-run runs with `--cost db:DB --cost-misses DIR`, which writes every node its e-graph
 priced and the DB lacked as a one-node ONNX model (operands are graph inputs, a conv kernel or a rank-2 matmul
 right operand an initializer); this script times each in onnxruntime (CPU execution provider, one thread,
-fastest of RUNS runs after warm-up) and adds it to the DB; then again, until a run finds no new node (the
-extracted graph, and so the next round's e-graph, can change once costs are known). Entries are the node's
-time without the per-run overhead of a session.run call: that overhead (a session running one Identity,
-minus the per-node time measured from a chain of 64 Identity nodes) is subtracted, so a graph's cost is the
-sum of its nodes' entries as in one session.run of the whole graph at ORT_DISABLE_ALL.
+ORT_DISABLE_ALL) and adds it to the DB; then again, until a run finds no new node (the extracted graph, and so
+the next round's e-graph, can change once costs are known). A node is timed against a reference session with
+as many graph inputs and a 4-element node, the two alternated run by run for at least RUNS runs and 50 ms: the
+entry is the fastest run less the reference's fastest, plus the per-node dispatch of a chain of Identity
+nodes. What session.run and feeding the inputs cost drifts by several microseconds on a shared machine, more
+than a small operator itself, so it is measured beside each node instead of once; a graph's cost is then the
+sum of its nodes' entries, as in one session.run of the whole graph at ORT_DISABLE_ALL (plus the
+session.run overhead, recorded as session_run_overhead_ms).
 
 Usage: ort_cost_db.py DB.json MODEL [MODEL ...] [--runs 15] [--refresh] [--eqsat build/bin/eqsat-run] [--eqsat-args "..."]
   MODEL: a built-in model name or an .onnx file. DB.json is created when missing (fallback analytical:cpu-ort).
@@ -146,6 +149,8 @@ def main():
     rng = np.random.default_rng(a.seed)
     db = load_db(a.db)
     db["timing"]["repeats"] = a.runs
+    db["timing"]["statistic"] = "min, less the min of a reference session alternated with it"
+    db["timing"]["min_seconds"] = 0.05
     save_db(db, a.db)
     overhead, per_node, per_input = run_overhead(a.runs, rng)
     db["session_input_overhead_ms"] = per_input * 1e3

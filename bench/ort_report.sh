@@ -5,7 +5,8 @@
 # ORT_ENABLE_ALL and ORT_DISABLE_ALL), beside the ratio the cost model predicted. Prints a Markdown table
 # (docs/benchmarks-measured.md).
 #
-# Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--time-identical] [MODEL ...]
+# Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--extract METHOD] [--time-identical]
+#                          [MODEL ...]
 #   --cost SPEC        eqsat-run's cost model (default analytical:cpu-ort, the profile fitted to this runtime
 #                      by bench/fit_cpu_profile.py)
 #   --db FILE          measure first: extend the onnxruntime cost DB FILE (created when missing) with every node
@@ -14,14 +15,17 @@
 #   --runs N           runs per model per pass (default 15), raised for small models so that a pass times
 #                      each model for at least --min-seconds S (default 1); --passes N: interleaved passes
 #                      (default 3)
+#   --extract METHOD   eqsat-run's extraction (default greedy; ilp sees merges of operators that share an
+#                      input, and its result depends on its time limit only when it does not close its gap:
+#                      the report's extraction gap says)
 #   --time-identical   also time a model whose optimized file is byte-identical to its original (otherwise
 #                      its ratio is 1 by construction and the row says so)
 #   MODEL              built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
 # The predicted ratio is optimized / original cost of the written file as eqsat-run reports it (read back from
 # the export); with a DB, the session.run overhead the DB records (paid once per inference) is added to both.
 # The error column is |predicted - measured| at ORT_ENABLE_ALL in points (100 x ratio difference).
-# eqsat-run limits are counts (greedy extraction, 10000 e-nodes, 30 iterations, 8 rounds), so the optimized
-# graph does not depend on the machine's load. Needs build/bin/eqsat-run (tools/build.sh) and .venv
+# eqsat-run limits are counts (10000 e-nodes, 30 iterations, 8 rounds; greedy extraction unless --extract),
+# so the optimized graph does not depend on the machine's load. Needs build/bin/eqsat-run (tools/build.sh) and .venv
 # (tools/setup-python.sh). Work files in $TEQ_WORK (default a temporary folder, removed at the end).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +34,7 @@ db=
 runs=15
 passes=3
 min_seconds=1
+extract=greedy
 time_identical=0
 models=()
 while (($#)); do
@@ -39,8 +44,9 @@ while (($#)); do
     --runs) runs=$2; shift 2 ;;
     --passes) passes=$2; shift 2 ;;
     --min-seconds) min_seconds=$2; shift 2 ;;
+    --extract) extract=$2; shift 2 ;;
     --time-identical) time_identical=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "ort_report: error: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -59,7 +65,7 @@ if ((${#models[@]} == 0)); then
   models+=("$root"/corpus/models/torch/*.onnx)
 fi
 if [[ -n ${TEQ_WORK:-} ]]; then work=$TEQ_WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
-limits=(--extract greedy --node-limit 10000 --iter-limit 30 --rounds 8)
+limits=(--extract "$extract" --node-limit 10000 --iter-limit 30 --rounds 8)
 shown_cost=${cost/#db:$root\//db:}
 echo "| model | cost model | predicted optimized/original | kept original | ORT_ENABLE_ALL measured (passes) | ORT_DISABLE_ALL measured (passes) | error, points (ENABLE_ALL) |"
 echo "|---|---|---:|---|---|---|---:|"
@@ -120,6 +126,9 @@ else:
         return f"**{l['median_ratio']:.3f}** ({', '.join(f'{x:.3f}' for x in l['ratios'])})"
     cells = [cell("all"), cell("disable")]
     measured = ort["levels"]["all"]["median_ratio"]
+gap = rep.get("extraction", {}).get("gap", 0)
+if rep.get("extraction", {}).get("method") == "ilp" and gap > 1e-6:
+    kept += f", ILP gap {gap:.1%}"
 print(f"| {name} | {cost} | {predicted:.3f} | {kept} | {cells[0]} | {cells[1]} | {abs(predicted - measured) * 100:.1f} |")
 EOF
 done
