@@ -39,6 +39,10 @@ if [[ -x $root/.venv/bin/python && ${TEQ_MEASURE:-1} != 0 ]]; then
     echo
     TEQ_BUILD_DIR=$build "$root/bench/ort_report.sh" --db "$root/bench/data/ort-cpu-costs.json" --runs 10 --passes 3 || true
     echo
+    echo "The same with the fitted roofline, \`bench/ort_report.sh --cost analytical:cpu-ort --runs 10 --passes 3\`:"
+    echo
+    TEQ_BUILD_DIR=$build "$root/bench/ort_report.sh" --cost analytical:cpu-ort --runs 10 --passes 3 || true
+    echo
     echo "## Tensat's merges measured on onnxruntime's CPU provider"
     echo
     cat <<'TEXT'
