@@ -5,13 +5,17 @@ the runtime the model will run in (docs/cost-model.md, "A cost DB measured in on
 For each model: eqsat-run runs with `--cost db:DB --cost-misses DIR`, which writes every node its e-graph
 priced and the DB lacked as a one-node ONNX model (operands are graph inputs, a conv kernel or a rank-2 matmul
 right operand an initializer); this script times each in onnxruntime (CPU execution provider, one thread,
-fastest of RUNS runs after warm-up) and adds it to the DB; then again, until a run finds no new node (the
-extracted graph, and so the next round's e-graph, can change once costs are known). Entries are the node's
-time without the per-run overhead of a session.run call: that overhead (a session running one Identity,
-minus the per-node time measured from a chain of 64 Identity nodes) is subtracted, so a graph's cost is the
-sum of its nodes' entries as in one session.run of the whole graph at ORT_DISABLE_ALL.
+ORT_DISABLE_ALL) and adds it to the DB; then again, until a run finds no new node (the extracted graph, and so
+the next round's e-graph, can change once costs are known). A node is timed against a reference session with
+as many graph inputs and a 4-element node, the two alternated run by run for at least RUNS runs and 50 ms, in the
+thread's CPU time (so a run the scheduler interrupts is not charged for another process's time): the
+entry is the fastest run less the reference's fastest, plus the per-node dispatch of a chain of Identity
+nodes. What session.run and feeding the inputs cost drifts by several microseconds on a shared machine, more
+than a small operator itself, so it is measured beside each node instead of once; a graph's cost is then the
+sum of its nodes' entries, as in one session.run of the whole graph at ORT_DISABLE_ALL (plus the
+session.run overhead, recorded as session_run_overhead_ms).
 
-Usage: ort_cost_db.py DB.json MODEL [MODEL ...] [--runs 15] [--eqsat build/bin/eqsat-run] [--eqsat-args "..."]
+Usage: ort_cost_db.py DB.json MODEL [MODEL ...] [--runs 15] [--refresh] [--eqsat build/bin/eqsat-run] [--eqsat-args "..."]
   MODEL: a built-in model name or an .onnx file. DB.json is created when missing (fallback analytical:cpu-ort).
 """
 import argparse
@@ -43,19 +47,50 @@ def session(model_bytes):
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
 
-def op_seconds(sess, runs, rng):
-    """The fastest of `runs` timed runs after warm-up: on a shared machine the least disturbed run is the best
-    estimate of what one operator costs (whole models are compared by medians of interleaved runs instead,
-    bench/ort_latency.py)."""
+def op_seconds(sess, runs, rng, min_seconds=0.05, max_runs=5000):
+    """The fastest of at least `runs` timed runs after warm-up, and of as many more as fit in `min_seconds`
+    (up to max_runs): on a shared machine the least disturbed run is the best estimate of what one operator
+    costs, and a 10 us operator needs hundreds of runs to meet one (whole models are compared by medians of
+    interleaved runs instead, bench/ort_latency.py)."""
     feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in sess.get_inputs()}
     for _ in range(3):
         sess.run(None, feeds)
     times = []
-    for _ in range(runs):
+    start = time.perf_counter()
+    while len(times) < runs or (time.perf_counter() - start < min_seconds and len(times) < max_runs):
         t = time.perf_counter()
         sess.run(None, feeds)
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+def op_seconds_against(sess, ref, runs, rng, min_seconds=0.05, max_runs=5000):
+    """The fastest run of `sess` and of `ref` (a one-node model of 4 elements fed as many graph inputs),
+    alternated run by run so that both see the same state of a shared machine: their difference is the node's
+    time without what session.run and feeding the inputs cost, which drifts by several microseconds over a
+    run and is larger than a small operator itself."""
+    feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in sess.get_inputs()}
+    ref_feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in ref.get_inputs()}
+    for _ in range(3):
+        sess.run(None, feeds)
+        ref.run(None, ref_feeds)
+    best, best_ref, n = float("inf"), float("inf"), 0
+    start = time.perf_counter()
+    while n < runs or (time.perf_counter() - start < min_seconds and n < max_runs):
+        t = clock()
+        sess.run(None, feeds)
+        best = min(best, clock() - t)
+        t = clock()
+        ref.run(None, ref_feeds)
+        best_ref = min(best_ref, clock() - t)
+        n += 1
+    return best, best_ref
+
+
+# The calling thread's CPU time: with one intra-op thread onnxruntime computes on the thread that calls run,
+# and a run the scheduler interrupts (every run of an operator longer than a time slice, on a loaded machine)
+# is not charged for the time another process had the core.
+clock = time.thread_time
 
 
 def identity_chain(n):
@@ -65,12 +100,24 @@ def identity_chain(n):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
+def sum_of_inputs(n):
+    ins = [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [1, 4]) for k in range(n)]
+    g = helper.make_graph([helper.make_node("Sum", [f"x{k}" for k in range(n)], ["y"])], "sum", ins,
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
 def run_overhead(runs, rng):
-    """Seconds a session.run costs beyond its nodes: one Identity minus the per-node time of a 64-chain."""
-    one = op_seconds(session(identity_chain(1)), runs * 4, rng)
-    chain = op_seconds(session(identity_chain(64)), runs * 4, rng)
+    """Seconds a session.run costs beyond its nodes: one Identity minus the per-node time of a 64-chain; and
+    what each further graph input costs to feed (a Sum of 5 inputs minus a Sum of 1, over 4). A node inside a
+    graph is fed by the graph, not by session.run, so both come off a one-node model's time."""
+    def best(model):  # the least disturbed of three long measurements
+        return min(op_seconds(session(model), runs * 20, rng, min_seconds=0.3) for _ in range(3))
+    one = best(identity_chain(1))
+    chain = best(identity_chain(64))
     per_node = max((chain - one) / 63, 0.0)
-    return max(one - per_node, 0.0), per_node
+    per_input = max((best(sum_of_inputs(5)) - best(sum_of_inputs(1))) / 4, 0.0)
+    return max(one - per_node, 0.0), per_node, per_input
 
 
 def load_db(path):
@@ -100,6 +147,8 @@ def main():
     p.add_argument("--eqsat", default=os.path.join(ROOT, "build", "bin", "eqsat-run"))
     p.add_argument("--eqsat-args", default="", help="more eqsat-run options (limits, --rules ...)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--refresh", action="store_true",
+                   help="time every node of the models' e-graphs again, replacing the entries the DB has")
     a = p.parse_args()
     if not os.access(a.eqsat, os.X_OK):
         print(f"ort_cost_db: error: {a.eqsat} is not built (tools/build.sh)", file=sys.stderr)
@@ -107,15 +156,30 @@ def main():
     rng = np.random.default_rng(a.seed)
     db = load_db(a.db)
     db["timing"]["repeats"] = a.runs
+    db["timing"]["statistic"] = "min thread CPU time, less the min of a reference session alternated with it"
+    db["timing"]["min_seconds"] = 0.05
     save_db(db, a.db)
-    overhead, per_node = run_overhead(a.runs, rng)
-    print(f"ort_cost_db: session.run overhead {overhead * 1e6:.1f} us, per-node dispatch {per_node * 1e6:.2f} us",
-          file=sys.stderr)
+    overhead, per_node, per_input = run_overhead(a.runs, rng)
+    db["session_input_overhead_ms"] = per_input * 1e3
+    # A whole graph pays this once per session.run: bench/ort_report.sh adds it to both graphs' costs when it
+    # turns the DB's prediction into a latency ratio (eqsat-run itself ignores the field).
+    db["session_run_overhead_ms"] = overhead * 1e3
+    print(f"ort_cost_db: session.run overhead {overhead * 1e6:.1f} us, {per_input * 1e6:.2f} us per further input, "
+          f"per-node dispatch {per_node * 1e6:.2f} us", file=sys.stderr)
+    scratch = tempfile.mkdtemp(prefix="ort_cost_db.")
+    refs = {}  # number of graph inputs -> a session of the same inputs and a tiny node: what a one-node run costs
     for model in a.models:
         source = [model] if model.endswith(".onnx") else ["--model", model]
+        # --refresh: this model's nodes are timed again, all of them: the passes run against a DB holding only
+        # what this run has timed, and the results replace the old entries.
+        timed = {}
         for round_ in range(1, a.rounds + 1):
             with tempfile.TemporaryDirectory() as work:
-                cmd = [a.eqsat, *source, "--cost", f"db:{a.db}", "--cost-misses", work, "-q",
+                db_arg = a.db
+                if a.refresh:
+                    db_arg = os.path.join(scratch, f"refresh-{round_}.json")
+                    save_db({**db, "entries": dict(timed)}, db_arg)
+                cmd = [a.eqsat, *source, "--cost", f"db:{db_arg}", "--cost-misses", work, "-q",
                        *shlex.split(a.eqsat_args)]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode != 0:
@@ -126,8 +190,13 @@ def main():
                     nodes = json.load(f)["nodes"]
                 for k, node in enumerate(nodes):
                     with open(os.path.join(work, node["file"]), "rb") as f:
-                        t = op_seconds(session(f.read()), a.runs, rng)
-                    db["entries"][node["key"]] = max(t - overhead, per_node) * 1e3
+                        sess = session(f.read())
+                    n_in = len(sess.get_inputs())
+                    if n_in not in refs:
+                        refs[n_in] = session(sum_of_inputs(n_in) if n_in > 1 else identity_chain(1))
+                    t, ref = op_seconds_against(sess, refs[n_in], a.runs, rng)
+                    db["entries"][node["key"]] = max(t - ref + per_node, per_node) * 1e3
+                    timed[node["key"]] = db["entries"][node["key"]]
                     if (k + 1) % 50 == 0:
                         print(f"  {model}: {k + 1}/{len(nodes)} nodes timed", file=sys.stderr)
                 save_db(db, a.db)

@@ -10,7 +10,7 @@ The outputs of the two models are compared on every configuration; a difference 
 Weights that arrive as graph inputs (PyTorch exports made with export_params=False) get seeded random values,
 the same for both models: the first graph input is data unless --data-inputs names others.
 
-Usage: ort_latency.py ORIGINAL OPTIMIZED [--runs 20] [--passes 3] [--seed 1] [--json OUT]
+Usage: ort_latency.py ORIGINAL OPTIMIZED [--runs 20] [--passes 3] [--min-seconds S] [--seed 1] [--json OUT]
        [--levels all,disable] [--rtol 1e-3] [--atol 1e-4] [--dim NAME=VALUE ...]
 Prints one line per level and pass; --json writes {"levels": {"all": {"ratios": [...], "median_ratio": r,
 "original_ms": [...], "optimized_ms": [...]}, ...}}. Exit 0 on success, 1 if outputs differ, 2 on bad input.
@@ -103,6 +103,9 @@ def main():
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--passes", type=int, default=3)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--min-seconds", type=float, default=0.0,
+                   help="raise the runs per pass so that a pass times each model for at least this long (small "
+                        "models: a median of 10 runs of 0.3 ms is mostly the noise of a shared machine)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--levels", default="all,disable")
     p.add_argument("--rtol", type=float, default=1e-3)
@@ -147,13 +150,18 @@ def main():
         if not ok:
             print(f"ort_latency: {level}: outputs differ: {how}", file=sys.stderr)
             status = 1
+        warm = []
         for _ in range(a.warmup):
-            timed(sa, feeds)
+            warm.append(timed(sa, feeds)[0])
             timed(sb, feeds)
+        runs = a.runs
+        if a.min_seconds > 0 and warm:
+            runs = max(runs, int(a.min_seconds * 1e3 / max(min(warm), 1e-3)) + 1)
+        result.setdefault("runs_per_pass", {})[level] = runs
         ratios, med_a, med_b = [], [], []
         for k in range(a.passes):
             ta, tb = [], []
-            for _ in range(a.runs):
+            for _ in range(runs):
                 ta.append(timed(sa, feeds)[0])
                 tb.append(timed(sb, feeds)[0])
             ma, mb = statistics.median(ta), statistics.median(tb)

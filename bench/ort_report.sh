@@ -1,77 +1,137 @@
 #!/usr/bin/env bash
-# Measured latency: every built-in model and every real export the project tests with (corpus/models/torch),
-# original and optimized, timed side by side in onnxruntime on this machine's CPU (bench/ort_latency.py:
-# one thread, interleaved runs, medians per pass, ORT_ENABLE_ALL and ORT_DISABLE_ALL), beside the speedup
-# the cost model predicted. Prints a Markdown table (docs/benchmarks.md, "Measured in onnxruntime").
+# Measured latency: every built-in model and every real export the project tests with (corpus/models/torch,
+# with seeded weights as initializers: bench/with_weights.py), original and optimized, timed side by side in
+# onnxruntime on this machine's CPU (bench/ort_latency.py: one thread, interleaved runs, medians per pass,
+# ORT_ENABLE_ALL and ORT_DISABLE_ALL), beside the ratio the cost model predicted. Prints a Markdown table
+# (docs/benchmarks-measured.md).
 #
-# Usage: bench/ort_report.sh [--cost SPEC] [--runs N] [--passes N] [MODEL ...]
-#   --cost SPEC   eqsat-run's cost model (default analytical:cpu-ort, the profile fitted to this runtime by
-#                 bench/fit_cpu_profile.py)
-#   MODEL         built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
-# Needs build/bin/eqsat-run (tools/build.sh) and .venv (tools/setup-python.sh). Work files in $TEQ_WORK
-# (default a temporary folder).
+# Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--extract METHOD] [--time-identical]
+#                          [MODEL ...]
+#   --cost SPEC        eqsat-run's cost model (default analytical:cpu-ort, the profile fitted to this runtime
+#                      by bench/fit_cpu_profile.py)
+#   --db FILE          measure first: extend the onnxruntime cost DB FILE (created when missing) with every node
+#                      of the model's e-graph it lacks (bench/ort_cost_db.py, same eqsat-run limits), then
+#                      optimize with --cost db:FILE
+#   --runs N           runs per model per pass (default 15), raised for small models so that a pass times
+#                      each model for at least --min-seconds S (default 1); --passes N: interleaved passes
+#                      (default 3)
+#   --extract METHOD   eqsat-run's extraction (default greedy; ilp sees merges of operators that share an
+#                      input, and its result depends on its time limit only when it does not close its gap:
+#                      the report's extraction gap says)
+#   --time-identical   also time a model whose optimized file is byte-identical to its original (otherwise
+#                      its ratio is 1 by construction and the row says so)
+#   MODEL              built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
+# The predicted ratio is optimized / original cost of the written file as eqsat-run reports it (read back from
+# the export); with a DB, the session.run overhead the DB records (paid once per inference) is added to both.
+# The error column is |predicted - measured| at ORT_ENABLE_ALL in points (100 x ratio difference).
+# eqsat-run limits are counts (10000 e-nodes, 30 iterations, 8 rounds; greedy extraction unless --extract),
+# so the optimized graph does not depend on the machine's load. Needs build/bin/eqsat-run (tools/build.sh) and .venv
+# (tools/setup-python.sh). Work files in $TEQ_WORK (default a temporary folder, removed at the end).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cost=analytical:cpu-ort
+db=
 runs=15
 passes=3
+min_seconds=1
+extract=greedy
+time_identical=0
 models=()
 while (($#)); do
   case $1 in
     --cost) cost=$2; shift 2 ;;
+    --db) db=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --passes) passes=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    -*) echo "ort_report: error: unknown option $1" >&2; exit 2 ;;
+    --min-seconds) min_seconds=$2; shift 2 ;;
+    --extract) extract=$2; shift 2 ;;
+    --time-identical) time_identical=1; shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -*) echo "ort_report: error: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
 done
-eqsat="$root/build/bin/eqsat-run"
+eqsat="${TEQ_BUILD_DIR:-$root/build}/bin/eqsat-run"
 python="$root/.venv/bin/python"
 [[ -x $eqsat ]] || { echo "ort_report: error: $eqsat missing; run tools/build.sh" >&2; exit 2; }
 [[ -x $python ]] || { echo "ort_report: error: $python missing; run tools/setup-python.sh" >&2; exit 2; }
+[[ $runs =~ ^[1-9][0-9]*$ && $passes =~ ^[1-9][0-9]*$ ]] || { echo "ort_report: error: --runs and --passes take positive integers" >&2; exit 2; }
+if [[ -n $db ]]; then
+  db=$(realpath -m "$db")
+  cost="db:$db"
+fi
 if ((${#models[@]} == 0)); then
   mapfile -t models < <("$eqsat" --list-models)
   models+=("$root"/corpus/models/torch/*.onnx)
 fi
-work=${TEQ_WORK:-$(mktemp -d)}
-mkdir -p "$work"
-echo "| model | cost model | predicted speedup | kept original | ORT_ENABLE_ALL optimized/original (passes) | ORT_DISABLE_ALL optimized/original (passes) |"
-echo "|---|---|---:|---|---|---|"
+if [[ -n ${TEQ_WORK:-} ]]; then work=$TEQ_WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
+limits=(--extract "$extract" --node-limit 10000 --iter-limit 30 --rounds 8)
+shown_cost=${cost/#db:$root\//db:}
+echo "| model | cost model | predicted optimized/original | kept original | ORT_ENABLE_ALL measured (passes) | ORT_DISABLE_ALL measured (passes) | error, points (ENABLE_ALL) |"
+echo "|---|---|---:|---|---|---|---:|"
 status=0
 for m in "${models[@]}"; do
   name=$(basename "$m" .onnx)
   orig="$work/$name.orig.onnx"
   opt="$work/$name.opt.onnx"
   if [[ $m == *.onnx ]]; then
-    src=("$m")
-    # PyTorch exports made with export_params=False: the same seeded weights for both (ort_latency.py).
-    cp "$m" "$orig"
+    [[ -f $m ]] || { echo "| $name | $shown_cost | no such file: $m | | | | |"; status=1; continue; }
+    m=$(realpath "$m")
+    if [[ $m == "$root"/corpus/models/torch/* ]]; then
+      # Exported with export_params=False: seeded weights as initializers, as a user's model has them.
+      "$python" "$root/bench/with_weights.py" "$m" "$orig"
+      name="$name (export)"
+    else
+      cp "$m" "$orig"
+    fi
   else
-    src=(--model "$m")
-    "$eqsat" "${src[@]}" --export "$orig" 2>/dev/null
+    "$eqsat" --model "$m" --export "$orig" 2>/dev/null
+    name="$name (built-in)"
   fi
-  if ! "$eqsat" "${src[@]}" --cost "$cost" -o "$opt" --report "$work/$name.json" >"$work/$name.log" 2>&1; then
-    echo "| $name | $cost | eqsat-run failed: $(tail -1 "$work/$name.log") | | | |"
+  if [[ -n $db ]] && ! "$python" "$root/bench/ort_cost_db.py" "$db" "$orig" --eqsat "$eqsat" \
+      --eqsat-args "${limits[*]}" >"$work/${name%% *}.db.log" 2>&1; then
+    echo "| $name | $shown_cost | ort_cost_db failed: $(tail -1 "$work/${name%% *}.db.log") | | | | |"
     status=1
     continue
   fi
-  predicted=$("$python" -c "import json,sys; r=json.load(open(sys.argv[1])); print(f\"{r['speedup']:.3f}x\", 'yes' if r.get('kept_original') else 'no')" "$work/$name.json")
-  if ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --json "$work/$name.ort.json" >"$work/$name.ort.log" 2>&1; then
-    echo "| $name | $cost | ${predicted% *} | ${predicted#* } | ort_latency failed: $(tail -1 "$work/$name.ort.log") | |"
+  log="$work/${name%% *}"
+  if ! "$eqsat" "$orig" --cost "$cost" "${limits[@]}" -o "$opt" --report "$log.json" >"$log.log" 2>&1; then
+    echo "| $name | $shown_cost | eqsat-run failed: $(tail -1 "$log.log") | | | | |"
     status=1
     continue
   fi
-  "$python" - "$work/$name.ort.json" "$name" "$cost" "$predicted" <<'EOF'
+  identical=0
+  cmp -s "$orig" "$opt" && identical=1
+  if ((identical && !time_identical)); then
+    echo '{"identical": true}' >"$log.ort.json"
+  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
+    echo "| $name | $shown_cost | | | ort_latency failed: $(tail -1 "$log.ort.log") | | |"
+    status=1
+    continue
+  fi
+  "$python" - "$log.json" "$log.ort.json" "$name" "$shown_cost" "${db:-}" <<'EOF'
 import json, sys
-r = json.load(open(sys.argv[1]))
-name, cost, predicted = sys.argv[2], sys.argv[3], sys.argv[4].split()
-def cell(level):
-    l = r["levels"][level]
-    return f"**{l['median_ratio']:.3f}** ({', '.join(f'{x:.3f}' for x in l['ratios'])})"
-print(f"| {name} | {cost} | {predicted[0]} | {predicted[1]} | {cell('all')} | {cell('disable')} |")
+rep, ort, name, cost, db = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5]
+overhead = json.load(open(db)).get("session_run_overhead_ms", 0.0) * 1e-3 if db else 0.0
+kept = "yes" if rep.get("kept_original") else "no"
+predicted = (rep["exported_cost"] + overhead) / (rep["original_cost"] + overhead)
+if ort.get("identical"):
+    predicted = 1.0
+    cells = ["1 (identical file)", "1 (identical file)"]
+    measured = 1.0
+    kept += ", unchanged"
+else:
+    def cell(level):
+        l = ort["levels"][level]
+        return f"**{l['median_ratio']:.3f}** ({', '.join(f'{x:.3f}' for x in l['ratios'])})"
+    cells = [cell("all"), cell("disable")]
+    measured = ort["levels"]["all"]["median_ratio"]
+gap = rep.get("extraction", {}).get("gap", 0)
+if rep.get("extraction", {}).get("method") == "ilp" and gap > 1e-6:
+    kept += f", ILP gap {gap:.1%}"
+print(f"| {name} | {cost} | {predicted:.3f} | {kept} | {cells[0]} | {cells[1]} | {abs(predicted - measured) * 100:.1f} |")
 EOF
 done
 echo
-echo "Ratios below 1 are faster. onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)'), CPU execution provider, 1 thread, $runs runs per model per pass, $passes interleaved passes; work files in $work."
+echo "Ratios below 1 are faster. onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)'), CPU execution provider, 1 thread, at least $runs runs and ${min_seconds} s per model per pass, $passes interleaved passes, medians; $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)."
 exit $status

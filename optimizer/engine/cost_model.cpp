@@ -41,6 +41,9 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
 
 bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands) {
   if (op == OpKind::Relu) return operands.size() == 1 && operands[0].fusion_anchor;
+  // A constant scalar scale: ONNX Gemm's alpha (imported as smul), onnxruntime's MatMulScaleFusion and
+  // ConvMulFusion, cuBLAS's and cuDNN's alpha.
+  if (op == OpKind::Smul) return operands.size() == 2 && operands[0].fusion_anchor && operands[1].precomputable;
   // A bias, or any tensor of the output's shape: onnxruntime's FusedConv adds a "sum" input (a residual)
   // in the convolution's output stage, as cuDNN's conv-bias-activation does with its z operand.
   return op == OpKind::EwAdd && operands.size() == 2 && (operands[0].fusion_anchor || operands[1].fusion_anchor);
@@ -51,7 +54,7 @@ bool is_anchor_operator(OpKind op, std::span<const Shape> inputs) {
 }
 
 bool is_fusion_anchor(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, std::span<const OperandFacts> operands) {
-  if (op == OpKind::EwAdd) return is_fused_epilogue(op, operands);
+  if (op == OpKind::EwAdd || op == OpKind::Smul) return is_fused_epilogue(op, operands);
   return fused_activation(op, attrs) == Activation::None && is_anchor_operator(op, inputs);
 }
 

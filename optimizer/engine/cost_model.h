@@ -36,14 +36,14 @@ struct OperandFacts {
 };
 
 /// Whether a node is an epilogue a fusing runtime runs inside the kernel of its anchor operand: ewadd of an
-/// anchor and a bias or any other tensor (a residual: onnxruntime's FusedConv "sum" input, cuDNN's z), or
-/// relu of an anchor.
+/// anchor and a bias or any other tensor (a residual: onnxruntime's FusedConv "sum" input, cuDNN's z), smul
+/// of an anchor by a constant scalar (Gemm's alpha), or relu of an anchor.
 bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands);
 /// Whether the operator's output is one a fusing runtime adds a bias and a relu to in its kernel: a
 /// convolution or a 2-d matrix product (whatever its fused activation).
 bool is_anchor_operator(OpKind op, std::span<const Shape> inputs);
 /// Whether a node's output is a fusion anchor: a convolution or 2-d matmul without a fused activation, or a
-/// bias-add epilogue of one.
+/// bias-add or scale epilogue of one.
 bool is_fusion_anchor(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, std::span<const OperandFacts> operands);
 /// The cost of a node in its context: 0 for an epilogue under a model that fuses them, else node_cost.
 /// Every extraction and graph costing goes through this, so the original and the optimized graph are

@@ -376,7 +376,8 @@ class Exporter {
     if (m_.opset >= 20) return finish("Gelu", {arg(0)}, id, 0, &n);
     if (m_.opset < 9) throw OnnxError("export: gelu needs Erf, which opset " + std::to_string(m_.opset) + " lacks");
     std::string x = arg(0);
-    std::string e = add_simple("Erf", {add_simple("Mul", {x, float_scalar(0.70710678118654752f)})});
+    // x / sqrt 2 (not x * 0.7071): the form onnxruntime's Gelu fusion matches, as PyTorch writes it.
+    std::string e = add_simple("Erf", {add_simple("Div", {x, float_scalar(1.41421356237309505f)})});
     std::string h = add_simple("Mul", {x, add_simple("Add", {e, float_scalar(1.0f)})});
     return finish("Mul", {h, float_scalar(0.5f)}, id, 0, &n);
   }
@@ -522,6 +523,9 @@ class Exporter {
         static const std::map<OpKind, std::string> kOps{
             {OpKind::EwAdd, "Add"}, {OpKind::EwSub, "Sub"}, {OpKind::EwMul, "Mul"}, {OpKind::EwDiv, "Div"}};
         std::string x = binary_operand(kids[0], kids[1]);
+        // x * x as Pow(x, 2), the form onnxruntime's LayerNormalization fusion matches (the import reads it back
+        // as x * x): written as Mul, an exported layer norm stays nine kernels at ORT_ENABLE_ALL.
+        if (node.op == OpKind::EwMul && kids[0] == kids[1]) return finish("Pow", {x, float_scalar(2.0f)}, id, 0, &n);
         return finish(kOps.at(node.op), {x, binary_operand(kids[1], kids[0])}, id, 0, &n);
       }
       case OpKind::Smul: return finish("Mul", {arg(0), arg(1)}, id, 0, &n);

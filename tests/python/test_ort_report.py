@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""bench/ort_report.sh --db on a tiny model: it must build the cost DB (bench/ort_cost_db.py: every node of
+the e-graph timed in onnxruntime), optimize with --cost db:, time original and optimized and print one
+well-formed table row (predicted ratio, kept, both levels with every pass, the error in points). No timing
+target: the figures themselves belong to the benchmark report (docs/benchmarks-measured.md).
+
+Usage: test_ort_report.py BUILD_DIR MODEL.onnx WORK_DIR
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NUM = r"[0-9]+\.[0-9]{3}"
+CELL = rf"\*\*{NUM}\*\* \({NUM}, {NUM}\)"
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build, model, work = sys.argv[1:]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    db = os.path.join(work, "db.json")
+    name = os.path.basename(model)[:-len(".onnx")]
+    cmd = [os.path.join(ROOT, "bench", "ort_report.sh"), "--db", db, "--runs", "3", "--passes", "2", "--min-seconds", "0",
+           "--time-identical", model]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TEQ_BUILD_DIR": build})
+    print(r.stdout)
+    print(r.stderr, file=sys.stderr)
+    if r.returncode != 0:
+        print(f"FAILED: ort_report.sh exited {r.returncode}", file=sys.stderr)
+        return 1
+    row = rf"^\| {re.escape(name)} \| db:\S*db\.json \| {NUM} \| (yes|no)[^|]* \| {CELL} \| {CELL} \| [0-9]+\.[0-9] \|$"
+    if not re.search(row, r.stdout, re.M):
+        print(f"FAILED: no table row matching {row}", file=sys.stderr)
+        return 1
+    entries = json.load(open(db))["entries"]
+    if not entries or any(not isinstance(v, (int, float)) or v < 0 for v in entries.values()):
+        print(f"FAILED: {db} has no valid entries", file=sys.stderr)
+        return 1
+    # The DB now answers every node of the model: a second eqsat-run misses none.
+    rep = os.path.join(work, "again.json")
+    subprocess.run([os.path.join(build, "bin", "eqsat-run"), model, "--cost", f"db:{db}", "--extract", "greedy",
+                    "--node-limit", "10000", "--iter-limit", "30", "--rounds", "8", "-q", "--report", rep], check=True)
+    misses = json.load(open(rep))["cost_stats"]["misses"]
+    if misses:
+        print(f"FAILED: the DB built by ort_report.sh still misses {misses} lookups", file=sys.stderr)
+        return 1
+    print(f"ok: a well-formed row; {len(entries)} DB entries, 0 misses on a second run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
