@@ -175,7 +175,8 @@ z3::expr canonical(const z3::expr& e, const z3::params& sp, std::map<unsigned, z
 struct Pending {
   size_t output;
   int64_t element;
-  z3::expr lhs, rhs;
+  Canonical renamed;   // the element pair with renamed inputs (the cache key)
+  z3::expr lhs, rhs;   // renamed.lhs/rhs simplified: what Z3 is asked
 };
 
 /// Outcome of one shape assignment.
@@ -186,8 +187,26 @@ struct AssignmentOutcome {
   bool used_solver = false;
 };
 
-/// Element pairs already proved equal, by the AST ids of their canonical forms.
-using ProvedCache = std::set<std::pair<unsigned, unsigned>>;
+/// Element pairs already proved equal, by the AST ids of their renamed forms (see Canonical). The terms
+/// are kept alive with their ids: Z3 reuses the id of a freed term, which would make a stale entry prove
+/// an unrelated pair.
+class ProvedCache {
+ public:
+  explicit ProvedCache(z3::context& ctx) : alive_(ctx) {}
+  bool contains(const z3::expr& lhs, const z3::expr& rhs) const { return proved_.contains(key(lhs, rhs)); }
+  void insert(const z3::expr& lhs, const z3::expr& rhs) {
+    if (!proved_.insert(key(lhs, rhs)).second) return;
+    alive_.push_back(lhs);
+    alive_.push_back(rhs);
+  }
+
+ private:
+  static std::pair<unsigned, unsigned> key(const z3::expr& lhs, const z3::expr& rhs) {
+    return {Z3_get_ast_id(lhs.ctx(), lhs), Z3_get_ast_id(rhs.ctx(), rhs)};
+  }
+  std::set<std::pair<unsigned, unsigned>> proved_;
+  z3::expr_vector alive_;
+};
 
 AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const VarShapes& shapes,
                                    Clock::time_point deadline, unsigned rlimit, ProvedCache& cache) {
@@ -206,11 +225,16 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
               "output " + std::to_string(i) + ": lhs shape " + to_string(l.shape) + " but rhs shape " +
                   to_string(r.shape)};
     for (int64_t e = 0; e < l.size(); ++e) {
-      z3::expr a = l.data[e].simplify(sp), b = r.data[e].simplify(sp);
-      if (z3::eq(a, b) || is_zero((a - b).simplify(sp))) continue;
-      z3::expr ca = canonical(l.data[e], sp, memo), cb = canonical(r.data[e], sp, memo);
-      if (z3::eq(ca, cb)) continue;
-      pending.push_back({i, e, a, b});
+      // Inputs are renamed before anything else, so that elements equal up to renaming (the windows of a
+      // convolution or pooling, on every shape assignment) become the same Z3 terms and are decided once.
+      Canonical c = canonicalize(ctx, l.data[e], r.data[e]);
+      if (cache.contains(c.lhs, c.rhs)) continue;
+      z3::expr a = c.lhs.simplify(sp), b = c.rhs.simplify(sp);
+      if (z3::eq(a, b) || is_zero((a - b).simplify(sp)) || z3::eq(canonical(c.lhs, sp, memo), canonical(c.rhs, sp, memo))) {
+        cache.insert(c.lhs, c.rhs);
+        continue;
+      }
+      pending.push_back({i, e, std::move(c), a, b});
       if ((e & 63) == 63 && Clock::now() > deadline)
         return {VerifyStatus::Unknown, std::nullopt, "timeout while simplifying terms"};
     }
@@ -222,25 +246,24 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
   // (nested max/relu terms of a pooling window, for example). Elements equal up to a renaming of their
   // inputs (the interior of a convolution, say) are proved once: each query is put in a canonical form.
   for (const Pending& d : pending) {
-    Canonical c = canonicalize(ctx, d.lhs, d.rhs);
-    auto key = std::make_pair(Z3_get_ast_id(ctx, c.lhs), Z3_get_ast_id(ctx, c.rhs));
-    if (cache.contains(key)) continue;
+    const Canonical& c = d.renamed;
+    if (cache.contains(c.lhs, c.rhs)) continue;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return {VerifyStatus::Unknown, std::nullopt, "timeout", true};
     // A fresh solver (not push/pop): only then does Z3 pick its complete engine for non-linear terms.
     // Linear problems (relu, max, pooling) go to the SMT core directly, which is much faster on them.
-    z3::solver solver = is_linear(c.lhs) && is_linear(c.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
+    z3::solver solver = is_linear(d.lhs) && is_linear(d.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
     z3::params p(ctx);
     // With an rlimit, no Z3 timeout: the rlimit bounds the query deterministically, and Z3's timer threads
     // have deadlocked under several proving threads (libz3 4.8); the deadline is still checked between queries.
     if (rlimit != 0) p.set("rlimit", rlimit);
     else p.set("timeout", static_cast<unsigned>(left));
     solver.set(p);
-    solver.add(c.lhs != c.rhs);
+    solver.add(d.lhs != d.rhs);
     z3::check_result res = solver.check();
     if (res == z3::unknown) return {VerifyStatus::Unknown, std::nullopt, "z3: " + solver.reason_unknown(), true};
     if (res == z3::unsat) {
-      cache.insert(key);
+      cache.insert(c.lhs, c.rhs);
       continue;
     }
     // Map the model of the canonical query back to the inputs; inputs this element does not read are 0.
@@ -263,8 +286,8 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     }
     cex.output = d.output;
     cex.index = index_of(d.element, root_shape(rule.lhs[d.output], shapes));
-    cex.lhs_value = numeral_text(m.eval(c.lhs, true).simplify());
-    cex.rhs_value = numeral_text(m.eval(c.rhs, true).simplify());
+    cex.lhs_value = numeral_text(m.eval(d.lhs, true).simplify());
+    cex.rhs_value = numeral_text(m.eval(d.rhs, true).simplify());
     return {VerifyStatus::Wrong, std::move(cex), "", true};
   }
   return {VerifyStatus::Verified, std::nullopt, "", true};
@@ -329,7 +352,7 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
         result.counterexample = std::move(cex);
         return result;
       }
-  ProvedCache cache;
+  ProvedCache cache(ctx);
   for (const VarShapes& shapes : found.assignments) {
     AssignmentOutcome out = check_assignment(rule, ctx, shapes, deadline, options.rlimit, cache);
     result.solver_calls += out.used_solver;
