@@ -29,9 +29,9 @@ RuleReport verify_rule(const Rule& rule, z3::context& ctx, const VerifyOptions& 
     if (ew.status != VerifyStatus::Unknown) report.method = kMethodElementwise;
     if (ew.status == VerifyStatus::Verified && options.use_axioms) {
       AxiomOptions ax;
-      ax.timeout_ms = options.axiom_timeout_ms;
+      ax.rlimit = options.axiom_rlimit;
       ax.elementwise = options.elementwise;
-      if (prove_from_axioms(rule, ctx, ax).proved) report.method = kMethodAxioms;
+      if (prove_from_axioms(rule, ctx, ax, report.shapes).proved) report.method = kMethodAxioms;
     }
   } catch (const std::exception& e) {
     // A rule the semantics cannot evaluate (opaque operators) is not proven; say why.
@@ -48,18 +48,25 @@ CorpusReport verify_rules(std::span<const Rule> rules, const VerifyOptions& opti
   CorpusReport out;
   out.rules.resize(rules.size());
   int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::min<int>(jobs, std::max<size_t>(rules.size(), 1));
+  jobs = std::min<int>(jobs, std::max<size_t>((rules.size() + kRulesPerContext - 1) / kRulesPerContext, 1));
+  // Rules are verified in fixed batches of consecutive rules, each batch in a fresh Z3 context: Z3's choices
+  // follow term ids, which depend on everything the context saw before, so a context per thread would make
+  // verdicts depend on thread scheduling. A batch is the same whichever thread takes it. Not one context
+  // per rule: deleting a context costs about as much as verifying a small rule.
+  const size_t batches = (rules.size() + kRulesPerContext - 1) / kRulesPerContext;
   std::atomic<size_t> next{0};
   size_t done = 0;
   std::mutex mu;
   auto worker = [&] {
-    z3::context ctx;  // Z3 contexts are not thread-safe: one per worker
-    for (size_t i; (i = next++) < rules.size();) {
-      RuleReport r = verify_rule(rules[i], ctx, options);
-      std::lock_guard lock(mu);
-      out.rules[i] = std::move(r);
-      ++done;
-      if (progress) progress(done, rules.size(), out.rules[i]);
+    for (size_t b; (b = next++) < batches;) {
+      z3::context ctx;
+      for (size_t i = b * kRulesPerContext; i < std::min(rules.size(), (b + 1) * kRulesPerContext); ++i) {
+        RuleReport r = verify_rule(rules[i], ctx, options);
+        std::lock_guard lock(mu);
+        out.rules[i] = std::move(r);
+        ++done;
+        if (progress) progress(done, rules.size(), out.rules[i]);
+      }
     }
   };
   std::vector<std::thread> threads;
