@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rules/sexpr.h"
+#include "verify/batches.h"
 
 namespace teq {
 namespace {
@@ -188,29 +189,40 @@ struct InstanceVerdict {
   std::map<std::string, std::pair<int, int>> ranks;  // variable -> (lowest, highest) rank seen
 };
 
-/// Verdicts are shared by all threads. Each is computed in a Z3 context of its own, so that it depends on
-/// the instance only, not on which rule asked first.
-InstanceVerdict check_instance(const Instance& inst, const ElementwiseOptions& opt) {
-  static std::mutex mu;
-  static std::map<std::string, InstanceVerdict> cache;
-  const std::string key = to_sexpr(inst.rule.lhs[0], inst.rule.lhs[0].root()) + " = " +
-                          to_sexpr(inst.rule.rhs[0], inst.rule.rhs[0].root());
-  {
-    std::lock_guard lock(mu);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
+std::string instance_key(const Instance& inst) {
+  return to_sexpr(inst.rule.lhs[0], inst.rule.lhs[0].root()) + " = " + to_sexpr(inst.rule.rhs[0], inst.rule.rhs[0].root());
+}
+
+/// The element-wise proof of one instance, in the caller's context.
+InstanceVerdict prove_instance(const Instance& inst, z3::context& ctx, const ElementwiseOptions& opt) {
   ElementwiseOptions o = opt;
   o.grouped_conv = false;
   // A split law is a conditional statement (the cut equals the first part's extent); the shape search
   // with equal roots finds exactly the shapes that satisfy the condition.
   o.shape_mismatch_is_wrong = !inst.split_cut;
-  z3::context ctx;
   ElementwiseResult r = prove_elementwise(inst.rule, ctx, o);
   InstanceVerdict v;
   v.holds = r.status == VerifyStatus::Verified;
   v.ranks = rank_ranges(r.shapes);
-  std::lock_guard lock(mu);
-  cache[key] = v;
+  return v;
+}
+
+/// Verdicts shared by all threads, by instance_key.
+std::mutex instance_mu;
+std::map<std::string, InstanceVerdict> instance_verdicts;
+
+/// The cached verdict (prepare_axiom_instances), or one proved now in a context of its own, so that it
+/// depends on the instance only, not on which rule asked first.
+InstanceVerdict check_instance(const Instance& inst, const ElementwiseOptions& opt) {
+  const std::string key = instance_key(inst);
+  {
+    std::lock_guard lock(instance_mu);
+    if (auto it = instance_verdicts.find(key); it != instance_verdicts.end()) return it->second;
+  }
+  z3::context ctx;
+  InstanceVerdict v = prove_instance(inst, ctx, opt);
+  std::lock_guard lock(instance_mu);
+  instance_verdicts[key] = v;
   return v;
 }
 
@@ -422,6 +434,24 @@ z3::expr_vector Encoder::shape_facts() {
 }  // namespace
 
 std::span<const AxiomTemplate> axiom_templates() { return kAxioms; }
+
+void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptions& options, int jobs) {
+  // Sorted by key and proved in fixed batches: each verdict depends on the rule list only.
+  std::map<std::string, Instance> todo;
+  for (const Rule& rule : rules)
+    for (Instance& inst : instantiate(rule)) {
+      std::string key = instance_key(inst);
+      std::lock_guard lock(instance_mu);
+      if (!instance_verdicts.contains(key)) todo.emplace(std::move(key), std::move(inst));
+    }
+  std::vector<const std::pair<const std::string, Instance>*> order;
+  for (const auto& entry : todo) order.push_back(&entry);
+  for_each_in_batches(order.size(), jobs, [&](size_t i, z3::context& ctx) {
+    InstanceVerdict v = prove_instance(order[i]->second, ctx, options);
+    std::lock_guard lock(instance_mu);
+    instance_verdicts.emplace(order[i]->first, std::move(v));
+  });
+}
 
 AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options,
                              std::span<const VarShapes> shapes) {

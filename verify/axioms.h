@@ -45,6 +45,12 @@ struct AxiomProof {
   std::string detail;               // why not proved
 };
 
+/// Proves, element-wise, every axiom instance that `rules` may use and caches the verdicts for
+/// prove_from_axioms: sorted, in fixed batches of 16 per fresh Z3 context (verify/batches.h), over `jobs`
+/// threads (0 = all cores), so that a verdict depends on the rule list, not on thread scheduling. Without
+/// it, prove_from_axioms proves each instance it meets in a context of its own (slower: contexts are costly).
+void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptions& options = {}, int jobs = 0);
+
 /// Tries to prove lhs[i] == rhs[i] for all i from the axioms. Thread-safe for distinct contexts; axiom
 /// instances proved element-wise are cached process-wide. Example:
 ///   z3::context ctx;

@@ -1,12 +1,11 @@
 #include "verify/prover.h"
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
-#include <thread>
 
 #include "verify/axioms.h"
+#include "verify/batches.h"
 
 namespace teq {
 namespace {
@@ -47,32 +46,17 @@ CorpusReport verify_rules(std::span<const Rule> rules, const VerifyOptions& opti
   const auto start = Clock::now();
   CorpusReport out;
   out.rules.resize(rules.size());
-  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::min<int>(jobs, std::max<size_t>((rules.size() + kRulesPerContext - 1) / kRulesPerContext, 1));
-  // Rules are verified in fixed batches of consecutive rules, each batch in a fresh Z3 context: Z3's choices
-  // follow term ids, which depend on everything the context saw before, so a context per thread would make
-  // verdicts depend on thread scheduling. A batch is the same whichever thread takes it. Not one context
-  // per rule: deleting a context costs about as much as verifying a small rule.
-  const size_t batches = (rules.size() + kRulesPerContext - 1) / kRulesPerContext;
-  std::atomic<size_t> next{0};
+  // The axiom instances every rule may use are proved first, in a fixed order (prepare_axiom_instances).
+  if (options.use_axioms) prepare_axiom_instances(rules, options.elementwise, options.jobs);
   size_t done = 0;
   std::mutex mu;
-  auto worker = [&] {
-    for (size_t b; (b = next++) < batches;) {
-      z3::context ctx;
-      for (size_t i = b * kRulesPerContext; i < std::min(rules.size(), (b + 1) * kRulesPerContext); ++i) {
-        RuleReport r = verify_rule(rules[i], ctx, options);
-        std::lock_guard lock(mu);
-        out.rules[i] = std::move(r);
-        ++done;
-        if (progress) progress(done, rules.size(), out.rules[i]);
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < jobs; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  for_each_in_batches(rules.size(), options.jobs, [&](size_t i, z3::context& ctx) {
+    RuleReport r = verify_rule(rules[i], ctx, options);
+    std::lock_guard lock(mu);
+    out.rules[i] = std::move(r);
+    ++done;
+    if (progress) progress(done, rules.size(), out.rules[i]);
+  });
   for (const RuleReport& r : out.rules) {
     switch (r.status) {
       case VerifyStatus::Verified:

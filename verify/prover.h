@@ -59,12 +59,10 @@ struct CorpusReport {
 /// Called after each rule (from worker threads, serialized): rules done so far, total, the rule's report.
 using ProgressFn = std::function<void(size_t done, size_t total, const RuleReport&)>;
 
-/// Rules verified one after the other in one Z3 context (see verify_rules).
-inline constexpr size_t kRulesPerContext = 16;
-
-/// Verifies rules in parallel. Rules i*16 .. i*16+15 share a fresh Z3 context, so that a verdict depends
-/// on the rule list and the options only, not on the number of threads, their scheduling or the machine's
-/// load: the result is deterministic apart from timings.
+/// Verifies rules in parallel. Rules i*16 .. i*16+15 share a fresh Z3 context (verify/batches.h), and the
+/// axiom instances are proved beforehand in a fixed order, so that a verdict depends on the rule list and
+/// the options only, not on the number of threads, their scheduling or the machine's load: the result is
+/// deterministic apart from timings.
 CorpusReport verify_rules(std::span<const Rule> rules, const VerifyOptions& options = {}, const ProgressFn& progress = {});
 
 /// "matmul-assoc  verified  axioms  12 ms" (fixed-width columns).
