@@ -29,12 +29,23 @@ int main(int argc, char** argv) {
   VerifyOptions opt;
   bool no_axioms = false, no_probe = false, update = false;
   app.add_option("files", files, "rule files: JSON corpus, Tensat rule text, TASO graph_subst.pb")->required();
-  app.add_option("--timeout-ms", opt.elementwise.timeout_ms, "element-wise proof budget per rule")
+  // Budgets are Z3 resource limits (counts of Z3's work), so a verdict is the same on an idle and a loaded
+  // machine; the wall-clock guard is a last resort whose verdicts are reported as machine-dependent.
+  app.add_option("--rlimit", opt.elementwise.rlimit,
+                 "Z3 resource limit per element-wise query (one output element on one shape assignment); 0 = none")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--axiom-timeout-ms", opt.axiom_timeout_ms, "axiom proof budget per rule")
+  app.add_option("--axiom-rlimit", opt.axiom_rlimit, "Z3 resource limit of the proof from axioms, per rule")
       ->check(kNonNegative)
       ->capture_default_str();
+  app.add_option("--guard-ms", opt.elementwise.timeout_ms,
+                 "wall-clock guard per rule, a last resort: a rule it stops is unknown, and says so; 0 = none")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  // The old wall-clock budgets made verdicts depend on the machine's load: refused with the replacement.
+  std::string removed_timeout, removed_axiom_timeout;
+  app.add_option("--timeout-ms", removed_timeout, "removed: use --rlimit (and --guard-ms)");
+  app.add_option("--axiom-timeout-ms", removed_axiom_timeout, "removed: use --axiom-rlimit");
   app.add_option("--jobs,-j", opt.jobs, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
@@ -52,6 +63,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // usage errors are bad input, like unreadable files
   }
+  for (const auto& [flag, replacement] : {std::pair{"--timeout-ms", "--rlimit N (and --guard-ms N)"},
+                                          std::pair{"--axiom-timeout-ms", "--axiom-rlimit N"}})
+    if (app.count(flag) > 0) {
+      std::cerr << "ruleverify: " << flag << " was removed: budgets are Z3 resource limits now, so that verdicts "
+                << "do not depend on the machine's load; use " << replacement << "\n";
+      return 2;
+    }
   opt.use_axioms = !no_axioms;
   opt.elementwise.random_probe = !no_probe;
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rules/sexpr.h"
+#include "verify/batches.h"
 
 namespace teq {
 namespace {
@@ -169,22 +170,31 @@ std::vector<Instance> instantiate(const Rule& rule) {
   return out;
 }
 
+/// Lowest and highest rank of each variable over the assignments.
+std::map<std::string, std::pair<int, int>> rank_ranges(std::span<const VarShapes> assignments) {
+  std::map<std::string, std::pair<int, int>> ranks;
+  for (const VarShapes& s : assignments)
+    for (const auto& [name, shape] : s) {
+      const int rank = static_cast<int>(shape.size());
+      auto [it, added] = ranks.emplace(name, std::pair{rank, rank});
+      it->second.first = std::min(it->second.first, rank);
+      it->second.second = std::max(it->second.second, rank);
+    }
+  return ranks;
+}
+
 /// Element-wise verdict on an axiom instance, with the ranks its variables took in the checked shapes.
 struct InstanceVerdict {
   bool holds = false;
   std::map<std::string, std::pair<int, int>> ranks;  // variable -> (lowest, highest) rank seen
 };
 
-/// Verdicts are shared by all threads (they do not depend on the Z3 context).
-InstanceVerdict check_instance(const Instance& inst, z3::context& ctx, const ElementwiseOptions& opt) {
-  static std::mutex mu;
-  static std::map<std::string, InstanceVerdict> cache;
-  const std::string key = to_sexpr(inst.rule.lhs[0], inst.rule.lhs[0].root()) + " = " +
-                          to_sexpr(inst.rule.rhs[0], inst.rule.rhs[0].root());
-  {
-    std::lock_guard lock(mu);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
+std::string instance_key(const Instance& inst) {
+  return to_sexpr(inst.rule.lhs[0], inst.rule.lhs[0].root()) + " = " + to_sexpr(inst.rule.rhs[0], inst.rule.rhs[0].root());
+}
+
+/// The element-wise proof of one instance, in the caller's context.
+InstanceVerdict prove_instance(const Instance& inst, z3::context& ctx, const ElementwiseOptions& opt) {
   ElementwiseOptions o = opt;
   o.grouped_conv = false;
   // A split law is a conditional statement (the cut equals the first part's extent); the shape search
@@ -193,15 +203,26 @@ InstanceVerdict check_instance(const Instance& inst, z3::context& ctx, const Ele
   ElementwiseResult r = prove_elementwise(inst.rule, ctx, o);
   InstanceVerdict v;
   v.holds = r.status == VerifyStatus::Verified;
-  for (const VarShapes& s : r.shapes)
-    for (const auto& [name, shape] : s) {
-      int rank = static_cast<int>(shape.size());
-      auto [it, added] = v.ranks.emplace(name, std::pair{rank, rank});
-      it->second.first = std::min(it->second.first, rank);
-      it->second.second = std::max(it->second.second, rank);
-    }
-  std::lock_guard lock(mu);
-  cache[key] = v;
+  v.ranks = rank_ranges(r.shapes);
+  return v;
+}
+
+/// Verdicts shared by all threads, by instance_key.
+std::mutex instance_mu;
+std::map<std::string, InstanceVerdict> instance_verdicts;
+
+/// The cached verdict (prepare_axiom_instances), or one proved now in a context of its own, so that it
+/// depends on the instance only, not on which rule asked first.
+InstanceVerdict check_instance(const Instance& inst, const ElementwiseOptions& opt) {
+  const std::string key = instance_key(inst);
+  {
+    std::lock_guard lock(instance_mu);
+    if (auto it = instance_verdicts.find(key); it != instance_verdicts.end()) return it->second;
+  }
+  z3::context ctx;
+  InstanceVerdict v = prove_instance(inst, ctx, opt);
+  std::lock_guard lock(instance_mu);
+  instance_verdicts[key] = v;
   return v;
 }
 
@@ -414,18 +435,38 @@ z3::expr_vector Encoder::shape_facts() {
 
 std::span<const AxiomTemplate> axiom_templates() { return kAxioms; }
 
-AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options) {
+void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptions& options, int jobs) {
+  // Sorted by key and proved in fixed batches: each verdict depends on the rule list only.
+  std::map<std::string, Instance> todo;
+  for (const Rule& rule : rules)
+    for (Instance& inst : instantiate(rule)) {
+      std::string key = instance_key(inst);
+      std::lock_guard lock(instance_mu);
+      if (!instance_verdicts.contains(key)) todo.emplace(std::move(key), std::move(inst));
+    }
+  std::vector<const std::pair<const std::string, Instance>*> order;
+  for (const auto& entry : todo) order.push_back(&entry);
+  for_each_in_batches(order.size(), jobs, [&](size_t i, z3::context& ctx) {
+    InstanceVerdict v = prove_instance(order[i]->second, ctx, options);
+    std::lock_guard lock(instance_mu);
+    instance_verdicts.emplace(order[i]->first, std::move(v));
+  });
+}
+
+AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options,
+                             std::span<const VarShapes> shapes) {
   AxiomProof proof;
   std::vector<Instance> instances = instantiate(rule);
   Encoder enc(ctx);
   z3::solver solver(ctx);
+  // Resource limits, never timeouts: the verdict must not depend on the machine's load.
   z3::params p(ctx);
-  p.set("timeout", options.timeout_ms);
+  p.set("rlimit", options.rlimit);
   p.set("mbqi", false);  // E-matching only: MBQI would search for models of the uninterpreted sort
   solver.set(p);
   z3::expr_vector axioms(ctx);
   for (const Instance& inst : instances) {
-    InstanceVerdict verdict = check_instance(inst, ctx, options.elementwise);
+    InstanceVerdict verdict = check_instance(inst, options.elementwise);
     if (!verdict.holds) {
       proof.rejected.push_back(inst.id);
       continue;
@@ -459,17 +500,15 @@ AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOpti
   solver.add(!z3::mk_and(equal));
   // The rule's variables get the same kind of rank constraint as the axioms: the rank its well-shaped
   // instances force, or at least the lowest rank they allow. The proof then covers every shape of those ranks.
-  std::vector<const Expr*> patterns;
-  for (const Expr& e : rule.lhs) patterns.push_back(&e);
-  for (const Expr& e : rule.rhs) patterns.push_back(&e);
-  std::map<std::string, std::pair<int, int>> rule_ranks;
-  for (const VarShapes& s : find_shape_assignments(patterns, options.elementwise.shapes).assignments)
-    for (const auto& [name, shape] : s) {
-      int rank = static_cast<int>(shape.size());
-      auto [it, added] = rule_ranks.emplace(name, std::pair{rank, rank});
-      it->second.first = std::min(it->second.first, rank);
-      it->second.second = std::max(it->second.second, rank);
-    }
+  std::vector<VarShapes> searched;
+  if (shapes.empty()) {
+    std::vector<const Expr*> patterns;
+    for (const Expr& e : rule.lhs) patterns.push_back(&e);
+    for (const Expr& e : rule.rhs) patterns.push_back(&e);
+    searched = find_shape_assignments(patterns, options.elementwise.shapes).assignments;
+    shapes = searched;
+  }
+  const std::map<std::string, std::pair<int, int>> rule_ranks = rank_ranges(shapes);
   z3::expr_vector rank_facts(ctx);
   for (const auto& [name, v] : vars)
     if (auto it = rule_ranks.find(name); it != rule_ranks.end())
@@ -493,7 +532,8 @@ AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOpti
   solver.add(enc.term(rule.lhs[0], rule.lhs[0].root(), vars, "") != fresh);
   for (const z3::expr& f : enc.shape_facts()) solver.add(f);
   z3::params quick(ctx);
-  quick.set("timeout", std::max(100u, options.timeout_ms / 4));
+  quick.set("rlimit", options.rlimit);
+  quick.set("mbqi", false);
   solver.set(quick);
   if (solver.check() == z3::unsat) {
     proof.proved = false;

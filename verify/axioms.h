@@ -30,7 +30,11 @@ struct AxiomTemplate {
 std::span<const AxiomTemplate> axiom_templates();
 
 struct AxiomOptions {
-  unsigned timeout_ms = 2'000;
+  /// Z3 resource limit of the proof. E-matching on laws like commutativity never runs out of new terms, so
+  /// a rule the laws do not cover uses the whole budget: it must be small. Proofs of the generated corpus
+  /// take up to about 50'000, all but one of them under 12'000 (docs/ruleverify.md).
+  /// The consistency check (the same laws must not refute a satisfiable goal) gets the same budget.
+  unsigned rlimit = 50'000;
   ElementwiseOptions elementwise;  // for proving the axiom instances themselves
 };
 
@@ -41,11 +45,20 @@ struct AxiomProof {
   std::string detail;               // why not proved
 };
 
+/// Proves, element-wise, every axiom instance that `rules` may use and caches the verdicts for
+/// prove_from_axioms: sorted, in fixed batches of 16 per fresh Z3 context (verify/batches.h), over `jobs`
+/// threads (0 = all cores), so that a verdict depends on the rule list, not on thread scheduling. Without
+/// it, prove_from_axioms proves each instance it meets in a context of its own (slower: contexts are costly).
+void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptions& options = {}, int jobs = 0);
+
 /// Tries to prove lhs[i] == rhs[i] for all i from the axioms. Thread-safe for distinct contexts; axiom
 /// instances proved element-wise are cached process-wide. Example:
 ///   z3::context ctx;
 ///   AxiomProof p = prove_from_axioms(make_rule("t", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?c ?b) ?a)"}), ctx);
 ///   // p.proved: commutativity + associativity, for every shape
-AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options = {});
+/// `shapes`: the rule's well-shaped assignments (the element-wise proof's), which fix the ranks the proof
+/// covers; searched when empty.
+AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options = {},
+                             std::span<const VarShapes> shapes = {});
 
 }  // namespace teq

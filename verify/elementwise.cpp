@@ -5,12 +5,28 @@
 #include <random>
 #include <set>
 
+#include "verify/normal_form.h"
 #include "verify/z3_arith.h"
 
 namespace teq {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The last-resort wall-clock bound of one rule (ElementwiseOptions::timeout_ms).
+class WallClockGuard {
+ public:
+  explicit WallClockGuard(unsigned ms) : ms_(ms), deadline_(Clock::now() + std::chrono::milliseconds(ms)) {}
+  bool hit() const { return ms_ != 0 && Clock::now() > deadline_; }
+  std::string detail(const std::string& while_doing) const {
+    return "wall-clock guard of " + std::to_string(ms_) + " ms hit while " + while_doing +
+           " (a verdict that depends on the machine)";
+  }
+
+ private:
+  unsigned ms_;
+  Clock::time_point deadline_;
+};
 
 std::vector<const Expr*> pattern_list(const Rule& rule) {
   std::vector<const Expr*> out;
@@ -144,38 +160,11 @@ bool is_linear(const z3::expr& e) {
   return is_linear(e, seen);
 }
 
-/// A normal form that survives fused activations: arithmetic is put in sum-of-monomials form bottom-up,
-/// comparisons become (a - b) OP 0 with a normalized difference, and ite/uninterpreted applications are
-/// rebuilt as they are. simplify() alone rewrites ite conditions in ways that depend on the term's
-/// history, so relu(conv(..)) on two equal-but-differently-built sums may not compare equal.
-z3::expr canonical(const z3::expr& e, const z3::params& sp, std::map<unsigned, z3::expr>& memo) {
-  if (!e.is_app() || e.num_args() == 0) return e;
-  unsigned id = Z3_get_ast_id(e.ctx(), e);
-  if (auto it = memo.find(id); it != memo.end()) return it->second;
-  z3::expr_vector args(e.ctx());
-  for (unsigned i = 0; i < e.num_args(); ++i) args.push_back(canonical(e.arg(i), sp, memo));
-  z3::expr out = e;
-  switch (e.decl().decl_kind()) {
-    case Z3_OP_ITE: out = z3::ite(args[0], args[1], args[2]); break;
-    case Z3_OP_GE: out = (args[0] - args[1]).simplify(sp) >= 0; break;
-    case Z3_OP_LE: out = (args[1] - args[0]).simplify(sp) >= 0; break;
-    case Z3_OP_GT: out = (args[0] - args[1]).simplify(sp) > 0; break;
-    case Z3_OP_LT: out = (args[1] - args[0]).simplify(sp) > 0; break;
-    case Z3_OP_ADD:
-    case Z3_OP_SUB:
-    case Z3_OP_MUL:
-    case Z3_OP_UMINUS:
-    case Z3_OP_DIV: out = e.decl()(args).simplify(sp); break;
-    default: out = e.decl()(args); break;
-  }
-  memo.emplace(id, out);
-  return out;
-}
-
 struct Pending {
   size_t output;
   int64_t element;
-  z3::expr lhs, rhs;
+  Canonical renamed;   // the element pair with renamed inputs (the cache key)
+  z3::expr lhs, rhs;   // renamed.lhs/rhs simplified: what Z3 is asked
 };
 
 /// Outcome of one shape assignment.
@@ -186,18 +175,34 @@ struct AssignmentOutcome {
   bool used_solver = false;
 };
 
-/// Element pairs already proved equal, by the AST ids of their canonical forms.
-using ProvedCache = std::set<std::pair<unsigned, unsigned>>;
+/// Element pairs already proved equal, by the AST ids of their renamed forms (see Canonical). The terms
+/// are kept alive with their ids: Z3 reuses the id of a freed term, which would make a stale entry prove
+/// an unrelated pair.
+class ProvedCache {
+ public:
+  explicit ProvedCache(z3::context& ctx) : alive_(ctx) {}
+  bool contains(const z3::expr& lhs, const z3::expr& rhs) const { return proved_.contains(key(lhs, rhs)); }
+  void insert(const z3::expr& lhs, const z3::expr& rhs) {
+    if (!proved_.insert(key(lhs, rhs)).second) return;
+    alive_.push_back(lhs);
+    alive_.push_back(rhs);
+  }
+
+ private:
+  static std::pair<unsigned, unsigned> key(const z3::expr& lhs, const z3::expr& rhs) {
+    return {Z3_get_ast_id(lhs.ctx(), lhs), Z3_get_ast_id(rhs.ctx(), rhs)};
+  }
+  std::set<std::pair<unsigned, unsigned>> proved_;
+  z3::expr_vector alive_;
+};
 
 AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const VarShapes& shapes,
-                                   Clock::time_point deadline, unsigned rlimit, ProvedCache& cache) {
+                                   const WallClockGuard& guard, unsigned rlimit, ProvedCache& cache) {
   Arith<z3::expr> ar(ctx);
   auto leaves = symbolic_leaves(ctx, shapes);
-  z3::params sp(ctx);
-  sp.set("som", true);
-  sp.set("som_blowup", 100000u);  // the default (10) stops expanding products of sums early
+  const z3::params sp = sum_of_monomials(ctx);
+  NormalForm normal(ctx);
   std::vector<Pending> pending;
-  std::map<unsigned, z3::expr> memo;
   for (size_t i = 0; i < rule.lhs.size(); ++i) {
     Tensor<z3::expr> l = evaluate<z3::expr>(rule.lhs[i], ar, leaves)[0];
     Tensor<z3::expr> r = evaluate<z3::expr>(rule.rhs[i], ar, leaves)[0];
@@ -206,15 +211,19 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
               "output " + std::to_string(i) + ": lhs shape " + to_string(l.shape) + " but rhs shape " +
                   to_string(r.shape)};
     for (int64_t e = 0; e < l.size(); ++e) {
-      z3::expr a = l.data[e].simplify(sp), b = r.data[e].simplify(sp);
-      if (z3::eq(a, b) || is_zero((a - b).simplify(sp))) continue;
-      z3::expr ca = canonical(l.data[e], sp, memo), cb = canonical(r.data[e], sp, memo);
-      if (z3::eq(ca, cb)) continue;
-      pending.push_back({i, e, a, b});
-      if ((e & 63) == 63 && Clock::now() > deadline)
-        return {VerifyStatus::Unknown, std::nullopt, "timeout while simplifying terms"};
+      // Inputs are renamed before anything else, so that elements equal up to renaming (the windows of a
+      // convolution or pooling, on every shape assignment) become the same Z3 terms and are decided once.
+      Canonical c = canonicalize(ctx, l.data[e], r.data[e]);
+      if (cache.contains(c.lhs, c.rhs)) continue;
+      z3::expr a = c.lhs.simplify(sp), b = c.rhs.simplify(sp);
+      if (z3::eq(a, b) || is_zero((a - b).simplify(sp)) || z3::eq(normal.of(c.lhs), normal.of(c.rhs))) {
+        cache.insert(c.lhs, c.rhs);
+        continue;
+      }
+      pending.push_back({i, e, std::move(c), a, b});
+      if ((e & 63) == 63 && guard.hit()) return {VerifyStatus::Unknown, std::nullopt, guard.detail("simplifying terms")};
     }
-    if (Clock::now() > deadline) return {VerifyStatus::Unknown, std::nullopt, "timeout while building terms"};
+    if (guard.hit()) return {VerifyStatus::Unknown, std::nullopt, guard.detail("building terms")};
   }
   if (pending.empty()) return {VerifyStatus::Verified, std::nullopt, ""};
 
@@ -222,25 +231,26 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
   // (nested max/relu terms of a pooling window, for example). Elements equal up to a renaming of their
   // inputs (the interior of a convolution, say) are proved once: each query is put in a canonical form.
   for (const Pending& d : pending) {
-    Canonical c = canonicalize(ctx, d.lhs, d.rhs);
-    auto key = std::make_pair(Z3_get_ast_id(ctx, c.lhs), Z3_get_ast_id(ctx, c.rhs));
-    if (cache.contains(key)) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return {VerifyStatus::Unknown, std::nullopt, "timeout", true};
+    const Canonical& c = d.renamed;
+    if (cache.contains(c.lhs, c.rhs)) continue;
+    if (guard.hit()) return {VerifyStatus::Unknown, std::nullopt, guard.detail("proving elements"), true};
     // A fresh solver (not push/pop): only then does Z3 pick its complete engine for non-linear terms.
     // Linear problems (relu, max, pooling) go to the SMT core directly, which is much faster on them.
-    z3::solver solver = is_linear(c.lhs) && is_linear(c.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
-    z3::params p(ctx);
-    // With an rlimit, no Z3 timeout: the rlimit bounds the query deterministically, and Z3's timer threads
-    // have deadlocked under several proving threads (libz3 4.8); the deadline is still checked between queries.
-    if (rlimit != 0) p.set("rlimit", rlimit);
-    else p.set("timeout", static_cast<unsigned>(left));
-    solver.set(p);
-    solver.add(c.lhs != c.rhs);
+    z3::solver solver = is_linear(d.lhs) && is_linear(d.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
+    // Never a Z3 timeout: the rlimit bounds the query deterministically (and Z3's timer threads have
+    // deadlocked under several proving threads, libz3 4.8).
+    if (rlimit != 0) {
+      z3::params p(ctx);
+      p.set("rlimit", rlimit);
+      solver.set(p);
+    }
+    solver.add(d.lhs != d.rhs);
     z3::check_result res = solver.check();
-    if (res == z3::unknown) return {VerifyStatus::Unknown, std::nullopt, "z3: " + solver.reason_unknown(), true};
+    if (res == z3::unknown)
+      return {VerifyStatus::Unknown, std::nullopt,
+              "z3: " + solver.reason_unknown() + " (rlimit " + std::to_string(rlimit) + " per query)", true};
     if (res == z3::unsat) {
-      cache.insert(key);
+      cache.insert(c.lhs, c.rhs);
       continue;
     }
     // Map the model of the canonical query back to the inputs; inputs this element does not read are 0.
@@ -263,8 +273,8 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     }
     cex.output = d.output;
     cex.index = index_of(d.element, root_shape(rule.lhs[d.output], shapes));
-    cex.lhs_value = numeral_text(m.eval(c.lhs, true).simplify());
-    cex.rhs_value = numeral_text(m.eval(c.rhs, true).simplify());
+    cex.lhs_value = numeral_text(m.eval(d.lhs, true).simplify());
+    cex.rhs_value = numeral_text(m.eval(d.rhs, true).simplify());
     return {VerifyStatus::Wrong, std::move(cex), "", true};
   }
   return {VerifyStatus::Verified, std::nullopt, "", true};
@@ -273,8 +283,7 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
 }  // namespace
 
 ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options) {
-  const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(options.timeout_ms);
+  const WallClockGuard guard(options.timeout_ms);
   ElementwiseResult result;
   std::vector<const Expr*> patterns = pattern_list(rule);
 
@@ -311,11 +320,19 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
   };
   const bool only_grouped =
       found.assignments.empty() && options.shapes.conv_groups == ConvGroups::Ungrouped && has_conv();
+  bool grouped_stopped_by_clock = false;
   if (options.grouped_conv || only_grouped) {
     ShapeSearchOptions grouped = options.shapes;
     grouped.conv_groups = ConvGroups::Grouped;
     grouped.max_assignments = only_grouped ? options.shapes.max_assignments : 1;
-    for (VarShapes& s : find_shape_assignments(patterns, grouped).assignments) found.assignments.push_back(std::move(s));
+    ShapeAssignments extra = find_shape_assignments(patterns, grouped);
+    grouped_stopped_by_clock = extra.stopped_by_clock;
+    for (VarShapes& s : extra.assignments) found.assignments.push_back(std::move(s));
+  }
+  if (any.stopped_by_clock || found.stopped_by_clock || grouped_stopped_by_clock) {
+    result.detail = "wall-clock guard of " + std::to_string(options.shapes.max_ms) +
+                    " ms stopped the shape search (a verdict that depends on the machine)";
+    return result;
   }
   if (found.assignments.empty()) {
     result.detail = "no shape assignment makes every pattern well-shaped (" + found.failure + ")";
@@ -329,9 +346,9 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
         result.counterexample = std::move(cex);
         return result;
       }
-  ProvedCache cache;
+  ProvedCache cache(ctx);
   for (const VarShapes& shapes : found.assignments) {
-    AssignmentOutcome out = check_assignment(rule, ctx, shapes, deadline, options.rlimit, cache);
+    AssignmentOutcome out = check_assignment(rule, ctx, shapes, guard, options.rlimit, cache);
     result.solver_calls += out.used_solver;
     if (out.status == VerifyStatus::Verified) continue;
     result.status = out.status;

@@ -17,12 +17,15 @@
 namespace teq {
 
 struct ElementwiseOptions {
-  /// Budget for the whole rule (all shape assignments); Z3 gets what is left of it.
-  unsigned timeout_ms = 10'000;
-  /// When non-zero, each Z3 query is bounded by this resource limit instead of the remaining time: a
-  /// deterministic budget (the same verdict on any machine load), which rulegen needs so that sharded and
-  /// unsharded runs agree. timeout_ms is then checked only between queries.
-  unsigned rlimit = 0;
+  /// Z3 resource limit per query (one output element pair on one shape assignment): the budget that decides
+  /// "unknown". It counts Z3's work, not seconds, so a verdict is the same on an idle and a loaded machine
+  /// (and rulegen's sharded and unsharded runs agree). 0 = unbounded. rulegen keeps a rule only if it is
+  /// proved within 5'000'000 (synth/prove.h); the default leaves room above that.
+  unsigned rlimit = 20'000'000;
+  /// Wall-clock guard for the whole rule, a last resort against a runaway proof: checked between queries
+  /// (never given to Z3), and a rule stopped by it is unknown with a detail that says so, because such a
+  /// verdict depends on the machine. 0 = no guard.
+  unsigned timeout_ms = 120'000;
   ShapeSearchOptions shapes;
   /// Before Z3, evaluate both sides in double on random small integers: a wrong rule is usually caught
   /// there in microseconds, with a counterexample that holds for the real tanh/sigmoid too.
@@ -38,13 +41,14 @@ struct ElementwiseResult {
   VerifyStatus status = VerifyStatus::Unknown;
   std::vector<VarShapes> shapes;            // the assignments checked
   std::optional<Counterexample> counterexample;
-  std::string detail;                       // why unknown (timeout, no shapes) or what was wrong
+  std::string detail;                       // why unknown (resource limit, guard, no shapes) or what was wrong
   int solver_calls = 0;                     // assignments that simplify() alone did not close
 };
 
 /// Proves rule.lhs[i] == rule.rhs[i] for every i, element by element, on several shape assignments.
 /// Verified: unsat on every assignment. Wrong: a counterexample (or roots of different shapes).
-/// Unknown: timeout, Z3 gave up, or no assignment makes every pattern well-shaped. Example:
+/// Unknown: a query exceeded the rlimit or Z3 gave up, the wall-clock guard stopped the rule, or no
+/// assignment makes every pattern well-shaped. Example:
 ///   z3::context ctx;
 ///   auto r = prove_elementwise(make_rule("c", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"}), ctx, {});
 ///   // r.status == VerifyStatus::Verified

@@ -1,12 +1,11 @@
 #include "verify/prover.h"
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
-#include <thread>
 
 #include "verify/axioms.h"
+#include "verify/batches.h"
 
 namespace teq {
 namespace {
@@ -29,9 +28,9 @@ RuleReport verify_rule(const Rule& rule, z3::context& ctx, const VerifyOptions& 
     if (ew.status != VerifyStatus::Unknown) report.method = kMethodElementwise;
     if (ew.status == VerifyStatus::Verified && options.use_axioms) {
       AxiomOptions ax;
-      ax.timeout_ms = options.axiom_timeout_ms;
+      ax.rlimit = options.axiom_rlimit;
       ax.elementwise = options.elementwise;
-      if (prove_from_axioms(rule, ctx, ax).proved) report.method = kMethodAxioms;
+      if (prove_from_axioms(rule, ctx, ax, report.shapes).proved) report.method = kMethodAxioms;
     }
   } catch (const std::exception& e) {
     // A rule the semantics cannot evaluate (opaque operators) is not proven; say why.
@@ -47,25 +46,17 @@ CorpusReport verify_rules(std::span<const Rule> rules, const VerifyOptions& opti
   const auto start = Clock::now();
   CorpusReport out;
   out.rules.resize(rules.size());
-  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  jobs = std::min<int>(jobs, std::max<size_t>(rules.size(), 1));
-  std::atomic<size_t> next{0};
+  // The axiom instances every rule may use are proved first, in a fixed order (prepare_axiom_instances).
+  if (options.use_axioms) prepare_axiom_instances(rules, options.elementwise, options.jobs);
   size_t done = 0;
   std::mutex mu;
-  auto worker = [&] {
-    z3::context ctx;  // Z3 contexts are not thread-safe: one per worker
-    for (size_t i; (i = next++) < rules.size();) {
-      RuleReport r = verify_rule(rules[i], ctx, options);
-      std::lock_guard lock(mu);
-      out.rules[i] = std::move(r);
-      ++done;
-      if (progress) progress(done, rules.size(), out.rules[i]);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < jobs; ++t) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  for_each_in_batches(rules.size(), options.jobs, [&](size_t i, z3::context& ctx) {
+    RuleReport r = verify_rule(rules[i], ctx, options);
+    std::lock_guard lock(mu);
+    out.rules[i] = std::move(r);
+    ++done;
+    if (progress) progress(done, rules.size(), out.rules[i]);
+  });
   for (const RuleReport& r : out.rules) {
     switch (r.status) {
       case VerifyStatus::Verified:

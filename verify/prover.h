@@ -25,7 +25,8 @@ struct VerifyOptions {
   ElementwiseOptions elementwise;
   /// Try the shape-generic proof from axioms for rules that hold element-wise.
   bool use_axioms = true;
-  unsigned axiom_timeout_ms = 2'000;
+  /// Z3 resource limit of the proof from axioms (and of its consistency check); see AxiomOptions::rlimit.
+  unsigned axiom_rlimit = 50'000;
   /// Worker threads for a corpus; 0 = all cores.
   int jobs = 0;
 };
@@ -58,7 +59,10 @@ struct CorpusReport {
 /// Called after each rule (from worker threads, serialized): rules done so far, total, the rule's report.
 using ProgressFn = std::function<void(size_t done, size_t total, const RuleReport&)>;
 
-/// Verifies rules in parallel; the result is deterministic apart from timings.
+/// Verifies rules in parallel. Rules i*16 .. i*16+15 share a fresh Z3 context (verify/batches.h), and the
+/// axiom instances are proved beforehand in a fixed order, so that a verdict depends on the rule list and
+/// the options only, not on the number of threads, their scheduling or the machine's load: the result is
+/// deterministic apart from timings.
 CorpusReport verify_rules(std::span<const Rule> rules, const VerifyOptions& options = {}, const ProgressFn& progress = {});
 
 /// "matmul-assoc  verified  axioms  12 ms" (fixed-width columns).

@@ -494,6 +494,7 @@ class DimSearch {
   }
 
   bool unified() const { return unified_; }
+  bool stopped_by_clock() const { return stopped_by_clock_; }
 
   /// After a successful run: the group count of every convolution node on a variable weight.
   void record_groups(UsedGroups& used) const {
@@ -508,7 +509,9 @@ class DimSearch {
         return std::nullopt;
       }
     if (!dfs(0)) {
-      failure = checks_ > opt_.max_checks ? "shape search budget exhausted" : "no well-shaped assignment";
+      failure = stopped_by_clock_            ? "shape search stopped by its wall-clock guard"
+                : checks_ > opt_.max_checks ? "shape search budget exhausted"
+                                            : "no well-shaped assignment";
       return std::nullopt;
     }
     VarShapes out;
@@ -599,11 +602,17 @@ class DimSearch {
     std::vector<Shape> in;
     in.reserve(n.children.size());
     for (ExprId c : n.children) in.push_back(shape_of(pr_.global(p, c)));
-    try {
-      shapes_[g] = infer_shape(n.op, n.attrs, in);
-    } catch (const ShapeError&) {
-      return false;
+    // The search meets the same operand shapes at a node again and again, and an ill-shaped one costs an
+    // exception with its message: each outcome is remembered.
+    auto [it, added] = inferred_.try_emplace(std::pair{g, in});
+    if (added) {
+      try {
+        it->second = infer_shape(n.op, n.attrs, in);
+      } catch (const ShapeError&) {
+      }
     }
+    if (!it->second) return false;
+    shapes_[g] = *it->second;
     if (num_elements(shapes_[g]) > opt_.max_elements) return false;
     if (n.op == OpKind::Conv2d && opt_.conv_groups != ConvGroups::Any && pr_.node_var[pr_.global(p, n.children[1])] >= 0) {
       bool grouped = in[0][1] != in[1][1];
@@ -629,7 +638,10 @@ class DimSearch {
 
   bool out_of_budget() {
     if (checks_ > opt_.max_checks) return true;
-    if ((checks_ & 1023) == 0 && std::chrono::steady_clock::now() > deadline_) checks_ = opt_.max_checks + 1;
+    if ((checks_ & 1023) == 0 && std::chrono::steady_clock::now() > deadline_) {
+      stopped_by_clock_ = true;
+      checks_ = opt_.max_checks + 1;
+    }
     return checks_ > opt_.max_checks;
   }
 
@@ -672,7 +684,9 @@ class DimSearch {
   std::map<size_t, int64_t> pinned_, assigned_;
   std::map<size_t, AxisRole> class_role_;
   bool unified_ = false;
+  std::map<std::pair<size_t, std::vector<Shape>>, std::optional<Shape>> inferred_;  // node, operands -> shape
   int64_t checks_ = 0;
+  bool stopped_by_clock_ = false;
   std::chrono::steady_clock::time_point deadline_;
 };
 
@@ -715,12 +729,16 @@ ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, c
       DimSearch search(pr, options, ranks, result.assignments, used_groups, unify, deadline);
       if (!unify && !result.assignments.empty()) break;
       found = search.run(failure);
+      result.stopped_by_clock |= search.stopped_by_clock();
       if (found) search.record_groups(used_groups);
       if (found || !search.unified()) break;
     }
     if (!found) {
       last_failure = failure;
-      if (std::chrono::steady_clock::now() > deadline) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        result.stopped_by_clock = true;
+        break;
+      }
       continue;
     }
     if (std::find(result.assignments.begin(), result.assignments.end(), *found) == result.assignments.end())

@@ -31,15 +31,18 @@ struct ShapeSearchOptions {
   /// Require lhs[i] and rhs[i] to have equal shapes (set false to look for a shape mismatch).
   bool equal_roots = true;
   ConvGroups conv_groups = ConvGroups::Ungrouped;
-  /// Upper bound on shape checks per rank configuration (each candidate tuple of a variable is one check).
+  /// Upper bound on shape checks per rank configuration (each candidate tuple of a variable is one check):
+  /// the budget that decides, the same on any machine.
   int64_t max_checks = 30'000;
-  /// Wall-clock limit for the whole search (all assignments), in milliseconds.
-  int64_t max_ms = 1500;
+  /// Wall-clock guard for the whole search (all assignments), in milliseconds: a last resort, reported
+  /// through ShapeAssignments::stopped_by_clock, because what it cuts off depends on the machine.
+  int64_t max_ms = 30'000;
 };
 
 struct ShapeAssignments {
   std::vector<VarShapes> assignments;  // distinct; empty when none was found
   std::string failure;                 // why none was found (rank conflict, budget, ...); empty on success
+  bool stopped_by_clock = false;       // the max_ms guard cut the search short (the result depends on the machine)
 };
 
 /// Shapes for the variables of `patterns` (all share one variable namespace: a rule's lhs patterns

@@ -120,6 +120,22 @@ TEST(Elementwise, RandomProbeCatchesWrongRuleWithIntegerInputs) {
   EXPECT_TRUE(find_difference(rule, res.counterexample->inputs));
 }
 
+TEST(Elementwise, ExhaustedResourceLimitIsUnknownAndSaysSo) {
+  // max(x^2)^2 = max(x^4) over a 3x3 window takes Z3 millions of resource units (a maxpool rule of the
+  // corpus); with a budget of 1000 the verdict is unknown, on any machine, and the detail names the limit.
+  z3::context ctx;
+  ElementwiseOptions opt;
+  opt.rlimit = 1000;
+  opt.shapes.max_assignments = 1;
+  Rule rule = make_rule("t", {"(maxpool 3 3 1 1 0 0 (ewmul (ewmul ?x ?x) (ewmul ?x ?x)))"},
+                        {"(ewmul (maxpool 3 3 1 1 0 0 (ewmul ?x ?x)) (maxpool 3 3 1 1 0 0 (ewmul ?x ?x)))"});
+  ElementwiseResult res = prove_elementwise(rule, ctx, opt);
+  EXPECT_EQ(res.status, VerifyStatus::Unknown);
+  EXPECT_NE(res.detail.find("rlimit 1000 per query"), std::string::npos) << res.detail;
+  opt.rlimit = 20'000'000;
+  EXPECT_EQ(prove_elementwise(rule, ctx, opt).status, VerifyStatus::Verified);
+}
+
 TEST(Counterexample, FormatsNestedTensors) {
   EXPECT_EQ(format_nested({2, 2}, {"1", "2", "3", "4"}), "[[1, 2], [3, 4]]");
   EXPECT_EQ(format_nested({}, {"-1/2"}), "-1/2");
