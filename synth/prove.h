@@ -15,9 +15,9 @@ namespace teq::synth {
 struct ProveConfig {
   /// Z3 resource limit per query (one output element on one shape assignment).
   unsigned rlimit = 5'000'000;
-  /// Wall-clock bound per rule: ruleverify's default budget, so that every kept rule also verifies there
-  /// (a 60 s bound let 8 maxpool rules in that ruleverify's 10 s could not prove). Queries are bounded by
-  /// rlimit, so only rules near this bound depend on machine load.
+  /// Wall-clock bound per rule, a guard: queries are bounded by rlimit (a count, below ruleverify's default
+  /// --rlimit, so that every kept rule also verifies there), so only rules near this bound depend on machine
+  /// load. ruleverify itself decides by resource limits alone (its --guard-ms is a reported last resort).
   unsigned timeout_ms = 10'000;
 };
 

@@ -222,6 +222,9 @@ errors_case(ruleverify_negative_attribute ruleverify 1 stdout
             "negative-slice +unknown .*no shape assignment makes every pattern well-shaped" ${B}/negative_attr.json --jobs 1)
 errors_case(ruleverify_negative_option ruleverify 2 stderr "--jobs: Value -1 not in range 0 to 1024"
             ${SMALL} --jobs -1)
+errors_case(ruleverify_removed_option ruleverify 2 stderr
+            "ruleverify: --timeout-ms was removed: budgets are Z3 resource limits now, .*use --rlimit N" ${SMALL}
+            --timeout-ms 60000)
 errors_case(ruleverify_conflicting_update ruleverify 2 stderr
             "ruleverify: .*tensat_rules\\.txt: --update writes results into JSON corpora, and this is not one"
             ${B}/tensat_rules.txt --update)
