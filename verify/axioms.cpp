@@ -337,16 +337,11 @@ z3::expr_vector Encoder::shape_facts() {
       facts.push_back(quantified(vars, dim(app, i) == value, {dim(app, i)}));
     };
     auto rank_is = [&](const z3::expr& value) { facts.push_back(quantified(vars, rank_(app) == value, {rank_(app)})); };
+    if (is_elementwise(kind)) {  // the first operand's shape (smul's second is a scalar)
+      all_dims(dim_(opnd[0], I)), rank_is(rank_(opnd[0]));
+      continue;
+    }
     switch (kind) {
-      case OpKind::EwAdd:
-      case OpKind::EwSub:
-      case OpKind::EwMul:
-      case OpKind::EwDiv:
-      case OpKind::Smul:
-      case OpKind::Relu:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Gelu:
       case OpKind::Noop:
       case OpKind::Ones:
       case OpKind::Softmax:

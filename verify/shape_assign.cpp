@@ -7,6 +7,13 @@
 #include <optional>
 #include <set>
 
+#include "rules/ops/constants.h"
+#include "rules/ops/conv.h"
+#include "rules/ops/layout.h"
+#include "rules/ops/norm.h"
+#include "rules/ops/pool.h"
+#include "rules/ops/reduce.h"
+
 namespace teq {
 namespace {
 
@@ -134,33 +141,24 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
       const size_t g = pr.offset[p] + i;
       auto c = [&](size_t k) { return pr.global(p, n.children[k]); };
       const int attrs = static_cast<int>(n.attrs.size());
+      if (is_elementwise(n.op)) {  // the output's rank, but smul's 0-d scalar
+        rs.equal(g, c(0));
+        if (n.children.size() > 1) n.op == OpKind::Smul ? rs.fix(c(1), 0) : rs.equal(g, c(1));
+        continue;
+      }
       switch (n.op) {
         case OpKind::Var: rs.equal(g, var_slot0 + pr.node_var[g]); break;
         case OpKind::Input:
         case OpKind::Weight: rs.fix(g, attrs); break;
-        case OpKind::EwAdd:
-        case OpKind::EwSub:
-        case OpKind::EwMul:
-        case OpKind::EwDiv:
-          rs.equal(g, c(0)), rs.equal(g, c(1));
-          break;
-        case OpKind::Smul: rs.equal(g, c(0)), rs.fix(c(1), 0); break;
-        case OpKind::Relu:
-        case OpKind::Tanh:
-        case OpKind::Sigmoid:
-        case OpKind::Gelu:
-        case OpKind::Sqrt:
-        case OpKind::Erf:
-        case OpKind::Clip:
         case OpKind::Ones:
         case OpKind::Noop: rs.equal(g, c(0)); break;
         case OpKind::Pad: rs.fix(g, attrs / 2), rs.fix(c(0), attrs / 2); break;
         case OpKind::ReduceMean:
           // keepdims 1 keeps the rank; 0 drops one axis per listed axis (node_rank below).
-          if (attrs >= 2) rs.at_least(c(0), axis_bound(n.attrs.back()));
-          if (attrs >= 1 && n.attrs[0] == 1) rs.equal(g, c(0));
+          if (attrs >= 2) rs.at_least(c(0), axis_bound(ops::reduce_mean_attrs(n.attrs).axes.back()));
+          if (attrs >= 1 && ops::reduce_mean_attrs(n.attrs).keepdims) rs.equal(g, c(0));
           break;
-        case OpKind::Softmax: rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0))); break;
+        case OpKind::Softmax: rs.equal(g, c(0)), rs.at_least(g, axis_bound(ops::softmax_axis(n.attrs))); break;
         case OpKind::Broadcast: rs.fix(g, attrs), soft.emplace_back(c(0), g); break;
         case OpKind::Matmul:
           for (size_t s : {g, c(0), c(1)}) rs.at_least(s, 2);
@@ -174,14 +172,14 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
         case OpKind::GlobalAvgPool: rs.fix(g, 4), rs.fix(c(0), 4); break;
         case OpKind::Concat:
           for (size_t k = 0; k < n.children.size(); ++k) rs.equal(g, c(k));
-          rs.at_least(g, axis_bound(n.attrs.at(0)));
+          rs.at_least(g, axis_bound(ops::concat_axis(n.attrs)));
           break;
         case OpKind::Split:
-          rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0)));
-          rs.at_least(c(1), axis_bound(n.attrs.at(2)));
+          rs.equal(g, c(0)), rs.at_least(g, axis_bound(ops::split_attrs(n.attrs).axis));
+          rs.at_least(c(1), axis_bound(ops::split_attrs(n.attrs).ref_axis));
           soft.emplace_back(c(1), g);
           break;
-        case OpKind::Slice: rs.equal(g, c(0)), rs.at_least(g, axis_bound(n.attrs.at(0))); break;
+        case OpKind::Slice: rs.equal(g, c(0)), rs.at_least(g, axis_bound(ops::slice_attrs(n.attrs).axis)); break;
         case OpKind::Transpose: rs.fix(g, attrs), rs.fix(c(0), attrs); break;
         case OpKind::Reshape: rs.fix(g, attrs); break;
         case OpKind::BatchNorm:
@@ -276,8 +274,8 @@ class DimClasses {
       case OpKind::Eye: return 2;
       case OpKind::Pad: return static_cast<int>(n.attrs.size() / 2);
       case OpKind::ReduceMean:
-        if (n.attrs.empty() || n.attrs[0] == 1) return child(0);
-        return child(0) - static_cast<int>(n.attrs.size() - 1);
+        if (n.attrs.empty() || ops::reduce_mean_attrs(n.attrs).keepdims) return child(0);
+        return child(0) - static_cast<int>(ops::reduce_mean_attrs(n.attrs).axes.size());
       case OpKind::Opaque: return std::max(static_cast<int>(n.attrs.size()) - 2, 0);
       default: return n.children.empty() ? 0 : child(0);
     }
@@ -319,19 +317,12 @@ class DimClasses {
     size_t p = pattern_of(g);
     auto c = [&](size_t k) { return pr_.global(p, n.children[k]); };
     const int r = rank_[g];
+    if (is_elementwise(n.op)) {  // every operand of the output's shape, but smul's scalar
+      same(g, c(0));
+      if (n.op != OpKind::Smul && n.children.size() > 1) same(g, c(1));
+      return;
+    }
     switch (n.op) {
-      case OpKind::EwAdd:
-      case OpKind::EwSub:
-      case OpKind::EwMul:
-      case OpKind::EwDiv: same(g, c(0)), same(g, c(1)); break;
-      case OpKind::Smul:
-      case OpKind::Relu:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Gelu:
-      case OpKind::Sqrt:
-      case OpKind::Erf:
-      case OpKind::Clip:
       case OpKind::Ones:
       case OpKind::Noop:
       case OpKind::Softmax:
@@ -342,8 +333,9 @@ class DimClasses {
         const int rx = rank_[c(0)];
         int out = 0;
         for (int d = 0; d < rx; ++d) {
-          const bool reduced = std::find(n.attrs.begin() + 1, n.attrs.end(), d) != n.attrs.end();
-          if (reduced && n.attrs[0] != 1) continue;
+          const ops::ReduceMeanAttrs rm = ops::reduce_mean_attrs(n.attrs);
+          const bool reduced = std::find(rm.axes.begin(), rm.axes.end(), d) != rm.axes.end();
+          if (reduced && !rm.keepdims) continue;
           if (out >= r) return;
           if (reduced) pin(slot(g, out), 1);
           else unite(slot(g, out), slot(c(0), d));
@@ -375,8 +367,9 @@ class DimClasses {
         roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
         roles_[slot(w, 2)] = roles_[slot(w, 3)] = AxisRole::Kernel;
         if (groups == ConvGroups::Ungrouped && pr_.node_var[w] >= 0) unite(slot(x, 1), slot(w, 1));
-        if (n.attrs[0] == 1 && n.attrs[2] == -1) unite(slot(g, 2), slot(x, 2));
-        if (n.attrs[1] == 1 && n.attrs[3] == -1) unite(slot(g, 3), slot(x, 3));
+        const ops::ConvAttrs a = ops::conv_attrs(n.attrs);
+        if (a.sh == 1 && a.ph == -1) unite(slot(g, 2), slot(x, 2));
+        if (a.sw == 1 && a.pw == -1) unite(slot(g, 3), slot(x, 3));
         break;
       }
       case OpKind::MaxPool:
@@ -386,8 +379,9 @@ class DimClasses {
         unite(slot(g, 0), slot(x, 0)), unite(slot(g, 1), slot(x, 1));
         roles_[slot(x, 0)] = AxisRole::Batch;
         roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
-        if (n.attrs[2] == 1 && n.attrs[4] == -1) unite(slot(g, 2), slot(x, 2));
-        if (n.attrs[3] == 1 && n.attrs[5] == -1) unite(slot(g, 3), slot(x, 3));
+        const ops::PoolAttrs a = ops::pool_attrs(n.attrs);
+        if (a.sh == 1 && a.ph == -1) unite(slot(g, 2), slot(x, 2));
+        if (a.sw == 1 && a.pw == -1) unite(slot(g, 3), slot(x, 3));
         break;
       }
       case OpKind::GlobalAvgPool:
@@ -398,27 +392,30 @@ class DimClasses {
       case OpKind::Enlarge:
         if (rank_[c(0)] != 4) return;
         unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 1), slot(c(0), 1));
-        pin(slot(g, 2), n.attrs[0]), pin(slot(g, 3), n.attrs[1]);
+        pin(slot(g, 2), ops::enlarge_attrs(n.attrs).kh), pin(slot(g, 3), ops::enlarge_attrs(n.attrs).kw);
         break;
       case OpKind::Merge:  // [O, I, kh, kw] -> [O, I*count, kh, kw]
         if (rank_[c(0)] != 4) return;
         unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 2), slot(c(0), 2)), unite(slot(g, 3), slot(c(0), 3));
         break;
       case OpKind::Concat:
-        for (size_t k = 0; k < n.children.size(); ++k) same_except(g, c(k), n.attrs[0]);
+        for (size_t k = 0; k < n.children.size(); ++k) same_except(g, c(k), ops::concat_axis(n.attrs));
         break;
-      case OpKind::Split:
-      case OpKind::Slice: same_except(g, c(0), n.attrs[0]); break;
+      case OpKind::Split: same_except(g, c(0), ops::split_attrs(n.attrs).axis); break;
+      case OpKind::Slice: same_except(g, c(0), ops::slice_attrs(n.attrs).axis); break;
       case OpKind::Transpose:
         if (rank_[c(0)] != r) return;
-        for (int d = 0; d < r; ++d)
-          if (n.attrs[d] >= 0 && n.attrs[d] < r) unite(slot(g, d), slot(c(0), static_cast<int>(n.attrs[d])));
+        for (int d = 0; const int64_t from : n.attrs) {  // out.dim(d) = x.dim(perm[d])
+          if (d < r && from >= 0 && from < r) unite(slot(g, d), slot(c(0), static_cast<int>(from)));
+          ++d;
+        }
         break;
       case OpKind::Reshape:
       case OpKind::Broadcast:
       case OpKind::Input:
       case OpKind::Weight:
-        for (int d = 0; d < r; ++d) pin(slot(g, d), n.attrs[d]);
+        for (int d = 0; const int64_t extent : n.attrs)  // the target shape (a leaf's: its dims)
+          if (d < r) pin(slot(g, d++), extent);
         break;
       case OpKind::Eye:
         if (rank_[c(0)] < 1) return;
@@ -430,7 +427,8 @@ class DimClasses {
         unite(slot(g, 0), slot(c(0), 1));
         if (n.op == OpKind::IConv) unite(slot(g, 1), slot(c(0), 1));
         else pin(slot(g, 1), 1);
-        pin(slot(g, 2), n.attrs[0]), pin(slot(g, 3), n.attrs[1]);
+        pin(slot(g, 2), ops::kernel_constant_size(n.attrs).kh);
+        pin(slot(g, 3), ops::kernel_constant_size(n.attrs).kw);
         break;
       default: break;
     }

@@ -21,21 +21,9 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
     }
     case OpKind::GlobalAvgPool:
     case OpKind::ReduceMean: return static_cast<double>(num_elements(inputs[0]));  // one add per element read
-    case OpKind::EwAdd:
-    case OpKind::EwSub:
-    case OpKind::EwMul:
-    case OpKind::EwDiv:
-    case OpKind::Smul:
-    case OpKind::Relu:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Gelu:
-    case OpKind::Sqrt:
-    case OpKind::Erf:
-    case OpKind::Clip:
     case OpKind::BatchNorm:
     case OpKind::Softmax: return out;
-    default: return 0;  // data movement, constants, leaves, opaque
+    default: return is_elementwise(op) ? out : 0;  // else data movement, constants, leaves, opaque
   }
 }
 

@@ -14,6 +14,11 @@ namespace teq::ops {
 Shape shape_ones(Shapes in);
 Shape shape_eye(Shapes in);
 Shape shape_kernel_constant(std::string_view op, AttrSpan attrs, Shapes in);
+/// iconv's and pool_kernel's kernel size.
+struct KernelSize {
+  int64_t kh, kw;
+};
+inline KernelSize kernel_constant_size(AttrSpan a) { return {a[0], a[1]}; }
 
 template <class S>
 Tensor<S> eval_ones(const Arith<S>& ar, const Shape& out_shape) {

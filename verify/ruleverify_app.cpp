@@ -1,0 +1,133 @@
+#include "verify/ruleverify_app.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "rules/import/load_rules.h"
+#include "rules/sexpr.h"
+
+namespace teq {
+
+int run_ruleverify(const RuleverifyConfig& config) {
+  std::ostream& out = *config.out;
+  std::ostream& err = *config.err;
+  // Load everything first: unreadable input is exit status 2 before any proof starts.
+  struct Loaded {
+    std::string path;
+    ImportResult result;
+    bool is_json;
+  };
+  std::vector<Loaded> loaded;
+  std::vector<Rule> rules;
+  std::vector<std::pair<size_t, size_t>> origin;  // (file, rule index in file) of each rule to verify
+  size_t skipped = 0;
+  try {
+    for (const std::string& f : config.files) {
+      std::ifstream in(f, std::ios::binary);
+      std::string head(1, '\0');
+      in.read(head.data(), 1);
+      bool is_json = in && head[0] == '{';
+      if (config.update && in.is_open() && !is_json)
+        throw std::invalid_argument(f + ": --update writes results into JSON corpora, and this is not one");
+      loaded.push_back({f, load_rules_file(f), is_json});
+      for (const ImportIssue& s : loaded.back().result.skipped)
+        err << "ruleverify: " << f << ": skipped rule " << s.rule_id << ": " << s.reason << "\n";
+      skipped += loaded.back().result.skipped.size();
+    }
+  } catch (const std::exception& e) {
+    err << "ruleverify: " << e.what() << "\n";
+    return 2;
+  }
+  std::set<std::string> wanted(config.only.begin(), config.only.end()), seen;
+  for (size_t f = 0; f < loaded.size(); ++f)
+    for (size_t i = 0; i < loaded[f].result.corpus.rules.size(); ++i) {
+      const Rule& r = loaded[f].result.corpus.rules[i];
+      if (!wanted.empty() && !wanted.contains(r.id)) continue;
+      seen.insert(r.id);
+      rules.push_back(r);
+      origin.emplace_back(f, i);
+    }
+  for (const std::string& id : wanted)
+    if (!seen.contains(id)) {
+      err << "ruleverify: no rule with id '" << id << "'\n";
+      return 2;
+    }
+
+  // Progress on stderr, at most every two seconds, so long runs show they are alive.
+  auto last = std::chrono::steady_clock::now();
+  const auto start = last;
+  int wrong = 0, unknown = 0;
+  ProgressFn progress = [&](size_t done, size_t total, const RuleReport& r) {
+    wrong += r.status == VerifyStatus::Wrong;
+    unknown += r.status == VerifyStatus::Unknown;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::seconds(2) && done != total) return;
+    if (now - start < std::chrono::seconds(2)) return;
+    last = now;
+    char line[128];
+    std::snprintf(line, sizeof line, "ruleverify: %zu/%zu rules, %d wrong, %d unknown, %.1f s\n", done, total, wrong,
+                  unknown, std::chrono::duration<double>(now - start).count());
+    err << line;
+  };
+  CorpusReport report = verify_rules(rules, config.options, progress);
+
+  for (size_t k = 0; k < report.rules.size(); ++k) {
+    const RuleReport& r = report.rules[k];
+    out << format_report_line(r) << "\n";
+    if (r.status == VerifyStatus::Wrong) {
+      const Rule& rule = rules[k];
+      for (size_t i = 0; i < rule.lhs.size(); ++i)
+        out << "    " << to_sexpr(rule.lhs[i], rule.lhs[i].root()) << "  =>  "
+                  << to_sexpr(rule.rhs[i], rule.rhs[i].root()) << "\n";
+      if (r.counterexample) {
+        std::string text = format_counterexample(*r.counterexample);
+        for (size_t pos = 0, nl; pos < text.size(); pos = nl + 1) {
+          nl = text.find('\n', pos);
+          if (nl == std::string::npos) nl = text.size();
+          out << "    " << text.substr(pos, nl - pos) << "\n";
+        }
+      } else if (!r.detail.empty()) {
+        out << "    " << r.detail << "\n";
+      }
+    }
+  }
+  out << format_summary(report);
+  if (skipped) out << "; " << skipped << " rules could not be imported (see stderr)";
+  out << "\n";
+
+  if (!config.json_path.empty()) {
+    nlohmann::json j = report_to_json(report);
+    j["summary"]["skipped"] = skipped;
+    for (const Loaded& l : loaded)
+      for (const ImportIssue& s : l.result.skipped)
+        j["skipped"].push_back({{"file", l.path}, {"id", s.rule_id}, {"reason", s.reason}});
+    std::ofstream file(config.json_path);
+    file << j.dump(2) << "\n";
+    if (!file) {
+      err << "ruleverify: cannot write " << config.json_path << "\n";
+      return 2;
+    }
+  }
+  if (config.update) {
+    for (size_t k = 0; k < report.rules.size(); ++k) {
+      const RuleReport& r = report.rules[k];
+      Rule& rule = loaded[origin[k].first].result.corpus.rules[origin[k].second];
+      rule.verification = Verification{std::string(status_name(r.status)), r.method, std::round(r.ms)};
+    }
+    for (const Loaded& l : loaded) {
+      if (!l.is_json) continue;  // only our own corpus format records verification results
+      try {
+        save_corpus(l.result.corpus, l.path);
+      } catch (const std::exception& e) {
+        err << "ruleverify: " << e.what() << "\n";
+        return 2;
+      }
+    }
+  }
+  return report.all_verified() && skipped == 0 ? 0 : 1;
+}
+
+}  // namespace teq
