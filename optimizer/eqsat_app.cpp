@@ -1,5 +1,6 @@
 #include "optimizer/eqsat_app.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -282,10 +283,16 @@ class OutputPlan {
     } catch (const std::exception& e) {
       throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
     }
-    if (!(exported_cost < r_.original_cost * (1 - 1e-6))) {  // a rounding-level gain is no gain
+    const double least_gain = std::max(config_.min_gain, 1e-6);  // a rounding-level gain is no gain either
+    if (!(exported_cost < r_.original_cost * (1 - least_gain))) {
       keep_original(exported_cost > r_.original_cost
                         ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
                               " read back from its ONNX export, more than the original's " + fmt("%.6g", r_.original_cost)
+                    : exported_cost < r_.original_cost * (1 - 1e-6)
+                        ? "kept the original graph: the optimized one is only " +
+                              fmt("%.2f", 100 * (1 - exported_cost / r_.original_cost)) +
+                              "% cheaper read back from its ONNX export, less than --min-gain " +
+                              fmt("%.3g", 100 * config_.min_gain) + "%"
                         : std::string("kept the original graph: no cheaper graph was found"));
     } else if (std::string fixed = onnx_io::fixed_size_reason(model_, original_file.bytes, exported, original_file.import);
                !fixed.empty()) {
@@ -358,7 +365,8 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                        {{"method", r.extraction.method},
                         {"objective", r.extraction.objective},
                         {"bound", r.extraction.bound},
-                        {"gap", r.extraction.gap}}},
+                        {"gap", r.extraction.gap},
+                        {"status", r.extraction.status}}},
                       {"operators", {{"original", result.model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
                       {"opaque_operators", result.model.opaque.size()},
                       {"import_folded", result.model.folded}};

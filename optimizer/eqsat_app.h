@@ -34,6 +34,10 @@ struct EqsatConfig {
   std::vector<std::filesystem::path> rules;
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
+  /// The optimized graph is written only if its export, read back, is at least this fraction cheaper than
+  /// the original: a cost model does not resolve a 0.02% difference (a measured DB's per-node times scatter
+  /// by more, and neither sees the runtime's own cross-node fusions, which a tiny rewrite can break).
+  double min_gain = 0.005;
   SearchMethod search = SearchMethod::Saturation;
   OptimizeConfig optimize{.rounds = 8};   // limits and extraction method; on_iteration is set by the app
   SequentialConfig sequential;            // TASO-style baseline (--search sequential)

@@ -54,10 +54,14 @@ OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const 
   switch (config.extract) {
     case ExtractMethod::Greedy: ex = extract_greedy(problem); break;
     case ExtractMethod::DagGreedy: ex = extract_dag_greedy(problem); break;
-    case ExtractMethod::Ilp: ex = extract_ilp(problem, IlpConfig{.time_limit_s = config.ilp_time_limit_s}); break;
+    case ExtractMethod::Ilp:
+      ex = extract_ilp(problem, IlpConfig{.max_nodes = config.ilp_max_nodes,
+                                          .max_lp_iterations = config.ilp_max_lp_iterations,
+                                          .time_limit_s = config.ilp_time_limit_s});
+      break;
   }
   report.extract_seconds = seconds_since(t1);
-  report.extraction = ExtractionStats{ex.method, ex.cost, ex.bound, ex.gap()};
+  report.extraction = ExtractionStats{ex.method, ex.cost, ex.bound, ex.gap(), ex.status};
   if (!ex.status.empty()) report.notes.push_back("extraction: " + ex.status);
   if (!ex.ok()) {
     report.stop_reason += "; extraction failed (" + ex.status + "), input returned unchanged";

@@ -30,7 +30,9 @@ struct OptimizeConfig {
   // time_limit_s and ilp_time_limit_s are budgets shared by all rounds.
   size_t rounds = 1;
   ExtractMethod extract = ExtractMethod::Ilp;
-  double ilp_time_limit_s = 60;
+  double ilp_time_limit_s = 60;  // the ILP's wall-clock guard (the counts below decide, IlpConfig)
+  int ilp_max_nodes = 1000;           // CBC branch-and-bound nodes per extraction
+  int ilp_max_lp_iterations = 100'000;  // simplex iterations of the root LP per extraction
   size_t match_limit = 1'000;  // backoff scheduler (runner.h): matches per rule and iteration before a ban
   size_t ban_length = 5;       // iterations of the first ban
   std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
@@ -41,6 +43,7 @@ struct ExtractionStats {
   double objective = 0; // cost of the returned graph
   double bound = 0;     // best lower bound known (== objective when proved optimal)
   double gap = 0;       // (objective - bound) / objective
+  std::string status;   // how it ended: "proved optimal", "node limit", "wall-clock guard ..." (ILP), ...
 };
 
 struct OptimizeReport {

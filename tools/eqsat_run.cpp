@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
   app.add_option("--cost-misses", cost_misses,
                  "with --cost db:FILE: write each node the DB lacks as a one-node ONNX model into this folder "
                  "(index.json lists them) for bench/ort_cost_db.py to time");
+  app.add_option("--min-gain", c.min_gain,
+                 "write the optimized graph only if its export is at least this fraction cheaper than the original "
+                 "(0.005: 0.5%; 0: any gain)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
   app.add_option("--search", search, "saturation, or sequential (TASO-style backtracking baseline)")
       ->check(CLI::IsMember({"saturation", "sequential"}))
       ->capture_default_str();
@@ -61,7 +66,15 @@ int main(int argc, char** argv) {
   app.add_option("--time-limit", c.optimize.time_limit_s, "stop saturating after this many seconds")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--ilp-time-limit", c.optimize.ilp_time_limit_s, "seconds for the ILP solver")
+  app.add_option("--ilp-time-limit", c.optimize.ilp_time_limit_s,
+                 "the ILP solver's wall-clock guard in seconds, a last resort (the two limits below decide)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--ilp-node-limit", c.optimize.ilp_max_nodes, "ILP: branch-and-bound nodes per extraction")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--ilp-lp-iterations", c.optimize.ilp_max_lp_iterations,
+                 "ILP: simplex iterations of the root LP relaxation per extraction (beyond: greedy's answer)")
       ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--k-multi", c.optimize.k_multi, "apply multi-pattern rules in the first K iterations")

@@ -302,7 +302,7 @@ std::vector<double> warm_start(const ExtractionProblem& problem, const Model& m,
 
 /// What branch and cut found.
 struct CbcOutcome {
-  bool proven = false, time_limit = false;
+  bool proven = false, time_limit = false, node_limit = false;
   int nodes = 0;
   double bound = 0;
   std::vector<NodeId> choice;  // empty: no solution
@@ -310,7 +310,7 @@ struct CbcOutcome {
 
 /// CBC on the loaded model from the root LP, with cut generators and heuristics, stopped at the deadline.
 CbcOutcome branch_and_cut(OsiClpSolverInterface& solver, const Model& m, const Reduction& r, size_t nc,
-                          const std::vector<double>& warm, double warm_cost, double scale,
+                          const std::vector<double>& warm, double warm_cost, double scale, int max_nodes,
                           Clock::time_point deadline) {
   auto left = [&] { return seconds(Clock::now(), deadline); };
   CbcModel model(solver);
@@ -318,7 +318,8 @@ CbcOutcome branch_and_cut(OsiClpSolverInterface& solver, const Model& m, const R
   model.messageHandler()->setLogLevel(0);
   model.setUseElapsedTime(true);  // the limit is wall-clock time, as the user reads it
   model.setMaximumSeconds(left());
-  model.setNumberThreads(0);
+  model.setMaximumNodes(std::max(0, max_nodes));
+  model.setNumberThreads(0);  // one thread: CBC's search is then the same on every run
   DeadlineHandler on_deadline(deadline);
   model.passInEventHandler(&on_deadline);
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver())) {
@@ -353,6 +354,7 @@ CbcOutcome branch_and_cut(OsiClpSolverInterface& solver, const Model& m, const R
   CbcOutcome out;
   out.nodes = model.getNodeCount();
   out.time_limit = model.isSecondsLimitReached() || left() <= 0;
+  out.node_limit = !out.time_limit && model.isNodeLimitReached();
   out.proven = model.isProvenOptimal() && !out.time_limit;
   const double b = model.getBestPossibleObjValue() / scale;
   if (std::isfinite(b) && !model.isProvenInfeasible()) out.bound = b;
@@ -388,6 +390,7 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
   for (ClassId c : r.order) reduced.classes[c.value] = r.keep[c.value];
   reduced.roots = problem.roots;
 
+  bool guard_hit = false;  // the wall-clock guard stopped a step: the answer may depend on the load
   // Better incumbents: greedy's selection with dominated nodes swapped for their dominators (edges only
   // go away, so it stays acyclic and costs no more), then DAG greedy on the reduced problem with part of
   // the time (its answer counts only if it finishes or its partial selection is complete).
@@ -397,8 +400,10 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
       if (n != kNoNode && r.dominator[n.value] != kNoNode) n = r.dominator[n.value];
     swapped.cost = dag_cost(problem, swapped.choice);
     if (swapped.cost < best.cost) best.choice = std::move(swapped.choice), best.cost = swapped.cost;
-    Extraction dag = extract_dag_greedy(reduced, DagGreedyConfig{.time_limit_s = std::max(0.0, 0.25 * left())});
+    // DAG greedy is bounded by its set budget (a count); the remaining time is only its guard.
+    Extraction dag = extract_dag_greedy(reduced, DagGreedyConfig{.time_limit_s = std::max(0.0, left())});
     if (dag.ok() && dag.cost < best.cost) best.choice = std::move(dag.choice), best.cost = dag.cost;
+    guard_hit = dag.status.find("time limit") != std::string::npos;
   }
   const auto t_greedy = Clock::now();
   auto finish = [&](Extraction out, const char* what) {
@@ -454,11 +459,13 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
 
   // The root LP ourselves, under the limit: its value is a lower bound even if CBC gets no further.
   double lp_bound = 0;
-  bool lp_solved = false;
+  bool lp_solved = false, lp_iteration_limit = false;
   if (left() > 0) {
     solver.getModelPtr()->setMaximumWallSeconds(left());  // Clp: seconds from now
+    solver.getModelPtr()->setMaximumIterations(std::max(0, config.max_lp_iterations));
     solver.initialSolve();
     lp_solved = solver.isProvenOptimal();
+    lp_iteration_limit = !lp_solved && solver.isIterationLimitReached() && left() > 0;
     if (lp_solved) lp_bound = solver.getObjValue() / scale;
   }
   const auto t_lp = Clock::now();
@@ -472,7 +479,7 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
     proven = true;
   } else if (lp_solved && left() > 0) {
     cbc_ran = true;
-    cbc = branch_and_cut(solver, m, r, nc, warm, best.cost, scale, deadline);
+    cbc = branch_and_cut(solver, m, r, nc, warm, best.cost, scale, config.max_nodes, deadline);
     proven = cbc.proven;
     if (!cbc.choice.empty()) {
       const double cost = dag_cost(problem, cbc.choice);
@@ -483,15 +490,20 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
 
   out.optimal = proven;
   out.bound = proven ? out.cost : std::clamp(std::max({lp_bound, cbc.bound, mandatory_bound}), 0.0, out.cost);
-  const char* how = proven                       ? "proved optimal"
-                    : !lp_solved                 ? "time limit before the LP relaxation was solved"
-                    : cbc.time_limit || !cbc_ran ? "time limit"
-                                                 : "stopped";
-  char buf[320];
+  // The counts decide; only where the clock stopped a step first may the answer depend on the load.
+  guard_hit = guard_hit || (!lp_solved && !lp_iteration_limit) || cbc.time_limit || (lp_solved && !cbc_ran && !proven);
+  const char* how = proven               ? "proved optimal"
+                    : lp_iteration_limit ? "LP iteration limit (the incumbent is the answer)"
+                    : !lp_solved         ? "wall-clock guard before the LP relaxation was solved"
+                    : guard_hit          ? "wall-clock guard (time limit)"
+                    : cbc.node_limit     ? "node limit"
+                                         : "stopped";
+  char buf[352];
   std::snprintf(buf, sizeof buf,
-                "%s, %zu columns, %zu rows, %zu e-classes mandatory, %d nodes explored, gap %.2f%%; seconds: "
+                "%s%s, %zu columns, %zu rows, %zu e-classes mandatory, %d nodes explored, gap %.2f%%; seconds: "
                 "greedy %.2f, model %.2f, LP %.2f, branch and cut %.2f",
-                how, m.lb.size(), m.rows(), mandatory.size(), cbc.nodes, 100 * out.gap(), seconds(t0, t_greedy),
+                how, proven && guard_hit ? " (after the wall-clock guard stopped DAG greedy)" : "", m.lb.size(),
+                m.rows(), mandatory.size(), cbc.nodes, 100 * out.gap(), seconds(t0, t_greedy),
                 seconds(t_greedy, t_model), seconds(t_model, t_lp), seconds(t_lp, t_end));
   return finish(out, buf);
 }

@@ -88,6 +88,63 @@ TEST(Extract, IlpMatchesBruteForceOnRandomProblems) {
   EXPECT_GT(greedy_suboptimal, 0);
 }
 
+/// A larger acyclic problem with much sharing (children are higher-numbered classes), so that the LP
+/// relaxation is fractional and CBC has to branch.
+ExtractionProblem shared_problem(std::mt19937& rng, int k) {
+  std::uniform_int_distribution<int> num_nodes(2, 4), num_children(1, 3), cost(1, 20);
+  ExtractionProblem p;
+  p.classes.resize(k);
+  for (int c = 0; c < k; ++c) {
+    const int nn = c + 4 >= k ? 1 : num_nodes(rng);
+    for (int i = 0; i < nn; ++i) {
+      ExtractionProblem::Node node;
+      node.cls = ClassId(c);
+      node.cost = c + 4 >= k ? 0 : cost(rng);
+      const int nch = c + 4 >= k ? 0 : num_children(rng);
+      for (int j = 0; j < nch; ++j)
+        node.children.push_back(ClassId(std::uniform_int_distribution<int>(c + 1, std::min(k - 1, c + 8))(rng)));
+      p.classes[c].push_back(NodeId(p.nodes.size()));
+      p.nodes.push_back(std::move(node));
+    }
+  }
+  p.roots = {ClassId(0), ClassId(1)};
+  return p;
+}
+
+// The ILP's result is decided by counts (branch-and-bound nodes, root LP iterations), not by the clock:
+// with a node limit of 0 some problems stop at the limit (so the limit is applied), every answer is valid
+// and no worse than greedy, and a second run gives the same selection; with no LP iterations the greedy
+// incumbent is the answer, and the status says which limit ended the search.
+TEST(Extract, IlpCountLimitsDecideTheAnswer) {
+  std::mt19937 rng(7);
+  int node_limited = 0, proved = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const ExtractionProblem p = shared_problem(rng, 40);
+    const Extraction greedy = extract_greedy(p);  // the ILP's first incumbent
+    ASSERT_TRUE(greedy.ok());
+    const IlpConfig no_nodes{.max_nodes = 0, .time_limit_s = 600};
+    const Extraction a = extract_ilp(p, no_nodes), b = extract_ilp(p, no_nodes);
+    ASSERT_TRUE(a.ok()) << a.status;
+    EXPECT_EQ(a.choice, b.choice) << "trial " << trial;
+    EXPECT_EQ(a.status.substr(0, 20), b.status.substr(0, 20));
+    EXPECT_LE(a.cost, greedy.cost + 1e-9);
+    EXPECT_EQ(a.status.find("wall-clock"), std::string::npos) << a.status;
+    node_limited += a.status.starts_with("node limit");
+    proved += a.status.starts_with("proved optimal");
+    const Extraction full = extract_ilp(p, IlpConfig{.time_limit_s = 600});
+    EXPECT_TRUE(full.optimal) << "trial " << trial << ": " << full.status;
+    EXPECT_LE(full.cost, a.cost + 1e-9);
+    const Extraction no_lp = extract_ilp(p, IlpConfig{.max_lp_iterations = 0, .time_limit_s = 600});
+    if (!no_lp.optimal) {
+      EXPECT_TRUE(no_lp.status.starts_with("LP iteration limit")) << no_lp.status;
+      EXPECT_LE(no_lp.cost, greedy.cost + 1e-9);
+    }
+  }
+  EXPECT_GT(node_limited, 0) << "no problem needed branching: the test does not exercise the node limit";
+  RecordProperty("node_limited", node_limited);
+  RecordProperty("proved_at_the_root", proved);
+}
+
 ExtractionProblem::Node node_of(uint32_t c, double cost, std::vector<uint32_t> kids) {
   ExtractionProblem::Node n{ClassId(c), {}, cost};
   for (uint32_t k : kids) n.children.push_back(ClassId(k));

@@ -160,6 +160,8 @@ errors_case(eqsat_run_negative_attribute eqsat-run 2 stderr
             ${B}/negative_stride.onnx ${OK_RULES})
 errors_case(eqsat_run_negative_dim eqsat-run 2 stderr "eqsat-run: error: --dim batch=-4: a dimension must be at least 1"
             ${SYMBOLIC} ${OK_RULES} --dim batch=-4)
+errors_case(eqsat_run_min_gain_out_of_range eqsat-run 2 stderr "--min-gain: Value 1.5 not in range"
+            ${MLP} ${OK_RULES} --min-gain 1.5)
 errors_case(eqsat_run_negative_option eqsat-run 2 stderr "--node-limit: must be a number >= 0, got -5"
             ${MLP} ${OK_RULES} --node-limit -5)
 errors_case(eqsat_run_conflicting_model eqsat-run 2 stderr "eqsat-run: error: give either a model file or --model NAME"
