@@ -112,6 +112,16 @@ eqsat_run_case(cost_misses_needs_db 2 "--cost-misses needs a measured cost model
                ${ok_rules} --cost-misses ${EQSAT_RUN_WORK}/misses2)
 eqsat_run_case(truncated 2 "truncated.onnx: not an ONNX model" ${EQSAT_RUN_WORK}/truncated.onnx ${ok_rules})
 set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/shared_matmul.json)
+# The same optimized model, byte for byte, and the same report (but its seconds) alone and beside two CPU-bound
+# eqsat-runs: SqueezeNet saturated to 20000 e-nodes, extracted by the ILP (counts decide: ILP nodes, LP
+# iterations), exported with its seeded weights.
+add_test(NAME eqsat_run.same_result_under_load
+         COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:eqsat-run>
+                 "-DARGS=--model;squeezenet;--node-limit;20000" -DWORK=${EQSAT_RUN_WORK}/same_result
+                 "-DLOAD=$<TARGET_FILE:eqsat-run> --model squeezenet -q"
+                 "-DEXPECT_REPORT=\"method\": *\"ilp\".*\"status\": *\"proved optimal.*conv-concat-weights"
+                 -P ${PROJECT_SOURCE_DIR}/tests/programs/scripts/same_result.cmake)
+set_tests_properties(eqsat_run.same_result_under_load PROPERTIES TIMEOUT 300)
 eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_MODELS}/shared_matmul.onnx
                ${ok_rules} -o ${EQSAT_RUN_WORK}/shared_matmul.opt.onnx --check --report
                ${EQSAT_RUN_WORK}/shared_matmul.json)
