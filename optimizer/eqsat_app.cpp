@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -231,8 +232,12 @@ class OutputPlan {
                               : onnx_io::OriginalFile{"", config.import};
   }
 
-  void decide(const CostModel& cost) {
+  /// `verdict` (optional) judges an optimized graph that survived the export's pricing: a non-empty note
+  /// keeps the original (the measured end-to-end times, with node times measured on this GPU).
+  void decide(const CostModel& cost, const std::function<std::string(const Expr&)>& verdict = {}) {
     if (!(r_.optimized == model_.graph)) price_export(cost);
+    if (verdict && !(r_.optimized == model_.graph))
+      if (std::string note = verdict(r_.optimized); !note.empty()) keep_original(std::move(note));
     // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
     // is the smaller file, when it is valid at every size the input is.
     if (r_.optimized == model_.graph && !model_.folded.empty()) {
@@ -425,6 +430,15 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
 
 }  // namespace
 
+std::string latency_keeps_original(const LatencyComparison& latency, double min_gain) {
+  const double least_gain = std::max(min_gain, 1e-6);
+  if (latency.optimized.median_ms < latency.original.median_ms * (1 - least_gain)) return "";
+  return "kept the original graph: measured end to end on " + latency.device + " the optimized one takes " +
+         fmt("%.4g", latency.optimized.median_ms) + " ms against the original's " +
+         fmt("%.4g", latency.original.median_ms) + " ms (median of " + std::to_string(latency.optimized.repeats) +
+         " runs), not --min-gain " + fmt("%.3g", 100 * min_gain) + "% faster";
+}
+
 EqsatResult optimize_model(const EqsatConfig& config) {
   const auto start = Clock::now();
   std::ostream* log = config.log;
@@ -459,16 +473,24 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   OptimizeReport& r = result.report;
   r = run_search(config, model.graph, rules, *cost);
   OutputPlan plan(config, model, r);
-  plan.decide(*cost);
   RunFacts facts{model_name, rules_text, *cost, plan, {}, std::nullopt, 0};
-  if (!config.output.empty()) facts.output_data = plan.write(config.output);
-  if (config.measure) {
+  auto measure = [&](const Expr& optimized, const char* what) {
     try {
-      facts.latency = measure_latency(model.graph, r.optimized, GpuMeasureOptions{});
+      facts.latency = measure_latency(model.graph, optimized, GpuMeasureOptions{});
     } catch (const GpuUnavailableError& e) {
-      throw EqsatError(std::string("--measure: ") + e.what());
+      throw EqsatError(what + std::string(e.what()));
     }
-  }
+  };
+  // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).
+  if (cost->name().starts_with("measured:"))
+    plan.decide(*cost, [&](const Expr& optimized) {
+      measure(optimized, "--cost measured: ");
+      return latency_keeps_original(*facts.latency, config.min_gain);
+    });
+  else
+    plan.decide(*cost);
+  if (config.measure && !facts.latency) measure(r.optimized, "--measure: ");
+  if (!config.output.empty()) facts.output_data = plan.write(config.output);
   if (config.check) {
     onnx_io::CheckOptions co = config.check_options;
     if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };

@@ -51,6 +51,13 @@ struct EqsatConfig {
   std::ostream* log = nullptr;            // progress and summary (eqsat-run: stderr); nullptr: quiet
 };
 
+struct LatencyComparison;  // optimizer/cost/measured_cost.h
+
+/// With a cost model measured on this GPU (--cost measured), the graphs' measured end-to-end times decide,
+/// not the sum of node times (the runtime fuses and overlaps what a node table cannot see): the note that
+/// keeps the original unless the optimized graph ran at least `min_gain` faster; empty: write the optimized.
+std::string latency_keeps_original(const LatencyComparison& latency, double min_gain);
+
 /// Exit code of eqsat-run when --check was asked for and could not run (an operator without a reference
 /// implementation, say): the optimized model and the report are written, but nothing vouches for them.
 inline constexpr int kExitCheckNotRun = 4;
