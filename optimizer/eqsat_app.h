@@ -35,7 +35,7 @@ struct EqsatConfig {
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
   SearchMethod search = SearchMethod::Saturation;
-  OptimizeConfig optimize{.rounds = 8};   // limits and extraction method; on_iteration is set by the app
+  OptimizeConfig optimize{.rounds = 8};   // limits and extraction; saturation.on_iteration is set by the app
   SequentialConfig sequential;            // TASO-style baseline (--search sequential)
   bool measure = false;                   // time original and optimized end to end on the GPU
   bool check = false;                     // compare original and optimized numerically
