@@ -190,6 +190,7 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
         case OpKind::IConv:
         case OpKind::PoolKernel: rs.fix(g, 4), rs.at_least(c(0), 2), soft.emplace_back(c(0), g); break;
         case OpKind::Opaque: rs.fix(g, std::max(attrs - 2, 0)); break;
+        default: break;  // the element-wise operators, above
       }
     }
   }
