@@ -225,6 +225,25 @@ std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equatio
   return kept;
 }
 
+std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops,
+                                           uint64_t& dropped) {
+  std::vector<PatternEquation> unbound;
+  for (const PatternEquation& q : equations)
+    if (!q.bound) unbound.push_back(q);
+  std::vector<char> paired;
+  pair_multi_rules(unbound, max_rhs_ops, &paired);
+  std::vector<PatternEquation> kept;
+  size_t k = 0;  // index among the unbound
+  for (PatternEquation& q : equations) {
+    if (!q.bound && !paired[k++]) {
+      ++dropped;
+      continue;
+    }
+    kept.push_back(std::move(q));
+  }
+  return kept;
+}
+
 bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>& types, uint64_t seed) {
   std::set<std::string> left = proper_operator_subterms(eq.lhs), right = proper_operator_subterms(eq.rhs);
   std::vector<std::string> common;

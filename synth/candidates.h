@@ -54,6 +54,11 @@ Rule single_rule(const std::string& id, const PatternEquation& eq);
 /// that shards and one whole run drop the same ones); `dropped` counts the others.
 std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equations, uint64_t& dropped);
 
+/// The equations less the unbound ones that pair with no other (pair_multi_rules, `max_rhs_ops`): they cannot
+/// become rules, so they are not worth a proof. `dropped` counts them.
+std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops,
+                                           uint64_t& dropped);
+
 /// TASO's pruning: both sides contain the same operator subterm, and the rule with that subterm replaced
 /// by a fresh leaf of the same type still holds (checked on both fingerprint sets). The general rule is
 /// smaller and enumerated too, so this one adds nothing.

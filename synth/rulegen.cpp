@@ -150,28 +150,12 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   // rules to finish(), which proves just those that the rules kept before them do not derive.
   // Unbound equations that pair with none cannot become rules: not worth a proof. (A shard cannot
   // tell: its equations may pair with another shard's.)
-  std::vector<char> pairable(to_prove.size(), 1);
-  if (!result.is_shard) {
-    std::vector<size_t> where;
-    std::vector<PatternEquation> unbound;
-    for (size_t i = 0; i < to_prove.size(); ++i)
-      if (!to_prove[i].bound) where.push_back(i), unbound.push_back(to_prove[i]);
-    std::vector<char> paired;
-    pair_multi_rules(unbound, config.max_ops + 1, &paired);
-    for (size_t k = 0; k < where.size(); ++k)
-      if (!paired[k]) pairable[where[k]] = 0, ++st.pruned_unpaired;
-  }
+  if (!result.is_shard) to_prove = drop_unpaired(std::move(to_prove), config.max_ops + 1, st.pruned_unpaired);
   std::vector<Rule> singles;
   std::vector<PatternEquation> eager;
-  for (size_t i = 0; i < to_prove.size(); ++i) {
-    PatternEquation& q = to_prove[i];
-    if (!pairable[i]) continue;
-    if (result.is_shard || !q.bound) {
-      eager.push_back(std::move(q));
-      continue;
-    }
-    Rule r = single_rule("candidate", q);
-    singles.push_back(std::move(r));
+  for (PatternEquation& q : to_prove) {
+    if (result.is_shard || !q.bound) eager.push_back(std::move(q));
+    else singles.push_back(single_rule("candidate", q));
   }
   log_line(config, "rulegen: " + std::to_string(singles.size() + eager.size()) + " candidates (" +
                        std::to_string(st.pruned_renaming) + " renamings and " +
