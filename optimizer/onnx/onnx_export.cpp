@@ -376,7 +376,7 @@ class Exporter {
   };
   Operands operands(ExprId id) {
     const ExprNode& node = g_[id];
-    return {node, node.children, node.attrs, [this, &node](size_t k) { return emit(node.children[k]); }};
+    return {node, node.children, node.attrs, [this, &kids = node.children](size_t k) { return emit(kids[k]); }};
   }
 
   std::string emit_gelu(ExprId id) {
