@@ -209,7 +209,7 @@ OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const Ru
   }
   OptimizeConfig oc = config.optimize;
   if (log)
-    oc.on_iteration = [log](const IterationStats& s) {
+    oc.saturation.on_iteration = [log](const IterationStats& s) {
       *log << "  iter " << s.iteration << ": " << s.enodes << " e-nodes, " << s.eclasses << " e-classes, " << s.matches
            << " matches, " << fmt("%.3f", s.seconds) << " s\n";
     };
@@ -364,7 +364,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"rounds", r.rounds},
                       {"enodes", r.enodes},
                       {"eclasses", r.eclasses},
-                      {"stop_reason", r.stop_reason},
+                      {"stop_reason", to_string(r.stop)},
                       {"rules_used", r.rules_used},
                       {"extraction",
                        {{"method", r.extraction.method},
@@ -405,7 +405,7 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
       << f.cost.name() << "), speedup " << fmt("%.3f", speedup) << "x; " << result.model.graph.num_ops() << " -> "
       << r.optimized.num_ops() << " operators\n"
       << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes (largest round) after "
-      << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << r.stop_reason << "\n"
+      << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << to_string(r.stop) << "\n"
       << "  extraction (" << (r.extraction.method.empty() ? method_name(config.optimize.extract) : r.extraction.method)
       << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
       << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"

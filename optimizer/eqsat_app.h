@@ -39,7 +39,7 @@ struct EqsatConfig {
   /// by more, and neither sees the runtime's own cross-node fusions, which a tiny rewrite can break).
   double min_gain = 0.005;
   SearchMethod search = SearchMethod::Saturation;
-  OptimizeConfig optimize{.rounds = 8};   // limits and extraction method; on_iteration is set by the app
+  OptimizeConfig optimize{.rounds = 8};   // limits and extraction; saturation.on_iteration is set by the app
   SequentialConfig sequential;            // TASO-style baseline (--search sequential)
   bool measure = false;                   // time original and optimized end to end on the GPU
   bool check = false;                     // compare original and optimized numerically

@@ -16,7 +16,34 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
+std::string to_string(const SearchStop& stop) {
+  using enum SearchStop::Reason;
+  std::string text;
+  switch (stop.reason) {
+    case QueueEmpty: text = "queue-empty"; break;
+    case Budget: text = "budget"; break;
+    // The saturation reasons are spelled as the Runner spells them.
+    case Saturated: text = to_string(StopReason::Saturated); break;
+    case NodeLimit: text = to_string(StopReason::NodeLimit); break;
+    case IterLimit: text = to_string(StopReason::IterLimit); break;
+    case TimeLimit: text = to_string(StopReason::TimeLimit); break;
+  }
+  if (stop.extraction_failure)
+    text += "; extraction failed (" + *stop.extraction_failure + "), input returned unchanged";
+  return text;
+}
+
 namespace {
+SearchStop::Reason to_search_stop(StopReason runner_stop) {
+  switch (runner_stop) {
+    case StopReason::Saturated: return SearchStop::Reason::Saturated;
+    case StopReason::NodeLimit: return SearchStop::Reason::NodeLimit;
+    case StopReason::IterLimit: return SearchStop::Reason::IterLimit;
+    case StopReason::TimeLimit: return SearchStop::Reason::TimeLimit;
+  }
+  return SearchStop::Reason::Saturated;
+}
+
 /// One round: e-graph from `graph`, saturate, extract.
 OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
                               const OptimizeConfig& config) {
@@ -30,19 +57,13 @@ OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const 
   const std::vector<ClassId> ids = egraph.add_expr(graph);
   std::vector<ClassId> roots;
   for (ExprId r : graph.roots()) roots.push_back(ids[r.value]);
-  Runner runner(rules.rules, RunnerConfig{.node_limit = config.node_limit,
-                                          .iter_limit = config.iter_limit,
-                                          .time_limit_s = config.time_limit_s,
-                                          .k_multi = config.k_multi,
-                                          .match_limit = config.match_limit,
-                                          .ban_length = config.ban_length,
-                                          .on_iteration = config.on_iteration});
+  Runner runner(rules.rules, config.saturation);
   const RunReport run = runner.run(egraph);
   report.saturate_seconds = seconds_since(t0);
   report.iterations = run.iterations;
   report.enodes = egraph.num_nodes();
   report.eclasses = egraph.num_classes();
-  report.stop_reason = std::string(to_string(run.stop));
+  report.stop.reason = to_search_stop(run.stop);
   report.notes = run.notes;
 
   // Break cycles, then extract.
@@ -64,7 +85,7 @@ OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const 
   report.extraction = ExtractionStats{ex.method, ex.cost, ex.bound, ex.gap(), ex.status};
   if (!ex.status.empty()) report.notes.push_back("extraction: " + ex.status);
   if (!ex.ok()) {
-    report.stop_reason += "; extraction failed (" + ex.status + "), input returned unchanged";
+    report.stop.extraction_failure = ex.status;
     return report;
   }
 
@@ -107,9 +128,9 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
   // batching) are matched in the next round, on a small e-graph, instead of in one e-graph past its limits.
   // The time limits are shared by all rounds: saturation time and extraction time are each a budget.
   while (report.rounds < config.rounds && report.optimized_cost < report.original_cost &&
-         report.saturate_seconds < config.time_limit_s && report.extract_seconds < config.ilp_time_limit_s) {
+         report.saturate_seconds < config.saturation.time_limit_s && report.extract_seconds < config.ilp_time_limit_s) {
     OptimizeConfig round_config = config;
-    round_config.time_limit_s = config.time_limit_s - report.saturate_seconds;
+    round_config.saturation.time_limit_s = config.saturation.time_limit_s - report.saturate_seconds;
     round_config.ilp_time_limit_s = config.ilp_time_limit_s - report.extract_seconds;
     OptimizeReport next = optimize_round(report.optimized, rules, cost, round_config);
     report.saturate_seconds += next.saturate_seconds;
@@ -123,11 +144,11 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
     if (improved) {
       report.optimized = std::move(next.optimized);
       report.optimized_cost = next.optimized_cost;
-      report.stop_reason = next.stop_reason;
+      report.stop = next.stop;
       report.extraction = next.extraction;
       for (const auto& [rule, count] : next.rules_used) report.rules_used[rule] += count;
     }
-    report.notes.push_back("round " + std::to_string(report.rounds) + ": " + next.stop_reason +
+    report.notes.push_back("round " + std::to_string(report.rounds) + ": " + to_string(next.stop) +
                            (improved ? ", cost lowered" : ", no gain; rounds stop"));
     if (!improved) break;
   }

@@ -7,13 +7,13 @@
 //   // r.optimized is equal in value to the input, r.optimized_cost <= r.original_cost
 #pragma once
 
-#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "optimizer/engine/cost_model.h"
-#include "optimizer/engine/runner.h"  // IterationStats, to_string(IterationStats)
+#include "optimizer/engine/runner.h"  // RunnerConfig, IterationStats
 #include "rules/corpus.h"
 #include "rules/expr.h"
 
@@ -22,20 +22,15 @@ namespace teq {
 enum class ExtractMethod { Greedy, DagGreedy, Ilp };
 
 struct OptimizeConfig {
-  size_t node_limit = 100'000;
-  size_t iter_limit = 30;
-  double time_limit_s = 60;
-  int k_multi = 1;  // multi-pattern rules are applied in the first k_multi iterations
-  // Rounds of saturation + extraction, each from the previous round's graph, while the cost falls;
-  // time_limit_s and ilp_time_limit_s are budgets shared by all rounds.
+  // Each round's saturation: limits, scheduler, progress callback. Its time_limit_s, like ilp_time_limit_s,
+  // is a budget shared by all rounds.
+  RunnerConfig saturation = {};
+  // Rounds of saturation + extraction, each from the previous round's graph, while the cost falls.
   size_t rounds = 1;
   ExtractMethod extract = ExtractMethod::Ilp;
-  double ilp_time_limit_s = 60;  // the ILP's wall-clock guard (the counts below decide, IlpConfig)
-  int ilp_max_nodes = 1000;           // CBC branch-and-bound nodes per extraction
+  double ilp_time_limit_s = 60;         // the ILP's wall-clock guard (the counts below decide, IlpConfig)
+  int ilp_max_nodes = 1000;             // CBC branch-and-bound nodes per extraction
   int ilp_max_lp_iterations = 100'000;  // simplex iterations of the root LP per extraction
-  size_t match_limit = 1'000;  // backoff scheduler (runner.h): matches per rule and iteration before a ban
-  size_t ban_length = 5;       // iterations of the first ban
-  std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
 };
 
 struct ExtractionStats {
@@ -45,6 +40,18 @@ struct ExtractionStats {
   double gap = 0;       // (objective - bound) / objective
   std::string status;   // how it ended: "proved optimal", "node limit", "wall-clock guard ..." (ILP), ...
 };
+
+/// Why a search stopped: saturation as its Runner did (StopReason), the sequential search (sequential.h) when
+/// its queue ran empty or its budget of expansions was spent, either at its time limit.
+struct SearchStop {
+  enum class Reason { Saturated, NodeLimit, IterLimit, TimeLimit, QueueEmpty, Budget };
+  Reason reason = Reason::Saturated;
+  // Set when extraction failed (the input is then returned): the extractor's status, perhaps empty.
+  std::optional<std::string> extraction_failure;
+};
+/// What reports and summaries print: "saturated", "node-limit", "iter-limit", "time-limit", "queue-empty",
+/// "budget"; after an extraction failure "<reason>; extraction failed (<status>), input returned unchanged".
+std::string to_string(const SearchStop& stop);
 
 struct OptimizeReport {
   Expr optimized;                            // same inputs/weights and roots (outputs) in the same order
@@ -56,7 +63,7 @@ struct OptimizeReport {
   size_t rounds = 0;                         // rounds run (OptimizeConfig::rounds)
   size_t enodes = 0;                         // largest e-graph of any round
   size_t eclasses = 0;
-  std::string stop_reason;                   // "saturated", "node-limit", "iter-limit", "time-limit"
+  SearchStop stop;
   std::map<std::string, size_t> rules_used;  // rule id -> e-nodes of the extracted graph it produced
   ExtractionStats extraction;
   size_t blacklisted = 0;                    // e-nodes removed to break cycles before extraction
@@ -65,7 +72,7 @@ struct OptimizeReport {
 
 /// Optimizes `graph` (leaves are inputs and weights; several roots allowed). Throws ShapeError if the
 /// graph is ill-shaped. Never returns a cyclic or ill-shaped graph; if extraction fails it returns the
-/// input unchanged with stop_reason saying why.
+/// input unchanged with stop.extraction_failure saying why.
 OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
                               const OptimizeConfig& config);
 

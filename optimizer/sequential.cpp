@@ -306,12 +306,12 @@ OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, c
   queue.emplace(start->cost, start);
 
   OptimizeReport report;
-  report.stop_reason = "queue-empty";
+  report.stop.reason = SearchStop::Reason::QueueEmpty;
   size_t expanded = 0;
   bool out_of_time = false;
   while (!queue.empty() && !out_of_time) {
     if (expanded >= config.budget) {
-      report.stop_reason = "budget";
+      report.stop.reason = SearchStop::Reason::Budget;
       break;
     }
     std::shared_ptr<const Graph> g = queue.begin()->second;
@@ -340,7 +340,7 @@ OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, c
     if (config.on_progress)
       config.on_progress({expanded, seen.size() - 1, queue.size(), best->cost, elapsed()});
   }
-  if (out_of_time) report.stop_reason = "time-limit";
+  if (out_of_time) report.stop.reason = SearchStop::Reason::TimeLimit;
 
   report.original_cost = graph_cost(graph, cost);
   report.optimized = best->expr;

@@ -35,7 +35,7 @@ struct SequentialConfig {
 /// Searches for a cheaper equivalent of `graph` with `rules` under `cost`. The report's
 /// saturate_seconds holds the search time (extract_seconds is 0), iterations the graphs expanded,
 /// enodes the distinct graphs generated, rules_used the rule applications on the way to the best graph,
-/// stop_reason one of "queue-empty", "budget", "time-limit". Throws ShapeError for an ill-shaped graph.
+/// stop.reason one of QueueEmpty, Budget, TimeLimit. Throws ShapeError for an ill-shaped graph.
 /// The result is never costlier than the input, always acyclic and well-shaped, with the same roots.
 OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
                                    const SequentialConfig& config);

@@ -27,21 +27,10 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
   using namespace ops;
   const OpInfo& info = op_info(op);
   check_arity(info, attrs, in);
+  if (is_elementwise(op)) return shape_elementwise(info, attrs, in);
   switch (op) {
-    case OpKind::EwAdd:
-    case OpKind::EwSub:
-    case OpKind::EwMul:
-    case OpKind::EwDiv: return shape_binary(info.name, in);
-    case OpKind::Smul: return shape_smul(in);
-    case OpKind::Relu:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Gelu:
-    case OpKind::Sqrt:
-    case OpKind::Erf:
     case OpKind::Noop:
     case OpKind::Ones: return in[0];
-    case OpKind::Clip: return shape_clip(attrs, in);
     case OpKind::Broadcast: return shape_broadcast(attrs, in);
     case OpKind::Matmul: return shape_matmul(attrs, in);
     case OpKind::Conv2d: return shape_conv2d(attrs, in);
@@ -66,8 +55,9 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> in) {
     case OpKind::Var:
     case OpKind::Input:
     case OpKind::Weight: break;
+    default: break;  // the element-wise operators, answered above
   }
-  throw std::logic_error("infer_shape: leaf operator " + std::string(info.name) + " has no shape rule");
+  throw std::logic_error("infer_shape: operator " + std::string(info.name) + " has no shape rule");
 }
 
 }  // namespace teq

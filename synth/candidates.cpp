@@ -4,9 +4,15 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <random>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "rules/evaluator.h"
+#include "rules/renamed_term.h"
 #include "rules/sexpr.h"
+#include "synth/fingerprint.h"
+#include "synth/typing.h"
 
 namespace teq::synth {
 
@@ -28,29 +34,20 @@ bool g_keep_types = false;  // set by canonical_key for the duration of one call
 /// Prints a pattern with variables renamed through `names` (assigning v0, v1, ... on first sight;
 /// with types kept, a variable's leading letters stay: x1 -> xv0).
 void print_renamed(const Expr& p, ExprId id, std::map<std::string, std::string>& names, std::string& out) {
-  const ExprNode& n = p[id];
-  if (n.op == OpKind::Var) {
-    auto it = names.find(n.name);
+  auto var_name = [&](const ExprNode& var) -> const std::string& {
+    auto it = names.find(var.name);
     if (it == names.end()) {
       std::string type;
       if (g_keep_types)
-        for (char c : n.name) {
+        for (char c : var.name) {
           if (std::isdigit(static_cast<unsigned char>(c))) break;
           type += c;
         }
-      it = names.emplace(n.name, type + "v" + std::to_string(names.size())).first;
+      it = names.emplace(var.name, type + "v" + std::to_string(names.size())).first;
     }
-    out += "?" + it->second;
-    return;
-  }
-  out += "(";
-  out += op_name(n.op);
-  for (int64_t a : n.attrs) out += " " + std::to_string(a);
-  for (ExprId c : n.children) {
-    out += " ";
-    print_renamed(p, c, names, out);
-  }
-  out += ")";
+    return it->second;
+  };
+  print_renamed_term(id, [&](ExprId i) -> const ExprNode& { return p[i]; }, var_name, out);
 }
 
 std::string key_of(const std::vector<const Expr*>& lhs, const std::vector<const Expr*>& rhs) {
@@ -171,6 +168,158 @@ std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, 
       }
   }
   return out;
+}
+
+namespace {
+
+/// Rebuilds a pattern with the subterm printed as `sub` replaced by the variable ?name.
+Expr generalize(const Expr& p, const std::string& sub, const std::string& name) {
+  Expr out;
+  std::vector<ExprId> map(p.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!is_leaf(p.nodes()[i].op) && to_sexpr(p, ExprId(i)) == sub) {
+      map[i] = out.add_var(name);
+      continue;
+    }
+    ExprNode n = p.nodes()[i];
+    for (ExprId& c : n.children) c = map[c.value];
+    map[i] = out.add(std::move(n));
+  }
+  out.add_root(map[p.root().value]);
+  return out;
+}
+
+std::set<std::string> proper_operator_subterms(const Expr& p) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (!is_leaf(p.nodes()[i].op) && ExprId(i) != p.root()) out.insert(to_sexpr(p, ExprId(i)));
+  return out;
+}
+
+/// Operators of a pattern written out as a tree (a shared subterm counts once per use).
+int tree_ops(const Expr& p) {
+  std::vector<int> ops(p.size(), 0);
+  for (size_t i = 0; i < p.size(); ++i) {  // children come before their parents
+    const ExprNode& n = p.nodes()[i];
+    ops[i] = is_leaf(n.op) ? 0 : 1;
+    for (ExprId c : n.children) ops[i] += ops[c.value];
+  }
+  return ops[p.root().value];
+}
+
+}  // namespace
+
+std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equations, uint64_t& dropped) {
+  std::vector<PatternEquation> kept;
+  std::unordered_set<std::string> seen;
+  for (PatternEquation& q : equations) {
+    const bool both = q.bound && var_set(q.lhs) == var_set(q.rhs);
+    // Types kept: which leaf type represents a rule is decided after pairing, the same way for shards.
+    std::string key = (q.bound ? "B" : "U") + canonical_key({q.lhs}, {q.rhs}, both, /*keep_types=*/true);
+    if (!seen.insert(key).second) {
+      ++dropped;
+      continue;
+    }
+    kept.push_back(std::move(q));
+  }
+  return kept;
+}
+
+std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops,
+                                           uint64_t& dropped) {
+  std::vector<PatternEquation> unbound;
+  for (const PatternEquation& q : equations)
+    if (!q.bound) unbound.push_back(q);
+  std::vector<char> paired;
+  pair_multi_rules(unbound, max_rhs_ops, &paired);
+  std::vector<PatternEquation> kept;
+  size_t k = 0;  // index among the unbound
+  for (PatternEquation& q : equations) {
+    if (!q.bound && !paired[k++]) {
+      ++dropped;
+      continue;
+    }
+    kept.push_back(std::move(q));
+  }
+  return kept;
+}
+
+bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>& types, uint64_t seed) {
+  std::set<std::string> left = proper_operator_subterms(eq.lhs), right = proper_operator_subterms(eq.rhs);
+  std::vector<std::string> common;
+  std::set_intersection(left.begin(), left.end(), right.begin(), right.end(), std::back_inserter(common));
+  if (common.empty()) return false;
+  Rule probe;
+  probe.lhs = {eq.lhs};
+  probe.rhs = {eq.rhs};
+  auto typing = assign_types(probe, types, {{ShapeChoice::SetA}, {ShapeChoice::SetB}});
+  if (!typing) return false;
+  for (const std::string& sub : common) {
+    Expr l = generalize(eq.lhs, sub, "__g"), r = generalize(eq.rhs, sub, "__g");
+    bool holds = true;
+    for (ShapeChoice choice : {ShapeChoice{ShapeChoice::SetA}, ShapeChoice{ShapeChoice::SetB}}) {
+      VarShapes shapes = shapes_of(*typing, types, choice);
+      // Shape of the subterm: evaluate its shape inside the original left side.
+      Expr s = parse_pattern(sub);
+      auto sub_shapes = try_infer_shapes(s, shapes);
+      if (!sub_shapes) return false;
+      const Shape& sub_shape = (*sub_shapes)[s.root().value];
+      bool is_leaf_type = false;
+      for (const LeafType& t : types)
+        is_leaf_type |= (choice.kind == ShapeChoice::SetA ? t.shape_a : t.shape_b) == sub_shape;
+      if (!is_leaf_type) { holds = false; break; }
+      std::mt19937_64 rng(mix64(seed ^ (choice.kind == ShapeChoice::SetA ? 11 : 23)));
+      std::map<std::string, Tensor<ModInt>> leaves;
+      for (const auto& [name, shape] : shapes) leaves.emplace(name, random_tensor(shape, rng));
+      leaves.emplace("__g", random_tensor(sub_shape, rng));
+      try {
+        Arith<ModInt> ar;
+        auto lv = evaluate<ModInt>(l, ar, leaves), rv = evaluate<ModInt>(r, ar, leaves);
+        if (lv[0].shape != rv[0].shape || lv[0].data != rv[0].data) holds = false;
+      } catch (const std::exception&) {
+        holds = false;
+      }
+      if (!holds) break;
+    }
+    if (holds) return true;
+  }
+  return false;
+}
+
+int rule_size(const Rule& r) {
+  int l = 0, rr = 0;
+  for (const Expr& p : r.lhs) l += tree_ops(p);
+  for (const Expr& p : r.rhs) rr += tree_ops(p);
+  return std::max(l, rr);
+}
+
+std::string patterns_text(const std::vector<Expr>& patterns) {
+  std::string out;
+  for (const Expr& p : patterns) out += (out.empty() ? "" : " ; ") + to_sexpr(p, p.root());
+  return out;
+}
+
+std::vector<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis,
+                                                        uint64_t& dropped) {
+  std::vector<OrderedCandidate> entries;
+  for (auto* list : {&singles, &multis})
+    for (Rule& r : *list) {
+      const bool both = r.lhs.size() == 1 && var_set(r.lhs[0]) == var_set(r.rhs[0]);
+      entries.push_back({rule_size(r), -static_cast<int>(r.variables().size()), canonical_key(r.lhs, r.rhs, both),
+                         patterns_text(r.lhs) + " => " + patterns_text(r.rhs), std::move(r)});
+    }
+  std::sort(entries.begin(), entries.end(), [](const OrderedCandidate& a, const OrderedCandidate& b) {
+    return std::tie(a.size, a.fewer_vars, a.key, a.text) < std::tie(b.size, b.fewer_vars, b.key, b.text);
+  });
+  std::vector<OrderedCandidate> unique;
+  for (OrderedCandidate& e : entries) {
+    if (!unique.empty() && unique.back().key == e.key && unique.back().size == e.size) {
+      ++dropped;
+      continue;
+    }
+    unique.push_back(std::move(e));
+  }
+  return unique;
 }
 
 }  // namespace teq::synth

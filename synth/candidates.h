@@ -2,14 +2,16 @@
 // variables gives a single-pattern rule; one whose side uses variables the other lacks (a split of a
 // concat, a batched operator) can only be a rule inside a multi-pattern rule, so it is kept as an
 // "unbound" equation and paired with another one that binds the missing variables (TASO's two-output
-// graphs). Verification (prove.h) and pruning (prune.h) come after.
+// graphs). Verification (prove.h) comes after; the pruning and the minimization order are here.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "rules/corpus.h"
 #include "synth/enumerate.h"
+#include "synth/vocabulary.h"
 
 namespace teq::synth {
 
@@ -45,5 +47,42 @@ std::vector<Rule> pair_multi_rules(const std::vector<PatternEquation>& unbound, 
 
 /// Makes a rule (id given) from one bound equation.
 Rule single_rule(const std::string& id, const PatternEquation& eq);
+
+// ---- pruning and order, before and after the proofs (rulegen.h drives them) ----------------------------
+
+/// The equations less those equal to an earlier one up to variable renaming (leaf types kept apart, so
+/// that shards and one whole run drop the same ones); `dropped` counts the others.
+std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equations, uint64_t& dropped);
+
+/// The equations less the unbound ones that pair with no other (pair_multi_rules, `max_rhs_ops`): they cannot
+/// become rules, so they are not worth a proof. `dropped` counts them.
+std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops,
+                                           uint64_t& dropped);
+
+/// TASO's pruning: both sides contain the same operator subterm, and the rule with that subterm replaced
+/// by a fresh leaf of the same type still holds (checked on both fingerprint sets). The general rule is
+/// smaller and enumerated too, so this one adds nothing.
+bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>& types, uint64_t seed);
+
+/// A rule's size for minimization order: operators of the larger side, counted as trees. Counted as
+/// DAGs, a special case that repeats a variable ((conv (ewadd i i) k) = (ewadd (conv i k) (conv i k)))
+/// would be smaller than its general law and be kept before it, then the law too.
+int rule_size(const Rule& r);
+
+/// Patterns as text, " ; " between them (logs and the list of unproved candidates).
+std::string patterns_text(const std::vector<Expr>& patterns);
+
+/// A candidate rule in minimization order: smaller first, then the general one before its special cases.
+struct OrderedCandidate {
+  int size;
+  int fewer_vars;  // minus the variable count: the general rule before its special cases
+  std::string key, text;
+  Rule rule;
+};
+
+/// The candidates smallest first, one of each class of rules equal up to variable renaming (`dropped`
+/// counts the others).
+std::vector<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis,
+                                                        uint64_t& dropped);
 
 }  // namespace teq::synth

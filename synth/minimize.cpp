@@ -1,10 +1,18 @@
 #include "synth/minimize.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "optimizer/engine/egraph.h"
 #include "optimizer/engine/runner.h"
+#include "synth/parallel.h"
+#include "synth/prove.h"
+#include "synth/rulegen.h"
 #include "synth/typing.h"
 
 namespace teq::synth {
@@ -214,6 +222,235 @@ DeriveResult derive_as_rewrites(const Rule& target, const std::vector<Rule>& rul
   DeriveResult backward = one_way(directions[1]);
   if (!backward.derived) backward.reason = "backwards: " + backward.reason;
   return backward;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void log_line(const RulegenConfig& c, const std::string& s) {
+  if (c.log) c.log(s);
+}
+
+/// Whether a derivation may use `rule` for `target`. `enlarge` exists only for kernels up to its target
+/// size: a derivation through it holds for the 1x3 kernels of the fingerprint shapes but not for a 5x5
+/// kernel, so a rule without enlarge is never dropped on the strength of rules with it (the general
+/// SAME-padding conv batching rules were, leaving 5x5 kernels without them).
+bool uses_enlarge(const Rule& r) {
+  for (const auto* side : {&r.lhs, &r.rhs})
+    for (const Expr& p : *side)
+      for (const ExprNode& n : p.nodes())
+        if (n.op == OpKind::Enlarge) return true;
+  return false;
+}
+bool may_derive(const Rule& rule, const Rule& target) {
+  return !uses_enlarge(rule) || uses_enlarge(target);
+}
+
+/// Two-pattern rules are judged one derive_rule each, which compiles every kept rule; at size 3 there are
+/// thousands of pairs, so they get a smaller budget.
+DeriveLimits two_pattern_limits(DeriveLimits limits) {
+  limits.iter_limit = std::min<size_t>(limits.iter_limit, 4);
+  limits.time_limit_s = std::min(limits.time_limit_s, 0.3);
+  return limits;
+}
+
+/// minimize_candidates (minimize.h), as rounds over the undecided candidates. kept_both: the kept rules both
+/// ways; kept_both_plain: those a derivation of a rule without enlarge may use (may_derive).
+class Minimization {
+ public:
+  Minimization(std::vector<OrderedCandidate>& unique, const RulegenConfig& config, const std::vector<LeafType>& types,
+               RulegenResult& result)
+      : unique_(unique), config_(config), types_(types), result_(result), threads_(thread_count(config.threads)),
+        slice_(static_cast<size_t>(threads_) * 16) {}
+
+  /// Every candidate, chunk by chunk; returns the kept rules.
+  std::vector<Rule> run() {
+    const auto start = Clock::now();
+    const size_t chunk = std::max<size_t>(1, config_.minimize_chunk);
+    size_t next_log = 0;
+    auto last_log = Clock::now();
+    for (size_t begin = 0; begin < unique_.size(); begin += chunk) {
+      const size_t end = std::min(unique_.size(), begin + chunk);
+      std::vector<size_t> pending(end - begin);
+      for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
+      while (!pending.empty()) {
+        pending = round(pending);
+        if (since(last_log) > 30) {
+          last_log = Clock::now();
+          log_progress(begin + (end - begin - pending.size()), start);
+        }
+      }
+      if (end >= next_log) {
+        log_progress(end, start);
+        next_log = end + unique_.size() / 20 + 1;
+      }
+    }
+    return std::move(kept);
+  }
+
+ private:
+  const std::vector<Rule>& rules_for(const Rule& r) const { return uses_enlarge(r) ? kept_both : kept_both_plain; }
+
+  void log_progress(size_t checked, Clock::time_point start) const {
+    log_line(config_, "rulegen: minimizing: " + std::to_string(checked) + "/" + std::to_string(unique_.size()) +
+                          " checked, " + std::to_string(kept.size()) + " kept, " +
+                          std::to_string(result_.stats.pruned_derivable) + " derivable, " +
+                          std::to_string(result_.stats.wrong + result_.stats.unknown) + " unproved, " +
+                          std::to_string(static_cast<int>(since(start))) + " s");
+  }
+
+  /// One round over `pending` (indices into the candidates): the derivable ones dropped, the first slice of
+  /// the others proved and kept or dropped; returns the rest, still undecided.
+  std::vector<size_t> round(const std::vector<size_t>& pending) {
+    const RulegenConfig& config = config_;
+    const std::vector<LeafType>& types = types_;
+    RulegenResult& result = result_;
+    std::vector<OrderedCandidate>& unique = unique_;
+    const int threads = threads_;
+    const size_t slice = slice_;
+    // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
+    std::array<EquationBatch, 2> batches{EquationBatch(types), EquationBatch(types)};
+    std::vector<uint8_t> batch_of(pending.size(), 0);
+    std::vector<std::optional<size_t>> index(pending.size());
+    // Two-pattern rules are judged alone (derive_rule): in a shared e-graph another candidate's terms
+    // could supply the joint right side that such a rule exists to build.
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const Rule& r = unique[pending[k]].rule;
+      batch_of[k] = uses_enlarge(r);
+      if (config.minimize && !r.is_multi()) index[k] = batches[batch_of[k]].add(r);
+    }
+    for (int b = 0; b < 2; ++b) {
+      const std::vector<Rule>& rules = b == 1 ? kept_both : kept_both_plain;
+      if (!config.minimize || rules.empty() || batches[b].num_nodes() == 0) continue;
+      DeriveLimits limits = config.derive;
+      limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batches[b].num_nodes());
+      batches[b].saturate(rules, limits);
+    }
+    // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget.
+    const DeriveLimits multi_limits = two_pattern_limits(config.derive);
+    std::vector<char> multi_derived(pending.size(), 0);
+    if (config.minimize)
+      parallel_for(pending.size(), threads, [&](size_t k) {
+        const Rule& r = unique[pending[k]].rule;
+        if (r.is_multi()) multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
+      });
+    const size_t kept_before_round = kept.size();
+    std::vector<size_t> undecided;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (index[k] ? batches[batch_of[k]].equal(*index[k]) : multi_derived[k]) {
+        ++result.stats.pruned_derivable;
+        continue;
+      }
+      undecided.push_back(k);
+    }
+    // Prove the first `slice` undecided candidates (those not proved already, e.g. by a shard).
+    const size_t take = std::min(slice, undecided.size());
+    std::vector<ProofResult> proofs(take);
+    auto prove_start = Clock::now();
+    parallel_for(take, threads, [&](size_t j) {
+      const Rule& r = unique[pending[undecided[j]]].rule;
+      if (r.verification) proofs[j] = {r.verification->status, r.verification->method, r.verification->ms};
+      else proofs[j] = prove_rule(r, config.prove);
+    });
+    result.stats.prove_s += since(prove_start);
+    for (size_t j = 0; j < take; ++j) {
+      const size_t k = undecided[j];
+      Rule& r = unique[pending[k]].rule;
+      const bool had_verdict = r.verification.has_value();  // proved by a shard: counted there
+      if (proofs[j].status != "verified") {
+        if (!had_verdict) (proofs[j].status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
+        result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
+        continue;
+      }
+      if (!had_verdict) {
+        ++result.stats.proved;
+        r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
+      }
+      // A two-pattern rule is checked again only if rules were kept since its parallel check.
+      if (index[k] ? batches[batch_of[k]].equal(*index[k])
+                   : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
+                         derive_rule(r, rules_for(r), types, multi_limits).derived) {
+        ++result.stats.pruned_derivable;
+        continue;
+      }
+      std::vector<Rule> directions = both_directions({r});
+      if (index[k]) batches[batch_of[k]].assert_equal(*index[k]);
+      const bool plain = !uses_enlarge(r);
+      kept.push_back(r);
+      for (Rule& d : directions) {
+        if (plain) kept_both_plain.push_back(d);
+        kept_both.push_back(std::move(d));
+      }
+    }
+    std::vector<size_t> rest;
+    for (size_t j = take; j < undecided.size(); ++j) rest.push_back(pending[undecided[j]]);
+    return rest;
+  }
+
+  std::vector<OrderedCandidate>& unique_;
+  const RulegenConfig& config_;
+  const std::vector<LeafType>& types_;
+  RulegenResult& result_;
+  const int threads_;
+  const size_t slice_;
+  std::vector<Rule> kept, kept_both, kept_both_plain;
+};
+
+}  // namespace
+
+std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates, const RulegenConfig& config,
+                                      const std::vector<LeafType>& types, RulegenResult& result) {
+  return Minimization(candidates, config, types, result).run();
+}
+
+size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
+                                    const RulegenConfig& config) {
+  const DeriveLimits& limits = config.derive;
+  const int threads = thread_count(config.threads);
+  const auto start = Clock::now();
+  auto last_log = start;
+  std::mutex log_mutex;
+  auto progress = [&](const std::string& stage, size_t done, size_t total) {
+    std::lock_guard lock(log_mutex);
+    if (since(last_log) < 30) return;
+    last_log = Clock::now();
+    log_line(config, "rulegen: final pass: " + stage + " " + std::to_string(done) + "/" + std::to_string(total) +
+                         ", " + std::to_string(static_cast<int>(since(start))) + " s");
+  };
+  if (kept.size() < 2) return 0;
+  const DeriveLimits multi_limits = two_pattern_limits(limits);
+  auto derivable_from_others = [&](size_t i, const std::vector<char>& dropped) {
+    std::vector<Rule> others;
+    for (size_t j = 0; j < kept.size(); ++j)
+      if (j != i && !dropped[j] && may_derive(kept[j], kept[i])) others.push_back(kept[j]);
+    return derive_as_rewrites(kept[i], both_directions(others), types, kept[i].is_multi() ? multi_limits : limits)
+        .derived;
+  };
+  std::vector<char> flagged(kept.size(), 0), dropped(kept.size(), 0);
+  std::atomic<size_t> checked{0};
+  parallel_for(kept.size(), threads, [&](size_t i) {
+    flagged[i] = derivable_from_others(i, dropped);
+    progress("flagged", ++checked, kept.size());
+  });
+  std::vector<size_t> order;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (flagged[i]) order.push_back(i);
+  // Largest first; among equals the one kept last (the most special) first.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(rule_size(kept[a]), a) > std::pair(rule_size(kept[b]), b);
+  });
+  size_t removed = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (derivable_from_others(order[k], dropped)) dropped[order[k]] = 1, ++removed;
+    progress("confirmed " + std::to_string(removed) + " of the flagged, checked", k + 1, order.size());
+  }
+  std::vector<Rule> rest;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (!dropped[i]) rest.push_back(std::move(kept[i]));
+  kept = std::move(rest);
+  return removed;
 }
 
 }  // namespace teq::synth

@@ -57,13 +57,13 @@ int main(int argc, char** argv) {
   app.add_option("--extract", extract, "extraction: greedy, dag-greedy or ilp")
       ->check(CLI::IsMember({"greedy", "dag-greedy", "ilp"}))
       ->capture_default_str();
-  app.add_option("--node-limit", c.optimize.node_limit, "stop saturating beyond this many e-nodes")
+  app.add_option("--node-limit", c.optimize.saturation.node_limit, "stop saturating beyond this many e-nodes")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--iter-limit", c.optimize.iter_limit, "stop after this many iterations")
+  app.add_option("--iter-limit", c.optimize.saturation.iter_limit, "stop after this many iterations")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--time-limit", c.optimize.time_limit_s, "stop saturating after this many seconds")
+  app.add_option("--time-limit", c.optimize.saturation.time_limit_s, "stop saturating after this many seconds")
       ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--ilp-time-limit", c.optimize.ilp_time_limit_s,
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
                  "ILP: simplex iterations of the root LP relaxation per extraction (beyond: greedy's answer)")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--k-multi", c.optimize.k_multi, "apply multi-pattern rules in the first K iterations")
+  app.add_option("--k-multi", c.optimize.saturation.k_multi, "apply multi-pattern rules in the first K iterations")
       ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--rounds", c.optimize.rounds,
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   c.model = model;
   c.export_original = exported;
   c.search = search == "sequential" ? teq::SearchMethod::Sequential : teq::SearchMethod::Saturation;
-  c.sequential.time_limit_s = c.optimize.time_limit_s;
+  c.sequential.time_limit_s = c.optimize.saturation.time_limit_s;
   c.output = output;
   c.rules.assign(rules.begin(), rules.end());
   c.report = report;

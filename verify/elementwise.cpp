@@ -79,24 +79,33 @@ Shape root_shape(const Expr& e, const VarShapes& shapes) { return infer_shapes(e
 
 bool is_zero(const z3::expr& e) { return e.is_numeral() && numeral_text(e) == "0"; }
 
+/// A counterexample in `shapes` found by `source`, its inputs still to be set.
+Counterexample empty_counterexample(const VarShapes& shapes, std::string source) {
+  Counterexample cex;
+  cex.shapes = shapes;
+  cex.source = std::move(source);
+  return cex;
+}
+
+/// Sets input `name` of `cex` to the exact element values `text` (row-major in `shape`) and their doubles.
+void set_exact_input(Counterexample& cex, const std::string& name, const Shape& shape, std::vector<std::string> text) {
+  std::vector<double> data;
+  data.reserve(text.size());
+  for (const std::string& t : text) data.push_back(numeral_value(t));
+  cex.inputs.emplace(name, Tensor<double>(shape, std::move(data)));
+  cex.exact.emplace(name, std::move(text));
+}
+
 /// Counterexample from a random probe: values are small integers, so their text is exact.
 std::optional<Counterexample> random_probe(const Rule& rule, const VarShapes& shapes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> pick(-3, 3);
   for (int trial = 0; trial < 2; ++trial) {
-    Counterexample cex;
-    cex.shapes = shapes;
-    cex.source = "random probe";
+    Counterexample cex = empty_counterexample(shapes, "random probe");
     for (const auto& [name, shape] : shapes) {
-      std::vector<double> data;
       std::vector<std::string> text;
-      for (int64_t i = 0; i < num_elements(shape); ++i) {
-        int v = pick(rng);
-        data.push_back(v);
-        text.push_back(std::to_string(v));
-      }
-      cex.inputs.emplace(name, Tensor<double>(shape, std::move(data)));
-      cex.exact.emplace(name, std::move(text));
+      for (int64_t i = 0; i < num_elements(shape); ++i) text.push_back(std::to_string(pick(rng)));
+      set_exact_input(cex, name, shape, std::move(text));
     }
     if (auto d = find_difference(rule, cex.inputs)) {
       cex.output = d->output;
@@ -257,19 +266,14 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     z3::model m = solver.get_model();
     std::map<std::string, std::string> value;
     for (unsigned k = 0; k < c.from.size(); ++k) value[c.from[k].decl().name().str()] = numeral_text(m.eval(c.to[k], true));
-    Counterexample cex;
-    cex.shapes = shapes;
-    cex.source = "z3 model";
+    Counterexample cex = empty_counterexample(shapes, "z3 model");
     for (const auto& [name, t] : leaves) {
-      std::vector<double> data;
       std::vector<std::string> text;
       for (const z3::expr& leaf : t.data) {
         auto it = value.find(leaf.decl().name().str());
         text.push_back(it == value.end() ? "0" : it->second);
-        data.push_back(numeral_value(text.back()));
       }
-      cex.inputs.emplace(name, Tensor<double>(t.shape, std::move(data)));
-      cex.exact.emplace(name, std::move(text));
+      set_exact_input(cex, name, t.shape, std::move(text));
     }
     cex.output = d.output;
     cex.index = index_of(d.element, root_shape(rule.lhs[d.output], shapes));

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "rules/ops/constants.h"
 #include "rules/ops/conv.h"
@@ -17,23 +19,44 @@
 namespace teq {
 namespace {
 
+/// Union-find over slots 0..n-1 (path halving); a join keeps its first argument's root, so the solvers
+/// below merge their per-class facts into it.
+class DisjointSets {
+ public:
+  explicit DisjointSets(size_t n = 0) { reset(n); }
+  void reset(size_t n) {
+    parent_.resize(n);
+    std::iota(parent_.begin(), parent_.end(), 0);
+  }
+  size_t size() const { return parent_.size(); }
+  size_t find(size_t a) {
+    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
+    return a;
+  }
+  /// Merges the classes of a and b: their roots (kept, absorbed), or nothing when they are one class.
+  std::optional<std::pair<size_t, size_t>> join(size_t a, size_t b) {
+    a = find(a), b = find(b);
+    if (a == b) return std::nullopt;
+    parent_[b] = a;
+    return std::pair{a, b};
+  }
+
+ private:
+  std::vector<size_t> parent_;
+};
+
 // ---- ranks -------------------------------------------------------------------------------------------
 // Every node of every pattern gets a rank slot; a variable's nodes share its slot. Operators add hard
 // constraints (equal ranks, fixed ranks, lower bounds) and soft ones (matmul operands like their output),
 // applied only where they do not conflict.
 class RankSolver {
  public:
-  explicit RankSolver(size_t slots) : parent_(slots), fixed_(slots, -1), min_(slots, 0) {
-    std::iota(parent_.begin(), parent_.end(), 0);
-  }
-  size_t find(size_t a) {
-    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
-    return a;
-  }
+  explicit RankSolver(size_t slots) : sets_(slots), fixed_(slots, -1), min_(slots, 0) {}
+  size_t find(size_t a) { return sets_.find(a); }
   void equal(size_t a, size_t b) {
-    a = find(a), b = find(b);
-    if (a == b) return;
-    parent_[b] = a;
+    const auto roots = sets_.join(a, b);
+    if (!roots) return;
+    std::tie(a, b) = *roots;
     if (fixed_[a] < 0) fixed_[a] = fixed_[b];
     else if (fixed_[b] >= 0 && fixed_[b] != fixed_[a]) conflict("rank " + std::to_string(fixed_[a]) + " vs " + std::to_string(fixed_[b]));
     min_[a] = std::max(min_[a], min_[b]);
@@ -57,14 +80,14 @@ class RankSolver {
     if (error.empty()) error = "rank conflict: " + std::move(what);
   }
   void check_bounds() {
-    for (size_t a = 0; a < parent_.size(); ++a)
+    for (size_t a = 0; a < sets_.size(); ++a)
       if (find(a) == a && fixed_[a] >= 0 && fixed_[a] < min_[a])
         conflict("rank " + std::to_string(fixed_[a]) + " below required " + std::to_string(min_[a]));
   }
   std::string error;
 
  private:
-  std::vector<size_t> parent_;
+  DisjointSets sets_;
   std::vector<int> fixed_, min_;
 };
 
@@ -190,6 +213,7 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
         case OpKind::IConv:
         case OpKind::PoolKernel: rs.fix(g, 4), rs.at_least(c(0), 2), soft.emplace_back(c(0), g); break;
         case OpKind::Opaque: rs.fix(g, std::max(attrs - 2, 0)); break;
+        default: break;  // the element-wise operators, above
       }
     }
   }
@@ -223,8 +247,7 @@ class DimClasses {
       base_[g] = next, next += std::max(rank_[g], 0);
     }
     var_base_ = var_base;
-    parent_.resize(next);
-    std::iota(parent_.begin(), parent_.end(), 0);
+    sets_.reset(next);
     value_.assign(next, 0);
     for (size_t g = 0; g < pr.num_nodes; ++g)
       if (pr.node_var[g] < 0) constrain(g, groups);
@@ -248,7 +271,7 @@ class DimClasses {
       if (find(slot) == find(cls) && static_cast<int>(r) > static_cast<int>(best)) best = r;
     return best;
   }
-  size_t num_slots() const { return parent_.size(); }
+  size_t num_slots() const { return sets_.size(); }
   bool conflict = false;
 
  private:
@@ -284,15 +307,12 @@ class DimClasses {
     return std::upper_bound(pr_.offset.begin(), pr_.offset.end(), g) - pr_.offset.begin() - 1;
   }
   size_t slot(size_t g, int axis) const { return base_[g] + axis; }
-  size_t find(size_t a) {
-    while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
-    return a;
-  }
+  size_t find(size_t a) { return sets_.find(a); }
   void unite(size_t a, size_t b) {
-    a = find(a), b = find(b);
-    if (a == b) return;
+    const auto roots = sets_.join(a, b);
+    if (!roots) return;
+    std::tie(a, b) = *roots;
     if (value_[a] && value_[b] && value_[a] != value_[b]) conflict = true;
-    parent_[b] = a;
     if (!value_[a]) value_[a] = value_[b];
   }
   void pin(size_t a, int64_t v) {
@@ -437,7 +457,7 @@ class DimClasses {
   const Problem& pr_;
   std::vector<size_t> base_, var_base_;
   std::vector<int> rank_;
-  std::vector<size_t> parent_;
+  DisjointSets sets_;
   std::vector<int64_t> value_;  // 0 = not pinned
   std::map<size_t, AxisRole> roles_;
 };

@@ -118,15 +118,16 @@ ModelResult run_model(const std::string& name, const RuleCorpus& rules, const Co
     if (kind != "greedy" && kind != "ilp") throw std::invalid_argument("--runs: unknown extraction '" + kind + "'");
     const ExtractMethod method = kind == "ilp" ? ExtractMethod::Ilp : ExtractMethod::Greedy;
     const int k = spec.find(':') == std::string::npos ? 1 : std::stoi(spec.substr(spec.find(':') + 1));
-    OptimizeConfig c{.node_limit = o.node_limit, .iter_limit = o.iter_limit, .time_limit_s = o.sat_time,
-                     .k_multi = k, .rounds = o.rounds, .extract = method, .ilp_time_limit_s = o.ilp_time};
+    OptimizeConfig c{.saturation = {.node_limit = o.node_limit, .iter_limit = o.iter_limit, .time_limit_s = o.sat_time,
+                                     .k_multi = k},
+                     .rounds = o.rounds, .extract = method, .ilp_time_limit_s = o.ilp_time};
     const double cpu0 = cpu_now();
     Run r{std::string(method == ExtractMethod::Ilp ? "ilp" : "greedy") + " k=" + std::to_string(k),
           optimize_graph(graph, rules, cost, c)};
     r.cpu_seconds = cpu_now() - cpu0;
     std::cerr << "  " << name << " " << r.label << ": " << us(r.report.optimized_cost) << " us, "
               << fmt(r.report.saturate_seconds) << " + " << fmt(r.report.extract_seconds) << " s, "
-              << r.report.enodes << " e-nodes, " << r.report.stop_reason << "\n";
+              << r.report.enodes << " e-nodes, " << to_string(r.report.stop) << "\n";
     m.saturation.push_back(std::move(r));
   }
   const double cpu0 = cpu_now();
@@ -136,7 +137,7 @@ ModelResult run_model(const std::string& name, const RuleCorpus& rules, const Co
   m.sequential.cpu_seconds = cpu_now() - cpu0;
   const OptimizeReport& s = m.sequential.report;
   std::cerr << "  " << name << " sequential: " << us(s.optimized_cost) << " us, " << fmt(s.saturate_seconds)
-            << " s, " << s.iterations << " expanded, " << s.enodes << " graphs, " << s.stop_reason << "\n";
+            << " s, " << s.iterations << " expanded, " << s.enodes << " graphs, " << to_string(s.stop) << "\n";
   return m;
 }
 
@@ -255,7 +256,7 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
       md << "| " << m.name << " | " << r->label << " | " << us(p.optimized_cost) << " | "
          << fmt(speedup_pct(m.original, p.optimized_cost), "%.1f") << "% | " << fmt(p.saturate_seconds) << " | "
          << fmt(p.extract_seconds) << " | " << fmt(r->cpu_seconds) << " | " << p.iterations << " | " << p.enodes << " | "
-         << (r->label == "sequential" ? "—" : std::to_string(p.eclasses)) << " | " << p.stop_reason << " | "
+         << (r->label == "sequential" ? "—" : std::to_string(p.eclasses)) << " | " << to_string(p.stop) << " | "
          << p.extraction.method << " (" << fmt(p.extraction.gap * 100, "%.1f") << "%) |\n";
     }
   }

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "rules/renamed_term.h"
 #include "rules/semantics.h"
 
 namespace teq {
@@ -49,25 +50,12 @@ Pattern::Pattern(const Expr& expr, VarTable& vars) {
 }
 
 std::string Pattern::canonical_key() const {
-  std::unordered_map<uint32_t, size_t> renamed;
+  std::unordered_map<uint32_t, size_t> renamed;  // variable slot -> number, in order of first occurrence
   std::string out;
-  std::function<void(uint32_t)> print = [&](uint32_t i) {
-    const PatternNode& n = nodes_[i];
-    if (n.op == OpKind::Var) {
-      auto [it, _] = renamed.try_emplace(n.var, renamed.size());
-      out += "?" + std::to_string(it->second);
-      return;
-    }
-    out += "(";
-    out += op_name(n.op);
-    for (int64_t a : n.attrs) out += " " + std::to_string(a);
-    for (uint32_t c : n.children) {
-      out += " ";
-      print(c);
-    }
-    out += ")";
-  };
-  print(root());
+  print_renamed_term(
+      root(), [&](uint32_t i) -> const PatternNode& { return nodes_[i]; },
+      [&](const PatternNode& var) { return std::to_string(renamed.try_emplace(var.var, renamed.size()).first->second); },
+      out);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -366,10 +367,20 @@ class Exporter {
     return y;
   }
 
-  std::string emit_gelu(ExprId id) {
+  /// Node `id` as an emit_* function reads it; arg(k) emits child k (with what it needs) and names it.
+  struct Operands {
+    const ExprNode& node;
+    const std::vector<ExprId>& kids;
+    const std::vector<int64_t>& a;
+    std::function<std::string(size_t)> arg;
+  };
+  Operands operands(ExprId id) {
     const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    return {node, node.children, node.attrs, [this, &kids = node.children](size_t k) { return emit(kids[k]); }};
+  }
+
+  std::string emit_gelu(ExprId id) {
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     // Gelu itself (its default, approximate='none', is the exact erf form) from opset 20; before it
     // 0.5 * x * (1 + erf(x / sqrt 2)).
@@ -383,10 +394,7 @@ class Exporter {
   }
 
   std::string emit_clip(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    const auto& a = node.attrs;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     // Bounds num / 2^exp (exp -1: none) as float32, exact for every bound the importer writes.
     const ops::ClipAttrs c = ops::clip_attrs(a);
@@ -406,9 +414,7 @@ class Exporter {
   }
 
   std::string emit_reduce_mean(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     const ops::ReduceMeanAttrs r = ops::reduce_mean_attrs(node.attrs);
     const std::vector<int64_t>& axes = r.axes;
@@ -421,10 +427,7 @@ class Exporter {
   }
 
   std::string emit_merge(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    const auto& a = node.attrs;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     // Tile the kernel `count` times along its input channels, then keep each output channel's own
     // block: the mask is merge itself applied to ones (rules/ops/conv.h has the one layout).
@@ -442,10 +445,7 @@ class Exporter {
   }
 
   std::string emit_pool(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    const auto& a = node.attrs;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     const Shape& x = shapes_[kids[0].value];
     const ops::PoolAttrs p = ops::pool_attrs(a);
@@ -460,10 +460,7 @@ class Exporter {
   }
 
   std::string emit_reshape(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    const auto& a = node.attrs;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     // A reshape the original has is written the way the original's follows the symbolic dimensions
     // (ExportOptions::reshape_targets); another keeps its leading dimensions as 0 ("copy from the input"), so
@@ -480,10 +477,7 @@ class Exporter {
   }
 
   std::string emit_softmax(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    const auto& a = node.attrs;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     const int64_t rank = static_cast<int64_t>(shapes_[kids[0].value].size());
     const int64_t axis = ops::softmax_axis(a) < 0 ? ops::softmax_axis(a) + rank : ops::softmax_axis(a);
@@ -507,10 +501,7 @@ class Exporter {
   }
 
   std::string emit_operator(ExprId id) {
-    const ExprNode& node = g_[id];
-    const auto& kids = node.children;
-    const auto& a = node.attrs;
-    auto arg = [&](size_t k) { return emit(kids[k]); };
+    auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
     switch (node.op) {
       case OpKind::EwAdd:

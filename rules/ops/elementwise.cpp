@@ -9,6 +9,14 @@ Shape shape_binary(std::string_view op, Shapes in) {
   return in[0];
 }
 
+Shape shape_elementwise(const OpInfo& info, AttrSpan attrs, Shapes in) {
+  switch (info.kind) {
+    case OpKind::Smul: return shape_smul(in);
+    case OpKind::Clip: return shape_clip(attrs, in);
+    default: return in.size() == 1 ? in[0] : shape_binary(info.name, in);  // relu ..., ewadd ...
+  }
+}
+
 Shape shape_smul(Shapes in) {
   shape_check(in[1].empty(), "smul", "second operand must be a 0-d scalar", in);
   return in[0];

@@ -65,7 +65,8 @@ TEST(Sequential, MergesMatmulsSharingAnInput) {
   EXPECT_EQ(r.rules_used["matmul-share-input"], 1u);
   EXPECT_DOUBLE_EQ(r.original_cost, graph_cost(g, cost));
   EXPECT_DOUBLE_EQ(r.optimized_cost, graph_cost(r.optimized, cost));
-  EXPECT_EQ(r.stop_reason, "queue-empty");
+  EXPECT_EQ(r.stop.reason, SearchStop::Reason::QueueEmpty);
+  EXPECT_EQ(to_string(r.stop), "queue-empty");
   expect_same_values(g, r.optimized);
 }
 
@@ -92,7 +93,7 @@ TEST(Sequential, BudgetZeroReturnsTheInput) {
   Expr g = parse_expr("(relu (relu (input x 2 3)))");
   FlopCostModel cost;
   OptimizeReport r = optimize_sequential(g, rules_for_test(), cost, {.budget = 0});
-  EXPECT_EQ(r.stop_reason, "budget");
+  EXPECT_EQ(r.stop.reason, SearchStop::Reason::Budget);
   EXPECT_EQ(r.optimized_cost, r.original_cost);
   EXPECT_EQ(r.optimized.num_ops(), 2u);
 }

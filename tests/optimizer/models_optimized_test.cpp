@@ -30,7 +30,7 @@ TEST_P(OptimizedModel, WellShapedSameOutputsNoCostlier) {
   auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
   Expr g = build_builtin_model(GetParam());
   OptimizeReport sat = optimize_graph(g, rules, *cost,
-                                      {.node_limit = 5'000, .iter_limit = 5, .time_limit_s = 5,
+                                      {.saturation = {.node_limit = 5'000, .iter_limit = 5, .time_limit_s = 5},
                                        .extract = ExtractMethod::Greedy});
   OptimizeReport seq = optimize_sequential(g, rules, *cost, {.budget = 3, .time_limit_s = 2});
   for (const OptimizeReport* r : {&sat, &seq}) {
@@ -73,7 +73,7 @@ TEST(OptimizedModels, NasRnnKeepsItsValues) {
   Expr g = build_builtin_model("nasrnn");
   const auto leaves = random_leaves(g, 3);
   const std::vector<Tensor<double>> expected = evaluate<double>(g, Arith<double>{}, leaves);
-  OptimizeReport sat = optimize_graph(g, rules, *cost, {.iter_limit = 5, .time_limit_s = 5, .extract = ExtractMethod::Greedy});
+  OptimizeReport sat = optimize_graph(g, rules, *cost, {.saturation = {.iter_limit = 5, .time_limit_s = 5}, .extract = ExtractMethod::Greedy});
   OptimizeReport seq = optimize_sequential(g, rules, *cost, {.budget = 2, .time_limit_s = 2});
   for (const OptimizeReport* r : {&sat, &seq}) expect_same_values(r->optimized, leaves, expected);
 }
@@ -98,7 +98,8 @@ TEST(OptimizedModels, NasRnnFurtherRoundsLowerTheCostAndKeepValues) {
   RuleCorpus rules = load_corpus(kCorpus / "seed.json");
   auto cost = std::make_unique<FreeSplitCost>();
   Expr g = build_builtin_model("nasrnn");
-  const OptimizeConfig one{.node_limit = 10'000, .time_limit_s = 20, .rounds = 1, .ilp_time_limit_s = 20};
+  const OptimizeConfig one{.saturation = {.node_limit = 10'000, .time_limit_s = 20}, .rounds = 1,
+                           .ilp_time_limit_s = 20};
   OptimizeConfig several = one;
   several.rounds = 4;
   OptimizeReport r1 = optimize_graph(g, rules, *cost, one);

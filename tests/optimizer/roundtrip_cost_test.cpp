@@ -55,7 +55,8 @@ TEST_P(RoundTripCost, ExportedFileCostsWhatTheOptimizerClaims) {
   const auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
   const onnx_io::OnnxModel model = load(GetParam());
   // Small count limits keep the suite fast; the property holds for any extracted graph.
-  const OptimizeConfig config{.node_limit = 2'000, .iter_limit = 8, .rounds = 1, .extract = ExtractMethod::DagGreedy};
+  const OptimizeConfig config{.saturation = {.node_limit = 2'000, .iter_limit = 8}, .rounds = 1,
+                              .extract = ExtractMethod::DagGreedy};
   const OptimizeReport r = optimize_graph(model.graph, rules, *cost, config);
   EXPECT_NEAR(read_back_cost(model, model.graph, *cost), r.original_cost, 0.005 * r.original_cost)
       << "the original, read back";

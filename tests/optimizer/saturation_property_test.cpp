@@ -296,9 +296,12 @@ TEST(SaturationProperty, OptimizeGraphEndToEnd) {
       SCOPED_TRACE(print_graph(graph));
       size_t progress_lines = 0;
       OptimizeReport r = optimize_graph(graph, rules, cost,
-                                        OptimizeConfig{.node_limit = 800, .iter_limit = 4, .extract = method,
-                                                       .ilp_time_limit_s = 10,
-                                                       .on_iteration = [&](const IterationStats&) { ++progress_lines; }});
+                                        OptimizeConfig{.saturation = {.node_limit = 800, .iter_limit = 4,
+                                                                       .on_iteration = [&](const IterationStats&) {
+                                                                         ++progress_lines;
+                                                                       }},
+                                                       .extract = method,
+                                                       .ilp_time_limit_s = 10});
       EXPECT_EQ(progress_lines, r.iterations);
       EXPECT_LE(r.optimized_cost, r.original_cost + 1e-15);
       EXPECT_NEAR(r.optimized_cost, graph_cost(r.optimized, cost), 1e-15);
