@@ -354,7 +354,7 @@ OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, c
   report.enodes = seen.size() - 1;
   for (uint32_t r : best->history) ++report.rules_used[rules.rules[r].id];
   // No lower bound is known: bound 0, gap 1 (0 for a free graph).
-  report.extraction = ExtractionStats{"sequential", report.optimized_cost, 0, report.optimized_cost > 0 ? 1.0 : 0.0};
+  report.extraction = ExtractionStats{"sequential", report.optimized_cost, 0, report.optimized_cost > 0 ? 1.0 : 0.0, ""};
   return report;
 }
 

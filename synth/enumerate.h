@@ -67,7 +67,7 @@ struct EnumerateConfig {
   double time_limit_s = 0;  // 0 = none; on expiry the current level stops and `truncated` is set
   int shard_index = 0;      // the last level is split by output shape: equal terms share a shard
   int shard_count = 1;
-  std::function<void(const struct EnumerateProgress&)> on_progress;  // may be empty
+  std::function<void(const struct EnumerateProgress&)> on_progress = {};  // may be empty
 };
 
 struct EnumerateProgress {

@@ -51,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string rule_id(size_t index, const Rule& r) {
-  char buf[16];
+  char buf[32];  // "rg-" and up to 20 digits of a size_t
   std::snprintf(buf, sizeof buf, "rg-%04zu", index);
   std::string id = buf;
   id += "-" + std::string(op_name(r.lhs[0][r.lhs[0].root()].op));
