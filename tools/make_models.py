@@ -59,11 +59,11 @@ class Builder:
                       strides=[stride, stride])
         return self.node("Relu", [y], out) if relu else y
 
-    def save(self, inputs, outputs, out_dir):
+    def save(self, inputs, outputs, out_dir, opset=OPSET, ir_version=IR_VERSION):
         graph = helper.make_graph(self.nodes, self.name, inputs, outputs, self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                   producer_name="tensor-eqsat make_models.py")
-        model.ir_version = IR_VERSION
+        model.ir_version = ir_version
         onnx.checker.check_model(model, full_check=True)
         path = os.path.join(out_dir, self.name + ".onnx")
         onnx.save(model, path)
@@ -234,14 +234,7 @@ def opset_models(out_dir):
     paths = []
 
     def save(b, inputs, outputs, opset, ir_version):
-        graph = helper.make_graph(b.nodes, b.name, inputs, outputs, b.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                                  producer_name="tensor-eqsat make_models.py")
-        model.ir_version = ir_version
-        onnx.checker.check_model(model, full_check=True)
-        path = os.path.join(out_dir, b.name + ".onnx")
-        onnx.save(model, path)
-        paths.append(path)
+        paths.append(b.save(inputs, outputs, out_dir, opset, ir_version))
 
     # Opset 18: Reduce* take axes as an input, Split has num_outputs, Pad an optional axes input.
     b = Builder("opset18", 21)
