@@ -5,6 +5,11 @@
 #                               unit tests but their two slowest, the parser replays, and ruleverify's program
 #                               and bad-input tests but the whole-corpus run
 #   tools/sanitize.sh --full    every target and the whole ctest suite (an hour and more on 2 cores)
+#   tools/sanitize.sh --with-fuzz-build
+#                               the CI subset, built with clang in the fuzz targets' build folder (build-fuzz/,
+#                               the "fuzz" preset plus the tests: ASan + UBSan as here, and libFuzzer's
+#                               coverage instrumentation), so that the rules library tools/fuzz.sh compiled
+#                               there is not compiled a second time (the test command runs this after fuzz.sh)
 # Environment: TEQ_JOBS build and test jobs (default: all cores); TEQ_SANITIZE_DIR build folder (default
 # build-sanitize, the preset's).
 set -euo pipefail
@@ -17,7 +22,12 @@ export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:strict_string_checks=1:detect
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 dir=${TEQ_SANITIZE_DIR:-build-sanitize}
-cmake --preset sanitize -B "$dir" >/dev/null
+if [[ ${1:-} == --with-fuzz-build ]]; then
+  dir=build-fuzz
+  cmake --preset fuzz -DTEQ_BUILD_TESTS=ON >/dev/null
+else
+  cmake --preset sanitize -B "$dir" >/dev/null
+fi
 if [[ ${1:-} == --full ]]; then
   cmake --build "$dir" -j "$jobs"
   echo "sanitize.sh: built everything in $(($(date +%s) - start)) s"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs the whole test suite with ctest, then the
-# hardening checks (docs/hardening.md): a 20-second libFuzzer smoke run of each fuzz target (tools/fuzz.sh,
+# hardening checks (docs/hardening.md): a 15-second libFuzzer smoke run of each fuzz target (tools/fuzz.sh,
 # two at a time) and the AddressSanitizer + UndefinedBehaviorSanitizer build of the test subset
-# (tools/sanitize.sh). CI runs exactly this (.ci/run). Exit status: ctest's, or 1 if a hardening check failed.
+# (tools/sanitize.sh --with-fuzz-build: in the fuzz build, whose rules library it shares). CI runs exactly this (.ci/run). Exit status: ctest's, or 1 if a hardening check failed.
 # TEQ_HARDENING=0 skips the hardening checks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,10 +17,10 @@ echo "test.sh: ctest finished after $(( $(date +%s) - start )) s, exit status $s
 hardening=0
 if [[ ${TEQ_HARDENING:-1} != 0 ]]; then
   step=$(date +%s)
-  TEQ_FUZZ_PARALLEL=2 "$root/tools/fuzz.sh" 20 || hardening=1
+  TEQ_FUZZ_PARALLEL=2 "$root/tools/fuzz.sh" 15 || hardening=1
   echo "test.sh: fuzz smoke took $(( $(date +%s) - step )) s"
   step=$(date +%s)
-  "$root/tools/sanitize.sh" || hardening=1
+  "$root/tools/sanitize.sh" --with-fuzz-build || hardening=1
   echo "test.sh: sanitizer subset took $(( $(date +%s) - step )) s"
 fi
 if ((status == 0 && hardening != 0)); then status=1; fi
