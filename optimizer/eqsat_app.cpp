@@ -216,6 +216,12 @@ OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const Ru
   return optimize_graph(graph, rules, cost, oc);
 }
 
+/// Whether `optimized` is at least the fraction `min_gain` below `original` (a cost or a measured time); a
+/// rounding-level difference is no gain even at --min-gain 0.
+bool gains_at_least(double optimized, double original, double min_gain) {
+  return optimized < original * (1 - std::max(min_gain, 1e-6));
+}
+
 /// What the run writes, decided after the search: the optimized graph's export read back and re-priced (the
 /// e-graph may have priced a form the exporter writes differently), or the original when that export is not
 /// cheaper or is valid at one size only (never slower under the chosen cost model, never fixed to one size),
@@ -288,12 +294,11 @@ class OutputPlan {
     } catch (const std::exception& e) {
       throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
     }
-    const double least_gain = std::max(config_.min_gain, 1e-6);  // a rounding-level gain is no gain either
-    if (!(exported_cost < r_.original_cost * (1 - least_gain))) {
+    if (!gains_at_least(exported_cost, r_.original_cost, config_.min_gain)) {
       keep_original(exported_cost > r_.original_cost
                         ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
                               " read back from its ONNX export, more than the original's " + fmt("%.6g", r_.original_cost)
-                    : exported_cost < r_.original_cost * (1 - 1e-6)
+                    : gains_at_least(exported_cost, r_.original_cost, 0)
                         ? "kept the original graph: the optimized one is only " +
                               fmt("%.2f", 100 * (1 - exported_cost / r_.original_cost)) +
                               "% cheaper read back from its ONNX export, less than --min-gain " +
@@ -431,8 +436,7 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
 }  // namespace
 
 std::string latency_keeps_original(const LatencyComparison& latency, double min_gain) {
-  const double least_gain = std::max(min_gain, 1e-6);
-  if (latency.optimized.median_ms < latency.original.median_ms * (1 - least_gain)) return "";
+  if (gains_at_least(latency.optimized.median_ms, latency.original.median_ms, min_gain)) return "";
   return "kept the original graph: measured end to end on " + latency.device + " the optimized one takes " +
          fmt("%.4g", latency.optimized.median_ms) + " ms against the original's " +
          fmt("%.4g", latency.original.median_ms) + " ms (median of " + std::to_string(latency.optimized.repeats) +
