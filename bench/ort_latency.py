@@ -10,15 +10,23 @@ The outputs of the two models are compared on every configuration; a difference 
 Weights that arrive as graph inputs (PyTorch exports made with export_params=False) get seeded random values,
 the same for both models: the first graph input is data unless --data-inputs names others.
 
+--disable-fusions NAMES turns off onnxruntime's own graph transformers by name (e.g. SkipLayerNormFusion) in both
+models, --disable-fusions-optimized NAMES in the optimized one only: `ort_latency.py M.onnx M.onnx
+--disable-fusions-optimized SkipLayerNormFusion` measures what that fusion of onnxruntime's gains or costs on M.
+onnxruntime ignores names it does not know, so a name that changes neither model's session graph is an error.
+
 Usage: ort_latency.py ORIGINAL OPTIMIZED [--runs 20] [--passes 3] [--min-seconds S] [--seed 1] [--json OUT]
        [--levels all,disable] [--rtol 1e-3] [--atol 1e-4] [--dim NAME=VALUE ...]
+       [--disable-fusions NAMES] [--disable-fusions-optimized NAMES]
 Prints one line per level and pass; --json writes {"levels": {"all": {"ratios": [...], "median_ratio": r,
 "original_ms": [...], "optimized_ms": [...]}, ...}}. Exit 0 on success, 1 if outputs differ, 2 on bad input.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
+import tempfile
 import time
 
 try:
@@ -67,12 +75,34 @@ def make_feeds(inputs, seed, dims, data_inputs):
     return feeds
 
 
-def session(path, level):
+def session(path, level, disabled=(), save_as=None):
     options = ort.SessionOptions()
     options.graph_optimization_level = LEVELS[level]
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    if save_as:
+        options.optimized_model_filepath = save_as
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled))
+
+
+def session_graph(path, disabled, work):
+    """The node list onnxruntime runs for `path` at ORT_ENABLE_ALL with `disabled` transformers off."""
+    out = os.path.join(work, f"session{len(os.listdir(work))}.onnx")
+    ort.set_default_logger_severity(3)  # saving an ORT_ENABLE_ALL graph warns that it is machine-specific: it is
+    session(path, "all", disabled, save_as=out)
+    return [(n.op_type, tuple(n.input), tuple(n.output)) for n in onnx.load(out, load_external_data=False).graph.node]
+
+
+def check_fusion_names(paths_and_disabled):
+    """Each disabled name must change the session graph of at least one model it applies to: onnxruntime
+    accepts unknown names silently, and a typo would time the default graph under another name."""
+    with tempfile.TemporaryDirectory() as work:
+        names = {n for _, disabled in paths_and_disabled for n in disabled}
+        for name in sorted(names):
+            if not any(name in disabled and session_graph(path, [name], work) != session_graph(path, [], work)
+                       for path, disabled in paths_and_disabled):
+                return f"disabling '{name}' changes neither session graph (not an onnxruntime transformer, or it does not apply to these models)"
+    return None
 
 
 def timed(sess, feeds):
@@ -112,6 +142,10 @@ def main():
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--dim", action="append", default=[], help="NAME=VALUE for a symbolic dimension")
     p.add_argument("--data-inputs", default="", help="comma-separated names of the data inputs (default: the first)")
+    p.add_argument("--disable-fusions", default="",
+                   help="comma-separated onnxruntime graph transformers to turn off in both models (ORT_ENABLE_ALL)")
+    p.add_argument("--disable-fusions-optimized", default="",
+                   help="the same, in the optimized model only")
     p.add_argument("--json")
     a = p.parse_args()
     if a.runs < 1 or a.passes < 1:
@@ -137,13 +171,22 @@ def main():
     if [i.name for i in ins_a] != [i.name for i in ins_b]:
         print("ort_latency: error: the two models declare different graph inputs", file=sys.stderr)
         return 2
+    both_off = [x for x in a.disable_fusions.split(",") if x]
+    disabled = {"original": both_off, "optimized": both_off + [x for x in a.disable_fusions_optimized.split(",") if x]}
+    if disabled["optimized"]:
+        problem = check_fusion_names([(a.original, disabled["original"]), (a.optimized, disabled["optimized"])])
+        if problem:
+            print(f"ort_latency: error: {problem}", file=sys.stderr)
+            return 2
     data_inputs = set(x for x in a.data_inputs.split(",") if x)
     feeds = make_feeds(ins_a, a.seed, dims, data_inputs)
     result = {"original": a.original, "optimized": a.optimized, "runs": a.runs, "passes": a.passes,
-              "threads": 1, "onnxruntime": ort.__version__, "levels": {}}
+              "threads": 1, "onnxruntime": ort.__version__, "disabled_fusions": disabled, "levels": {}}
     status = 0
     for level in levels:
-        sa, sb = session(a.original, level), session(a.optimized, level)
+        # Transformers only run at ORT_ENABLE_ALL; ORT_DISABLE_ALL has none to turn off.
+        off = disabled if level == "all" else {"original": [], "optimized": []}
+        sa, sb = session(a.original, level, off["original"]), session(a.optimized, level, off["optimized"])
         _, out_a = timed(sa, feeds)
         _, out_b = timed(sb, feeds)
         ok, how = compare(out_a, out_b, a.rtol, a.atol)

@@ -6,7 +6,7 @@
 # (docs/benchmarks-measured.md).
 #
 # Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--extract METHOD] [--time-identical]
-#                          [MODEL ...]
+#                          [--ort-disable NAMES] [MODEL ...]
 #   --cost SPEC        eqsat-run's cost model (default analytical:cpu-ort, the profile fitted to this runtime
 #                      by bench/fit_cpu_profile.py)
 #   --db FILE          measure first: extend the onnxruntime cost DB FILE (created when missing) with every node
@@ -20,6 +20,8 @@
 #                      the report's extraction gap says)
 #   --time-identical   also time a model whose optimized file is byte-identical to its original (otherwise
 #                      its ratio is 1 by construction and the row says so)
+#   --ort-disable NAMES  comma-separated onnxruntime graph transformers turned off in both sessions at
+#                      ORT_ENABLE_ALL (bench/ort_latency.py --disable-fusions), e.g. SkipLayerNormFusion
 #   MODEL              built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
 # The predicted ratio is optimized / original cost of the written file as eqsat-run reports it (read back from
 # the export); with a DB, the session.run overhead the DB records (paid once per inference) is added to both.
@@ -36,6 +38,7 @@ passes=3
 min_seconds=1
 extract=greedy
 time_identical=0
+ort_disable=()
 models=()
 while (($#)); do
   case $1 in
@@ -46,7 +49,8 @@ while (($#)); do
     --min-seconds) min_seconds=$2; shift 2 ;;
     --extract) extract=$2; shift 2 ;;
     --time-identical) time_identical=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --ort-disable) ort_disable=(--disable-fusions "$2"); shift 2 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     -*) echo "ort_report: error: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -104,7 +108,7 @@ for m in "${models[@]}"; do
   cmp -s "$orig" "$opt" && identical=1
   if ((identical && !time_identical)); then
     echo '{"identical": true}' >"$log.ort.json"
-  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
+  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" "${ort_disable[@]}" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
     echo "| $name | $shown_cost | | | ort_latency failed: $(tail -1 "$log.ort.log") | | |"
     status=1
     continue
@@ -133,5 +137,5 @@ print(f"| {name} | {cost} | {predicted:.3f} | {kept} | {cells[0]} | {cells[1]} |
 EOF
 done
 echo
-echo "Ratios below 1 are faster. onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)'), CPU execution provider, 1 thread, at least $runs runs and ${min_seconds} s per model per pass, $passes interleaved passes, medians; $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "Ratios below 1 are faster. onnxruntime $("$python" -c 'import onnxruntime; print(onnxruntime.__version__)'), CPU execution provider, 1 thread${ort_disable[1]:+, ORT_ENABLE_ALL without ${ort_disable[1]}}, at least $runs runs and ${min_seconds} s per model per pass, $passes interleaved passes, medians; $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)."
 exit $status

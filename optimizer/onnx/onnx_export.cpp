@@ -288,9 +288,51 @@ class Exporter {
 
   /// Operand `c` of a binary element-wise node whose other operand is `other`: a broadcast is left to
   /// ONNX's own numpy broadcasting when the other operand already has the full shape.
+  /// So is a folded constant that repeats along some axes (a bias the optimizer moved through a matmul,
+  /// `broadcast(beta) @ W + broadcast(b)`): it is written at the smallest shape that broadcasts back to it.
+  /// Written at full shape it stops onnxruntime's MatMul+Add fusion (which wants a bias of the last axis) and
+  /// fixes the batch dimension into the file.
   std::string binary_operand(ExprId c, ExprId other) {
     if (g_[c].op == OpKind::Broadcast && g_[other].op != OpKind::Broadcast) return emit(g_[c].children[0]);
+    if (materialized(c) && !materialized(other) && shapes_[other.value] == shapes_[c.value]) return compact_constant(c);
     return emit(c);
+  }
+  std::string compact_constant(ExprId c) {
+    if (auto it = compact_names_.find(c.value); it != compact_names_.end()) return it->second;
+    std::optional<Tensor<float>> small = repeated_axes_removed(const_value(c));
+    if (!small) return emit(c);
+    std::string name = fresh("teq_const");
+    *graph_->add_initializer() = make_float_tensor(name, small->shape, small->data);
+    return compact_names_[c.value] = name;
+  }
+  /// `v` with every axis along which all its slices are equal cut to extent 1 and the leading 1s dropped
+  /// (numpy broadcasting restores it exactly); nullopt when no axis repeats.
+  static std::optional<Tensor<float>> repeated_axes_removed(const Tensor<float>& v) {
+    const size_t rank = v.shape.size();
+    std::vector<int64_t> stride(rank, 1);
+    for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * v.shape[d];
+    Shape kept = v.shape;
+    for (size_t d = 0; d < rank; ++d) {
+      if (v.shape[d] == 1) continue;
+      bool repeats = true;
+      for (int64_t i = 0; i < v.size() && repeats; ++i)
+        repeats = v.data[i] == v.data[i - (i / stride[d] % v.shape[d]) * stride[d]];  // == its slice 0 along d
+      if (repeats) kept[d] = 1;
+    }
+    if (kept == v.shape) return std::nullopt;
+    // Kept strides index the small tensor; a cut axis reads slice 0 of the large one.
+    std::vector<float> data(num_elements(kept));
+    for (int64_t j = 0; j < static_cast<int64_t>(data.size()); ++j) {
+      int64_t rest = j, from = 0;
+      for (size_t d = rank; d-- > 0;) {
+        from += (rest % kept[d]) * stride[d];
+        rest /= kept[d];
+      }
+      data[j] = v.data[from];
+    }
+    size_t lead = 0;
+    while (lead < kept.size() && kept[lead] == 1) ++lead;
+    return Tensor<float>(Shape(kept.begin() + static_cast<std::ptrdiff_t>(lead), kept.end()), std::move(data));
   }
 
   /// Conv2d with act 0 used only by this add, plus a bias [O] reshaped to [O,1,1] and broadcast: ONNX
@@ -324,7 +366,7 @@ class Exporter {
         shapes_[m.children[1].value].size() != 2)
       return std::nullopt;
     if (g_[other].op == OpKind::Broadcast) other = g_[other].children[0];
-    return gemm(m, id, emit(other));
+    return gemm(m, id, materialized(other) ? compact_constant(other) : emit(other));  // C broadcasts too
   }
 
   /// A 2-d transpose (perm 1,0) that only this operand reads and that is computed per run: Gemm's transA/transB
@@ -595,7 +637,7 @@ class Exporter {
   std::vector<bool> is_const_;
   std::map<std::pair<int64_t, std::vector<ExprId>>, std::vector<ExprId>> opaque_group_;
   std::set<int64_t> emitted_opaque_;
-  std::unordered_map<uint32_t, std::string> names_, preferred_;
+  std::unordered_map<uint32_t, std::string> names_, preferred_, compact_names_;
   std::unordered_map<uint32_t, Tensor<float>> const_values_;
   std::set<std::string> taken_, claimed_, node_names_, initializers_;
   std::map<std::vector<int64_t>, std::string> int_constants_;

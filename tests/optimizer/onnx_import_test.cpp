@@ -240,6 +240,35 @@ TEST(OnnxImport, HandWrittenOptimizationExportsSplitAndFoldedConcat) {
   EXPECT_FALSE(back.weights.count("w1"));  // only initializers still used are kept
 }
 
+// A folded constant that repeats along the batch axis (a bias moved through a matmul: broadcast(b) @ w) is
+// written at the shape that broadcasts back to it: [24], not [4, 24]. At full shape it fixed the batch
+// dimension into the file and stopped onnxruntime's MatMul+Add fusion.
+TEST(OnnxExport, RepeatedFoldedConstantIsWrittenAtItsBroadcastShape) {
+  OnnxModel m = import_onnx(kModels / "shared_matmul.onnx");
+  m.weights.emplace("b", Tensor<float>({16}, std::vector<float>{1, -2, 3, 0.5f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3}));
+  m.graph = parse_expr(R"(
+    (let x (input x 4 16)) (let w1 (weight w1 16 24)) (let w2 (weight w2 16 24))
+    (ewadd (matmul 0 x w1) (matmul 0 (broadcast 4 16 (weight b 16)) w1)) (matmul 0 x w2))");
+  onnx::ModelProto out = parse(export_onnx_bytes(m, m.graph));
+  std::vector<std::vector<int64_t>> folded;
+  for (const auto& t : out.graph().initializer())
+    if (t.name().rfind("teq_const", 0) == 0) folded.emplace_back(t.dims().begin(), t.dims().end());
+  EXPECT_EQ(folded, (std::vector<std::vector<int64_t>>{{24}}));
+  EXPECT_LT(max_output_diff(m, import_onnx_bytes(out.SerializeAsString(), "compact")), 1e-5);
+
+  // Rows that differ keep the full shape.
+  m.graph = parse_expr(R"(
+    (let x (input x 4 16)) (let w1 (weight w1 16 24)) (let w2 (weight w2 16 24))
+    (ewadd (matmul 0 x w1) (matmul 0 (concat 0 (slice 0 0 2 (transpose 1 0 w1)) (slice 0 5 7 (transpose 1 0 w2))) w1))
+    (matmul 0 x w2))");
+  out = parse(export_onnx_bytes(m, m.graph));
+  folded.clear();
+  for (const auto& t : out.graph().initializer())
+    if (t.name().rfind("teq_const", 0) == 0) folded.emplace_back(t.dims().begin(), t.dims().end());
+  EXPECT_EQ(folded, (std::vector<std::vector<int64_t>>{{4, 24}}));
+  EXPECT_LT(max_output_diff(m, import_onnx_bytes(out.SerializeAsString(), "full")), 1e-5);
+}
+
 // merge (TASO's merge_gconv) is exported as Tile along the input channels times a constant mask, or, with
 // folding, as the merged kernel itself. On the 2-group conv that slices conv_relu's kernel, the merged
 // kernel gives the grouped conv back.

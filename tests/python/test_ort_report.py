@@ -51,6 +51,13 @@ def main():
     if misses:
         print(f"FAILED: the DB built by ort_report.sh still misses {misses} lookups", file=sys.stderr)
         return 1
+    # onnxruntime ignores transformer names it does not know; ort_latency.py must not time the default graph
+    # under a mistyped name.
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ort_latency.py"), model, model, "--runs", "1",
+                        "--passes", "1", "--disable-fusions-optimized", "NoSuchFusion"], capture_output=True, text=True)
+    if r.returncode != 2 or "NoSuchFusion" not in r.stderr:
+        print(f"FAILED: an unknown onnxruntime transformer name gave exit {r.returncode}: {r.stderr}", file=sys.stderr)
+        return 1
     print(f"ok: a well-formed row; {len(entries)} DB entries, 0 misses on a second run")
     return 0
 
