@@ -22,6 +22,7 @@ std::string to_string(const SearchStop& stop) {
   switch (stop.reason) {
     case QueueEmpty: text = "queue-empty"; break;
     case Budget: text = "budget"; break;
+    case GraphLimit: text = "graph-limit"; break;
     // The saturation reasons are spelled as the Runner spells them.
     case Saturated: text = to_string(StopReason::Saturated); break;
     case NodeLimit: text = to_string(StopReason::NodeLimit); break;

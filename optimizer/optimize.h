@@ -44,13 +44,13 @@ struct ExtractionStats {
 /// Why a search stopped: saturation as its Runner did (StopReason), the sequential search (sequential.h) when
 /// its queue ran empty or its budget of expansions was spent, either at its time limit.
 struct SearchStop {
-  enum class Reason { Saturated, NodeLimit, IterLimit, TimeLimit, QueueEmpty, Budget };
+  enum class Reason { Saturated, NodeLimit, IterLimit, TimeLimit, QueueEmpty, Budget, GraphLimit };
   Reason reason = Reason::Saturated;
   // Set when extraction failed (the input is then returned): the extractor's status, perhaps empty.
   std::optional<std::string> extraction_failure;
 };
 /// What reports and summaries print: "saturated", "node-limit", "iter-limit", "time-limit", "queue-empty",
-/// "budget"; after an extraction failure "<reason>; extraction failed (<status>), input returned unchanged".
+/// "budget", "graph-limit"; after an extraction failure "<reason>; extraction failed (<status>), input returned unchanged".
 std::string to_string(const SearchStop& stop);
 
 struct OptimizeReport {

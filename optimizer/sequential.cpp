@@ -308,8 +308,8 @@ OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, c
   OptimizeReport report;
   report.stop.reason = SearchStop::Reason::QueueEmpty;
   size_t expanded = 0;
-  bool out_of_time = false;
-  while (!queue.empty() && !out_of_time) {
+  bool out_of_time = false, out_of_graphs = false;
+  while (!queue.empty() && !out_of_time && !out_of_graphs) {
     if (expanded >= config.budget) {
       report.stop.reason = SearchStop::Reason::Budget;
       break;
@@ -328,18 +328,21 @@ OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, c
         }
         std::optional<Graph> next = Rewriter(*g, cost).run(&rule, &site);
         if (!next || !seen.insert(next->hash).second) continue;
+        out_of_graphs = seen.size() - 1 >= config.max_graphs;
         auto candidate = std::make_shared<const Graph>(std::move(*next));
         if (candidate->cost < best->cost) best = candidate;
         if (candidate->cost < config.alpha * best->cost) {
           queue.emplace(candidate->cost, candidate);
           if (queue.size() > config.max_queue) queue.erase(std::prev(queue.end()));
         }
+        if (out_of_graphs) break;
       }
-      if (out_of_time) break;
+      if (out_of_time || out_of_graphs) break;
     }
     if (config.on_progress)
       config.on_progress({expanded, seen.size() - 1, queue.size(), best->cost, elapsed()});
   }
+  if (out_of_graphs) report.stop.reason = SearchStop::Reason::GraphLimit;
   if (out_of_time) report.stop.reason = SearchStop::Reason::TimeLimit;
 
   report.original_cost = graph_cost(graph, cost);

@@ -27,7 +27,10 @@ struct SequentialProgress {
 struct SequentialConfig {
   double alpha = 1.05;         // TASO's relaxation: keep candidates with cost < alpha * best
   size_t budget = 1'000;       // graphs taken from the queue (TASO's "budget")
-  double time_limit_s = 60;
+  // Distinct graphs generated: a count that decides where the search stops when expanding one graph of a
+  // large model takes long (NasNet-A: 13 expansions in 20 s), so the result does not depend on the load.
+  size_t max_graphs = 1'000'000;
+  double time_limit_s = 60;    // a last-resort guard, reported as time-limit
   size_t max_queue = 1'000;    // bound on waiting graphs (memory); the costliest are dropped beyond it
   std::function<void(const SequentialProgress&)> on_progress = {};  // may be empty
 };
@@ -35,7 +38,7 @@ struct SequentialConfig {
 /// Searches for a cheaper equivalent of `graph` with `rules` under `cost`. The report's
 /// saturate_seconds holds the search time (extract_seconds is 0), iterations the graphs expanded,
 /// enodes the distinct graphs generated, rules_used the rule applications on the way to the best graph,
-/// stop.reason one of QueueEmpty, Budget, TimeLimit. Throws ShapeError for an ill-shaped graph.
+/// stop.reason one of QueueEmpty, Budget, GraphLimit, TimeLimit. Throws ShapeError for an ill-shaped graph.
 /// The result is never costlier than the input, always acyclic and well-shaped, with the same roots.
 OptimizeReport optimize_sequential(const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
                                    const SequentialConfig& config);

@@ -19,6 +19,15 @@ inline const CLI::Validator kNonNegative(
     },
     "NUMBER>=0", "non-negative");
 
+/// The same for a count that must be at least 1 (--rounds, --max-graphs).
+inline const CLI::Validator kPositive(
+    [](std::string& s) {
+      char* end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      return end != s.c_str() && *end == '\0' && v > 0 ? std::string() : "must be a number > 0, got " + s;
+    },
+    "NUMBER>0", "positive");
+
 /// "a,b,,c" -> {"a", "b", "c"}: the comma-separated lists of --ops, --models, --runs.
 inline std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;

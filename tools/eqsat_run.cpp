@@ -16,6 +16,7 @@
 #include "optimizer/models/builtin.h"
 
 using teq::cli::kNonNegative;
+using teq::cli::kPositive;
 
 namespace {
 
@@ -95,6 +96,9 @@ int main(int argc, char** argv) {
   app.add_option("--budget", c.sequential.budget, "sequential: graphs to expand")
       ->check(kNonNegative)
       ->capture_default_str();
+  app.add_option("--max-graphs", c.sequential.max_graphs, "sequential: stop after generating this many distinct graphs")
+      ->check(kPositive)
+      ->capture_default_str();
   app.add_option("--extract", extract, "extraction: greedy, dag-greedy or ilp")
       ->check(CLI::IsMember({"greedy", "dag-greedy", "ilp"}))
       ->capture_default_str();
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--rounds", c.optimize.rounds,
                  "rounds of saturation + extraction, each from the last round's graph, while the cost falls")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--report", report, "write a JSON report here");
   app.add_flag("--measure", c.measure, "time original and optimized end to end on the GPU (needs one)");

@@ -89,6 +89,20 @@ TEST(Sequential, RejectsRewritesThatWouldBeCyclic) {
   expect_same_values(g, r.optimized);
 }
 
+// A count, not seconds, stops a search that would run long: the same graphs are generated on any machine.
+TEST(Sequential, GraphLimitStopsAfterThatManyDistinctGraphs) {
+  Expr g = parse_expr("(ewadd (ewadd (input a 2 3) (input b 2 3)) (ewadd (input c 2 3) (input d 2 3)))");
+  FlopCostModel cost;
+  OptimizeReport all = optimize_sequential(g, rules_for_test(), cost, {});
+  ASSERT_GT(all.enodes, 3u) << "the test needs a search that generates more than 3 graphs";
+  OptimizeReport r = optimize_sequential(g, rules_for_test(), cost, {.max_graphs = 3});
+  EXPECT_EQ(r.stop.reason, SearchStop::Reason::GraphLimit);
+  EXPECT_EQ(to_string(r.stop), "graph-limit");
+  EXPECT_EQ(r.enodes, 3u);
+  EXPECT_LE(r.optimized_cost, r.original_cost);
+  expect_same_values(g, r.optimized);
+}
+
 TEST(Sequential, BudgetZeroReturnsTheInput) {
   Expr g = parse_expr("(relu (relu (input x 2 3)))");
   FlopCostModel cost;

@@ -164,6 +164,8 @@ errors_case(eqsat_run_min_gain_out_of_range eqsat-run 2 stderr "--min-gain: Valu
             ${MLP} ${OK_RULES} --min-gain 1.5)
 errors_case(eqsat_run_negative_option eqsat-run 2 stderr "--node-limit: must be a number >= 0, got -5"
             ${MLP} ${OK_RULES} --node-limit -5)
+errors_case(eqsat_run_zero_max_graphs eqsat-run 2 stderr "--max-graphs: must be a number > 0, got 0"
+            ${MLP} ${OK_RULES} --search sequential --max-graphs 0)
 errors_case(eqsat_run_conflicting_model eqsat-run 2 stderr "eqsat-run: error: give either a model file or --model NAME"
             ${MLP} --model squeezenet ${OK_RULES})
 errors_case(eqsat_run_conflicting_export eqsat-run 2 stderr "--export excludes --output"
