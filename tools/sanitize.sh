@@ -51,8 +51,9 @@ echo "sanitize.sh: built ${#targets[@]} targets in $((built - start)) s"
 # --full covers), ruleverify.seed_corpus (33 s unsanitized, the same proofs as test_verify's) and
 # ruleverify.corpus (80 s unsanitized, minutes sanitized: the same code on 681 more rules) and
 # ruleverify.tensat_predefined_merge (6 s unsanitized, 58 s sanitized: Z3 searches on grouped convolutions; the
-# grouped-conv code path stays in the subset through ruleverify.tensat_predefined_multi_grouped).
-slow=TasoImport.GeneratedSetsReportEveryRule:Mutation.CorpusMutantsAreDecidedAndCounterexamplesReplay
+# grouped-conv code path stays in the subset through ruleverify.tensat_predefined_multi_grouped), and the shape
+# facts' random-shape cases (10 s unsanitized, 48 Z3 contexts; ShapeFactsCheck keeps the code in the subset).
+slow=TasoImport.GeneratedSetsReportEveryRule:Mutation.CorpusMutantsAreDecidedAndCounterexamplesReplay:EveryOperatorWithFacts/ShapeFacts.*
 status=0
 for t in test_rules test_verify; do
   if ! "$dir/bin/$t" --gtest_brief=1 --gtest_filter="-$slow" >"$dir/$t.log" 2>&1; then

@@ -428,6 +428,29 @@ z3::expr_vector Encoder::shape_facts() {
 
 }  // namespace
 
+std::string shape_facts_contradiction(const Expr& term, std::span<const Shape> shapes, unsigned rlimit) {
+  z3::context ctx;
+  Encoder enc(ctx);
+  z3::solver solver(ctx);
+  z3::params p(ctx);
+  p.set("rlimit", rlimit);
+  p.set("mbqi", false);  // as the proofs run: E-matching instantiates the facts on the asserted dims
+  solver.set(p);
+  std::map<std::string, z3::expr> vars;
+  for (size_t i = 0; i < term.size(); ++i) {
+    z3::expr t = enc.term(term, ExprId(static_cast<uint32_t>(i)), vars, "v!");
+    const Shape& s = shapes[i];
+    solver.add(enc.rank(t) == ctx.int_val(static_cast<int>(s.size())));
+    for (size_t k = 0; k < s.size(); ++k) solver.add(enc.dim(t, static_cast<int64_t>(k)) == ctx.int_val(s[k]));
+  }
+  for (const z3::expr& f : enc.shape_facts()) solver.add(f);
+  if (solver.check() != z3::unsat) return "";
+  std::string text = "the shape facts contradict the shapes of";
+  for (size_t i = 0; i < term.size(); ++i)
+    if (!is_leaf(term.nodes()[i].op)) text += " " + std::string(op_name(term.nodes()[i].op)) + to_string(shapes[i]);
+  return text;
+}
+
 std::span<const AxiomTemplate> axiom_templates() { return kAxioms; }
 
 void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptions& options, int jobs) {

@@ -61,4 +61,12 @@ void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptio
 AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options = {},
                              std::span<const VarShapes> shapes = {});
 
+/// The shape-generic proofs trust per-operator facts about rank and dimensions (the operators' shape rules
+/// written as Z3 formulas). This checks them against concrete shapes: `shapes` gives every node of `term`
+/// its shape (infer_shapes with the operators' own shape rules); the facts of every operator in `term`,
+/// with those shapes asserted, must not be contradictory. Returns what contradicts, or an empty string.
+/// Tests run it over every operator on random well-shaped shapes: a wrong fact would let Z3 prove a
+/// false rule.
+std::string shape_facts_contradiction(const Expr& term, std::span<const Shape> shapes, unsigned rlimit = 200'000);
+
 }  // namespace teq
