@@ -284,6 +284,44 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
   return {VerifyStatus::Verified, std::nullopt, "", true};
 }
 
+
+/// A counterexample from shapes alone: sides that are well-shaped together but with different shapes.
+std::optional<Counterexample> shape_mismatch(const Rule& rule, const VarShapes& s) {
+  for (size_t i = 0; i < rule.lhs.size(); ++i) {
+    Shape l = root_shape(rule.lhs[i], s), r = root_shape(rule.rhs[i], s);
+    if (l == r) continue;
+    Counterexample cex;
+    cex.shapes = s;
+    cex.source = "shape search";
+    cex.note = "output " + std::to_string(i) + ": lhs has shape " + to_string(l) + " but rhs has shape " + to_string(r);
+    return cex;
+  }
+  return std::nullopt;
+}
+
+/// The wide probe (ElementwiseOptions::wide_probe): a random-probe difference on larger dimensions where
+/// both sides have equal shapes. Values only: a rule whose sides disagree in shape on large extents but not
+/// on the small ones (`(enlarge 3 3 ?k) => ?k`, true of 3x3 kernels) is kept, since the optimizer applies a
+/// rule only where its right side has the left side's shape. Bounded by counts like the other searches.
+std::optional<Counterexample> wide_counterexample(const Rule& rule, std::span<const Expr* const> patterns,
+                                                  const ElementwiseOptions& options) {
+  ShapeSearchOptions wide = options.shapes;
+  wide.dims = options.wide_dims;
+  wide.max_elements = options.wide_max_elements;
+  wide.max_assignments = 1;
+  for (const VarShapes& s : find_shape_assignments(patterns, wide).assignments)
+    if (auto cex = random_probe(rule, s, 0x51de)) return cex;
+  return std::nullopt;
+}
+
+ElementwiseResult wrong_by(Counterexample cex, ElementwiseResult result) {
+  result.status = VerifyStatus::Wrong;
+  result.detail = cex.note;
+  result.shapes.push_back(cex.shapes);
+  result.counterexample = std::move(cex);
+  return result;
+}
+
 }  // namespace
 
 ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options) {
@@ -298,20 +336,7 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
   ShapeAssignments any;
   if (options.shape_mismatch_is_wrong) any = find_shape_assignments(patterns, loose);
   for (const VarShapes& s : any.assignments)
-    for (size_t i = 0; i < rule.lhs.size(); ++i) {
-      Shape l = root_shape(rule.lhs[i], s), r = root_shape(rule.rhs[i], s);
-      if (l == r) continue;
-      Counterexample cex;
-      cex.shapes = s;
-      cex.source = "shape search";
-      cex.note = "output " + std::to_string(i) + ": lhs has shape " + to_string(l) + " but rhs has shape " +
-                 to_string(r);
-      result.status = VerifyStatus::Wrong;
-      result.detail = cex.note;
-      result.shapes.push_back(s);
-      result.counterexample = std::move(cex);
-      return result;
-    }
+    if (auto cex = shape_mismatch(rule, s)) return wrong_by(std::move(*cex), std::move(result));
 
   ShapeAssignments found = find_shape_assignments(patterns, options.shapes);
   // A rule that is well-shaped only with grouped convolutions (Tensat's merge rules: the merged weight has
@@ -350,6 +375,12 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
         result.counterexample = std::move(cex);
         return result;
       }
+  if (options.random_probe && options.wide_probe)
+    if (auto cex = wide_counterexample(rule, patterns, options)) {
+      result.status = VerifyStatus::Wrong;
+      result.counterexample = std::move(cex);
+      return result;
+    }
   ProvedCache cache(ctx);
   for (const VarShapes& shapes : found.assignments) {
     AssignmentOutcome out = check_assignment(rule, ctx, shapes, guard, options.rlimit, cache);

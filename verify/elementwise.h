@@ -30,6 +30,13 @@ struct ElementwiseOptions {
   /// Before Z3, evaluate both sides in double on random small integers: a wrong rule is usually caught
   /// there in microseconds, with a counterexample that holds for the real tanh/sigmoid too.
   bool random_probe = true;
+  /// Also probe (and look for a shape mismatch) on larger dimensions (`wide_dims` first, up to
+  /// `wide_max_elements` per tensor; double evaluation only, no Z3): the proofs' small shapes hide rules
+  /// that hold only on 1x1 or 2x2 spatial extents or when a split's cut happens to fall on an operand's
+  /// edge (pool-order swaps, splits cut at an unrelated leaf's extent: 36 such rules had passed).
+  bool wide_probe = true;
+  std::vector<int64_t> wide_dims = {7, 9, 8, 6, 5, 4, 3, 2, 1};
+  int64_t wide_max_elements = 20'000;
   /// Also check one assignment in which every convolution is grouped (groups >= 2), when one exists.
   bool grouped_conv = false;
   /// Reject a rule whose sides can be well-shaped together with different shapes. Off only for

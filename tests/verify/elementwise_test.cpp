@@ -104,6 +104,20 @@ TEST(Elementwise, ShapeMismatchIsWrong) {
   EXPECT_NE(res.counterexample->note.find("but rhs has shape"), std::string::npos);
 }
 
+// rg-0493-split-ones, once in corpus/rules.json: on the proofs' small shapes the split's cut (?k1's extent)
+// falls on ?d1's edge, so both sides are ones; on larger ones the kept part holds some of ?d1.
+TEST(Elementwise, WideProbeCatchesARuleTheSmallShapesHide) {
+  const Rule rule = make_rule("t", {"(split 1 1 1 (concat 1 ?d1 (ones ?k1)) ?k1)"}, {"(ones ?d1)"});
+  z3::context ctx;
+  ElementwiseOptions small_only;
+  small_only.wide_probe = false;
+  EXPECT_EQ(prove_elementwise(rule, ctx, small_only).status, VerifyStatus::Verified);
+  ElementwiseResult res = prove_elementwise(rule, ctx);
+  ASSERT_EQ(res.status, VerifyStatus::Wrong);
+  ASSERT_TRUE(res.counterexample);
+  EXPECT_EQ(res.counterexample->source, "random probe");
+}
+
 TEST(Elementwise, NeverWellShapedIsUnknown) {
   z3::context ctx;
   ElementwiseResult res = prove_elementwise(make_rule("t", {"(smul ?a ?a)"}, {"(transpose 1 0 ?a)"}), ctx);
