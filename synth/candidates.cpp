@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 #include <random>
@@ -284,6 +285,59 @@ bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>&
     if (holds) return true;
   }
   return false;
+}
+
+namespace {
+
+/// Small non-zero integers as doubles: sums and products of them stay exact, so only avgpool's division
+/// rounds; a true equation differs by rounding alone. `negative` is the chance of a negative value.
+Tensor<double> random_double_tensor(const Shape& shape, std::mt19937_64& rng, double negative) {
+  std::uniform_int_distribution<int64_t> dist(1, 9);
+  std::bernoulli_distribution sign(1 - negative);
+  std::vector<double> data(static_cast<size_t>(num_elements(shape)));
+  for (double& v : data) v = static_cast<double>(sign(rng) ? dist(rng) : -dist(rng));
+  return Tensor<double>(shape, std::move(data));
+}
+
+bool nearly_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); }
+
+}  // namespace
+
+std::optional<std::string> refute_on_third_set(const PatternEquation& eq, const std::vector<LeafType>& types,
+                                               uint64_t seed) {
+  for (const LeafType& t : types)
+    if (!t.shape_c) return std::nullopt;
+  Rule probe = single_rule({}, eq);
+  // The fingerprints' typing (sets A and B) names each variable's type; C gives that type other dimensions.
+  auto typing = assign_types(probe, types, {{ShapeChoice::SetA}, {ShapeChoice::SetB}});
+  if (!typing) return std::nullopt;
+  VarShapes shapes = shapes_of(*typing, types, {ShapeChoice::SetC});
+  // Ill-shaped under C proves nothing: the rule may hold wherever it is well-shaped (a split of a concat
+  // cut at a leaf whose extent no longer matches), and the prover's shape search decides those.
+  auto ls = try_infer_shapes(eq.lhs, shapes), rs = try_infer_shapes(eq.rhs, shapes);
+  if (!ls || !rs) return std::nullopt;
+  const Shape& lshape = (*ls)[eq.lhs.root().value];
+  const Shape& rshape = (*rs)[eq.rhs.root().value];
+  if (lshape != rshape)
+    return "fingerprint set C: sides have shapes " + to_string(lshape) + " and " + to_string(rshape);
+  // Three draws: balanced signs, then mostly negative and mostly positive values, which expose relu and max
+  // laws that hold unless a whole pooling window (or a scalar factor) is negative.
+  std::mt19937_64 rng(mix64(seed ^ 37));
+  for (double negative : {0.5, 0.9, 0.1}) {
+    std::map<std::string, Tensor<double>> leaves;
+    for (const auto& [name, shape] : shapes) leaves.emplace(name, random_double_tensor(shape, rng, negative));
+    try {
+      Arith<double> ar;
+      auto lv = evaluate<double>(eq.lhs, ar, leaves), rv = evaluate<double>(eq.rhs, ar, leaves);
+      for (size_t i = 0; i < lv[0].data.size(); ++i)
+        if (!nearly_equal(lv[0].data[i], rv[0].data[i]))
+          return "fingerprint set C: element " + std::to_string(i) + " is " + std::to_string(lv[0].data[i]) +
+                 " and " + std::to_string(rv[0].data[i]) + " at shape " + to_string(lshape);
+    } catch (const std::exception&) {
+      return std::nullopt;  // an evaluation the shape rules let through but the semantics reject: no verdict
+    }
+  }
+  return std::nullopt;
 }
 
 int rule_size(const Rule& r) {

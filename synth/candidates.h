@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equation
 /// by a fresh leaf of the same type still holds (checked on both fingerprint sets). The general rule is
 /// smaller and enumerated too, so this one adds nothing.
 bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>& types, uint64_t seed);
+
+/// Cheap refutation before any proof: evaluates both sides (in double, the real semantics) on the leaf
+/// types' third shape set C at random small integers. Returns why the equation is false when both sides are
+/// well-shaped there and their shapes or values differ; nullopt otherwise, also when set C is absent for a
+/// type or a side is ill-shaped under C, which decides nothing (a split cuts at a leaf's extent: a true rule
+/// can be ill-shaped at C). A returned reason is a concrete counterexample, so no true rule is refuted.
+std::optional<std::string> refute_on_third_set(const PatternEquation& eq, const std::vector<LeafType>& types,
+                                               uint64_t seed);
 
 /// A rule's size for minimization order: operators of the larger side, counted as trees. Counted as
 /// DAGs, a special case that repeats a variable ((conv (ewadd i i) k) = (ewadd (conv i k) (conv i k)))

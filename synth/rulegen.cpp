@@ -5,6 +5,8 @@
 #include <chrono>
 #include <fstream>
 
+#include <sys/resource.h>
+
 #include "rules/sexpr.h"
 #include "synth/enumerate.h"
 #include "synth/parallel.h"
@@ -19,6 +21,7 @@ nlohmann::json RulegenStats::to_json() const {
           {"pruned_renaming", pruned_renaming},
           {"pruned_common_subgraph", pruned_common_subgraph},
           {"pruned_unpaired", pruned_unpaired},
+          {"refuted_cheaply", refuted_cheaply},
           {"proved", proved},
           {"wrong", wrong},
           {"unknown", unknown},
@@ -28,10 +31,19 @@ nlohmann::json RulegenStats::to_json() const {
           {"kept", kept},
           {"kept_multi", kept_multi},
           {"enumerate_s", enumerate_s},
+          {"refute_s", refute_s},
           {"prove_s", prove_s},
           {"minimize_s", minimize_s},
           {"seconds", seconds},
-          {"truncated", truncated}};
+          {"truncated", truncated},
+          {"phases", phases_json()}};
+}
+
+nlohmann::json RulegenStats::phases_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PhaseStats& p : phases)
+    out.push_back({{"phase", p.phase}, {"count", p.count}, {"seconds", p.seconds}, {"peak_rss_mb", p.peak_rss_kb / 1024}});
+  return out;
 }
 
 RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
@@ -39,6 +51,7 @@ RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
   separated_by_second_set += o.separated_by_second_set;
   pruned_renaming += o.pruned_renaming, pruned_common_subgraph += o.pruned_common_subgraph;
   pruned_unpaired += o.pruned_unpaired;
+  refuted_cheaply += o.refuted_cheaply, refute_s += o.refute_s;
   proved += o.proved, wrong += o.wrong, unknown += o.unknown;
   enumerate_s += o.enumerate_s, prove_s += o.prove_s;
   truncated |= o.truncated;
@@ -62,6 +75,39 @@ std::string rule_id(size_t index, const Rule& r) {
 
 void log_line(const RulegenConfig& c, const std::string& s) {
   if (c.log) c.log(s);
+}
+
+uint64_t peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss);  // kilobytes on Linux
+}
+
+/// Records a finished phase in the stats and on the log (informational: timings decide nothing).
+void mark_phase(RulegenStats& st, const RulegenConfig& c, const std::string& phase, uint64_t count, double seconds) {
+  PhaseStats p{phase, count, seconds, peak_rss_kb()};
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "rulegen: phase %s: %llu, %.1f s, peak %llu MB", phase.c_str(),
+                static_cast<unsigned long long>(count), seconds, static_cast<unsigned long long>(p.peak_rss_kb / 1024));
+  log_line(c, buf);
+  st.phases.push_back(std::move(p));
+}
+
+/// The verdict of refute_on_third_set for each equation, in parallel (each call draws its own values from
+/// the seed, so the verdicts do not depend on the thread count).
+std::vector<std::optional<std::string>> refute_all(const std::vector<PatternEquation>& eqs,
+                                                   const std::vector<LeafType>& types, uint64_t seed, int threads) {
+  std::vector<std::optional<std::string>> out(eqs.size());
+  parallel_for(eqs.size(), threads, [&](size_t i) { out[i] = refute_on_third_set(eqs[i], types, seed); });
+  return out;
+}
+
+/// The phases after the proofs: `lazy_prove_s` is the part of the proving time spent inside minimization
+/// (proofs are made lazily there), so the minimized phase's seconds are its saturations alone.
+void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_prove_s, double total_s) {
+  mark_phase(st, c, "proved", st.proved, st.prove_s);
+  mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final, st.minimize_s - lazy_prove_s);
+  mark_phase(st, c, "kept", st.kept, total_s);
 }
 
 /// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
@@ -96,6 +142,39 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   result.stats.kept = kept.size();
   result.corpus.rules = std::move(kept);
   result.stats.minimize_s = since(start);
+}
+
+/// Sorts the pruned candidates into single rules (proved lazily by minimization) and equations to prove now
+/// (`eager`: unbound ones, and every one in a shard), after refuting the false ones it can on set C. A
+/// refuted single rule stays in the stream with its verdict, as a shard's failed proofs do: minimization
+/// then sees the same candidates in the same chunks and rounds as without the refutation (only the Z3 call
+/// is saved), so the kept rules do not change. A refuted unbound equation is rejected at once (only proved
+/// ones are paired).
+void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<LeafType>& types,
+                      const RulegenConfig& config, int threads, RulegenResult& result, std::vector<Rule>& singles,
+                      std::vector<PatternEquation>& eager) {
+  RulegenStats& st = result.stats;
+  auto refute_start = Clock::now();
+  std::vector<std::optional<std::string>> refuted = refute_all(to_prove, types, config.seed, threads);
+  st.refute_s = since(refute_start);
+  for (size_t i = 0; i < to_prove.size(); ++i) {
+    PatternEquation& q = to_prove[i];
+    if (refuted[i]) {
+      ++st.refuted_cheaply;
+      const std::string reason = "refuted cheaply: " + *refuted[i];
+      if (q.bound) {
+        Rule r = single_rule("candidate", q);
+        r.verification = Verification{"wrong", reason, 0};
+        singles.push_back(std::move(r));
+      } else {
+        result.rejected.push_back({to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root()), "wrong", reason});
+      }
+      continue;
+    }
+    if (result.is_shard || !q.bound) eager.push_back(std::move(q));
+    else singles.push_back(single_rule("candidate", q));
+  }
+  mark_phase(st, config, "refuted cheaply", st.refuted_cheaply, st.refute_s);
 }
 
 }  // namespace
@@ -134,6 +213,9 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   for (const LevelStats& l : e.levels) st.separated_by_second_set += l.separated;
   st.enumerate_s = e.seconds;
 
+  mark_phase(st, config, "enumerate", st.enumerated, e.seconds);
+  mark_phase(st, config, "fingerprint", st.classes, 0);  // computed in enumeration's pass: its seconds are there
+  auto prune_start = Clock::now();
   // Renamings and common subgraphs are dropped before proving: proofs are the expensive part.
   std::vector<PatternEquation> todo = drop_renamings(collect_equations(e), st.pruned_renaming);
   std::vector<char> common(todo.size(), 0);
@@ -151,12 +233,10 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   // Unbound equations that pair with none cannot become rules: not worth a proof. (A shard cannot
   // tell: its equations may pair with another shard's.)
   if (!result.is_shard) to_prove = drop_unpaired(std::move(to_prove), config.max_ops + 1, st.pruned_unpaired);
+  mark_phase(st, config, "candidates", to_prove.size(), since(prune_start));
   std::vector<Rule> singles;
   std::vector<PatternEquation> eager;
-  for (PatternEquation& q : to_prove) {
-    if (result.is_shard || !q.bound) eager.push_back(std::move(q));
-    else singles.push_back(single_rule("candidate", q));
-  }
+  split_candidates(std::move(to_prove), vocab.leaf_types, config, ec.threads, result, singles, eager);
   log_line(config, "rulegen: " + std::to_string(singles.size() + eager.size()) + " candidates (" +
                        std::to_string(st.pruned_renaming) + " renamings and " +
                        std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped); proving " +
@@ -199,10 +279,13 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   }
   if (result.is_shard) {
     result.shard_rules = std::move(singles);
+    mark_phase(st, config, "proved", st.proved, st.prove_s);
   } else {
     std::vector<PatternEquation> unbound = std::move(result.unbound);
     result.unbound.clear();
+    const double eager_prove_s = st.prove_s;
     finish(std::move(singles), std::move(unbound), config, vocab.leaf_types, result);
+    mark_final_phases(st, config, st.prove_s - eager_prove_s, since(start));
   }
   st.seconds = since(start);
   nlohmann::json gen = {{"program", "rulegen"},
@@ -245,6 +328,8 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
       part.separated_by_second_set = s.value("separated_by_second_set", 0ull);
       part.pruned_renaming = s.value("pruned_renaming", 0ull);
       part.pruned_common_subgraph = s.value("pruned_common_subgraph", 0ull);
+      part.refuted_cheaply = s.value("refuted_cheaply", 0ull);
+      part.refute_s = s.value("refute_s", 0.0);
       part.proved = s.value("proved", 0ull);
       part.wrong = s.value("wrong", 0ull);
       part.unknown = s.value("unknown", 0ull);
@@ -255,7 +340,10 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
   }
   std::vector<LeafType> types =
       config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types;
+  const double shard_prove_s = result.stats.prove_s;
+  result.stats.phases.clear();
   finish(std::move(singles), std::move(unbound), config, types, result);
+  mark_final_phases(result.stats, config, result.stats.prove_s - shard_prove_s, since(start));
   result.stats.seconds = since(start);
   nlohmann::json gen = first_gen.is_object() ? first_gen : nlohmann::json::object();
   gen.erase("shard");

@@ -41,16 +41,29 @@ struct RulegenConfig {
   std::function<void(const std::string&)> log;  // progress lines (stderr in the CLI); may be empty
 };
 
+/// One pipeline phase's figures: what it produced (or dropped), its seconds and the process's peak resident
+/// memory when it ended (getrusage; a peak so far, not the phase's own). Informational: nothing is decided by
+/// seconds or memory.
+struct PhaseStats {
+  std::string phase;
+  uint64_t count = 0;
+  double seconds = 0;
+  uint64_t peak_rss_kb = 0;
+};
+
 struct RulegenStats {
   uint64_t enumerated = 0, classes = 0, candidates = 0, separated_by_second_set = 0;
   uint64_t pruned_renaming = 0, pruned_common_subgraph = 0;
   uint64_t pruned_unpaired = 0;  // unbound equations no other equation pairs with
-  uint64_t proved = 0, wrong = 0, unknown = 0;
+  uint64_t refuted_cheaply = 0;  // false on fingerprint set C (refute_on_third_set): never sent to Z3
+  uint64_t proved = 0, wrong = 0, unknown = 0;  // Z3's verdicts (wrong: not counting refuted_cheaply)
   uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
   uint64_t pruned_final = 0;  // dropped by the final pass: derivable from the rules kept after them
-  double enumerate_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
+  double enumerate_s = 0, refute_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
   bool truncated = false;
+  std::vector<PhaseStats> phases;  // in pipeline order (enumerate, fingerprint, candidates, ...), logged too
   nlohmann::json to_json() const;
+  nlohmann::json phases_json() const;
   RulegenStats& operator+=(const RulegenStats& o);
 };
 

@@ -14,6 +14,7 @@ const Shape& shape_for(const LeafType& t, ShapeChoice c) {
   switch (c.kind) {
     case ShapeChoice::SetA: return t.shape_a;
     case ShapeChoice::SetB: return t.shape_b;
+    case ShapeChoice::SetC: return t.shape_c ? *t.shape_c : t.shape_a;  // callers check shape_c first
   }
   return t.shape_a;
 }

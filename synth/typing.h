@@ -15,7 +15,7 @@ namespace teq::synth {
 
 /// Which of a leaf type's shapes to use.
 struct ShapeChoice {
-  enum Kind { SetA, SetB } kind = SetA;
+  enum Kind { SetA, SetB, SetC } kind = SetA;  // SetC: only for types that have shape_c
 };
 
 /// Leaf type of each variable (index into `types`), or nullopt when no assignment makes every

@@ -26,15 +26,18 @@ std::vector<LeafType> default_leaf_types(int per_type) {
   // at every fingerprint shape, and minimization then derives the general conv batching rules through
   // such coincidences and drops them (a 5x5 kernel with 1 output channel then has no batching rule).
   // k stays square so that convolutions compose (conv of conv, conv plus its input).
+  // Set C (cheap refutation only) gives every dimension a third value, distinct within the set where no
+  // operator needs two to agree: x rows 5 / cols 3 (rows > cols, unlike A and B), batch 2, channels 6,
+  // a non-square 7x5 image (odd extents, so stride 2 with SAME and VALID differ), 8 kernel outputs.
   return {
-      {"x", {2, 4}, {3, 5}, n},
-      {"w", {4, 4}, {5, 5}, n, true},
-      {"i", {1, 4, 5, 5}, {2, 3, 4, 4}, n},
-      {"k", {4, 4, 3, 3}, {3, 3, 3, 3}, n, true},
-      {"a", {6, 4, 1, 3}, {5, 3, 1, 3}, n, true},
-      {"b", {6, 4, 3, 1}, {5, 3, 3, 1}, n, true},
-      {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, true},
-      {"s", {}, {}, 1, true},
+      {"x", {2, 4}, {3, 5}, n, false, Shape{5, 3}},
+      {"w", {4, 4}, {5, 5}, n, true, Shape{3, 3}},
+      {"i", {1, 4, 5, 5}, {2, 3, 4, 4}, n, false, Shape{2, 6, 7, 5}},
+      {"k", {4, 4, 3, 3}, {3, 3, 3, 3}, n, true, Shape{6, 6, 3, 3}},
+      {"a", {6, 4, 1, 3}, {5, 3, 1, 3}, n, true, Shape{8, 6, 1, 3}},
+      {"b", {6, 4, 3, 1}, {5, 3, 3, 1}, n, true, Shape{8, 6, 3, 1}},
+      {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, true, Shape{6, 1, 3, 3}},
+      {"s", {}, {}, 1, true, Shape{}},
   };
 }
 

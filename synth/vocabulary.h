@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,12 +33,16 @@ struct OpVariant {
 
 /// A type of leaf tensor: `count` interchangeable leaves named prefix1..prefixN, with a shape in each
 /// fingerprint set. Set B differs from set A in values and in dimensions, so shape-dependent
-/// coincidences in set A are separated by set B.
+/// coincidences in set A are separated by set B. Set C (optional) is a third assignment, at dimensions
+/// other than A's and B's, used only to refute candidates cheaply before their proofs
+/// (refute_on_third_set, candidates.h); it does not take part in the class keys, so enumeration and
+/// the candidate set do not depend on it.
 struct LeafType {
   std::string prefix;
   Shape shape_a, shape_b;
   int count = 3;
   bool weight = false;  // a weight (known at load time), not an activation
+  std::optional<Shape> shape_c = std::nullopt;  // absent: no cheap refutation for rules using this type
 };
 
 struct Vocabulary {

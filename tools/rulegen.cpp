@@ -23,7 +23,7 @@ void print_summary(const RulegenStats& s) {
             << s.candidates << " candidates (" << s.separated_by_second_set << " separated by the second input set), "
             << s.pruned_renaming << " pruned as renamings, " << s.pruned_common_subgraph
             << " pruned for a common subgraph, " << s.pruned_unpaired << " unbound equations without a pair, "
-            << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
+            << s.refuted_cheaply << " refuted cheaply (fingerprint set C), " << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
             << " unproved, " << s.multi_candidates << " two-pattern candidates, " << s.pruned_derivable
             << " pruned as derivable, " << s.pruned_final << " dropped by the final pass, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
             << " s" << (s.truncated ? " (enumeration stopped by --time-limit)" : "") << "\n";

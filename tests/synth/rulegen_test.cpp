@@ -109,6 +109,61 @@ TEST(Rulegen, SecondInputSetSeparatesAShapeCoincidence) {
   EXPECT_EQ(same.levels.at(0).separated, 0u);
 }
 
+PatternEquation equation(const std::string& lhs, const std::string& rhs) {
+  return {parse_pattern(lhs), parse_pattern(rhs), true, 0};
+}
+
+TEST(Rulegen, ThirdInputSetRefutesWhatTheFirstTwoDoNotSeparate) {
+  // 1x1 matrices commute in sets A and B; set C's 3x3 ones do not.
+  std::vector<LeafType> types = {{"w", {1, 1}, {1, 1}, 2, true, Shape{3, 3}}};
+  PatternEquation swap = equation("(matmul 0 ?w2 ?w1)", "(matmul 0 ?w1 ?w2)");
+  auto why = refute_on_third_set(swap, types, 7);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("fingerprint set C"), std::string::npos) << *why;
+  // No set C: no verdict, whatever the rule.
+  types[0].shape_c.reset();
+  EXPECT_FALSE(refute_on_third_set(swap, types, 7).has_value());
+  // A true rule is never refuted.
+  EXPECT_FALSE(refute_on_third_set(equation("(matmul 0 (matmul 0 ?w1 ?w2) ?w3)", "(matmul 0 ?w1 (matmul 0 ?w2 ?w3))"),
+                                   default_leaf_types(3), 7));
+  // A pooling-order coincidence: SAME stride 2 and VALID stride 1 agree in shape on 5x5 and 4x4 images (sets
+  // A and B), not on set C's 7x5 one. The prover's shape search let it through before set C.
+  auto pools = refute_on_third_set(equation("(maxpool 3 3 1 1 -1 -1 (maxpool 3 3 2 2 -1 -1 ?i1))",
+                                            "(maxpool 3 3 1 1 -1 -1 (maxpool 3 3 1 1 0 0 ?i1))"),
+                                   default_leaf_types(1), 7);
+  ASSERT_TRUE(pools.has_value());
+  EXPECT_NE(pools->find("shapes"), std::string::npos) << *pools;
+  // relu does nothing after maxpool unless a whole window is negative: the mostly-negative draw shows it.
+  EXPECT_TRUE(refute_on_third_set(equation("(relu (maxpool 3 3 1 1 0 0 ?i1))", "(maxpool 3 3 1 1 0 0 ?i1)"),
+                                  default_leaf_types(1), 7));
+}
+
+TEST(Rulegen, RuleIllShapedOnTheThirdSetIsNotRefuted) {
+  // The split cuts at x1's extent, which set C makes differ from y1's rows: ill-shaped there, still true.
+  std::vector<LeafType> types = {{"x", {2, 4}, {3, 5}, 1, false, Shape{5, 3}},
+                                 {"y", {2, 2}, {3, 3}, 1, false, Shape{4, 4}}};
+  EXPECT_FALSE(refute_on_third_set(equation("(split 1 0 1 (concat 1 ?x1 ?y1) ?x1)", "?x1"), types, 7));
+}
+
+TEST(Rulegen, CheapRefutationSkipsTheProofAndIsCounted) {
+  std::vector<LeafType> types = {{"w", {1, 1}, {1, 1}, 2, true, Shape{3, 3}}};
+  RulegenConfig c = small({"matmul"}, 1);
+  c.leaf_types = types;
+  RulegenResult r = run_rulegen(c);
+  EXPECT_GE(r.stats.refuted_cheaply, 1u);
+  bool listed = false;
+  for (const Rejected& j : r.rejected)
+    listed |= j.status == "wrong" && j.reason.rfind("refuted cheaply", 0) == 0;
+  EXPECT_TRUE(listed);
+  for (const std::string& t : rule_texts(r.corpus)) EXPECT_EQ(t.find("(matmul 0 ?w2 ?w1)"), std::string::npos) << t;
+  // Every phase is reported, in pipeline order, in generator.stats.
+  std::vector<std::string> names;
+  for (const auto& p : r.corpus.generator.at("stats").at("phases")) names.push_back(p.at("phase").get<std::string>());
+  EXPECT_EQ(names, (std::vector<std::string>{"enumerate", "fingerprint", "candidates", "refuted cheaply", "proved",
+                                             "minimized", "kept"}));
+  EXPECT_EQ(r.corpus.generator["stats"]["refuted_cheaply"].get<uint64_t>(), r.stats.refuted_cheaply);
+}
+
 TEST(Rulegen, ShardsMergedEqualOneRun) {
   RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
   RulegenResult whole = run_rulegen(c);
