@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <map>
 #include <set>
 #include <random>
@@ -14,6 +13,7 @@
 #include "rules/sexpr.h"
 #include "synth/fingerprint.h"
 #include "synth/typing.h"
+#include "verify/elementwise.h"
 
 namespace teq::synth {
 
@@ -299,8 +299,6 @@ Tensor<double> random_double_tensor(const Shape& shape, std::mt19937_64& rng, do
   return Tensor<double>(shape, std::move(data));
 }
 
-bool nearly_equal(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)}); }
-
 }  // namespace
 
 std::optional<std::string> refute_on_third_set(const PatternEquation& eq, const std::vector<LeafType>& types,
@@ -327,12 +325,9 @@ std::optional<std::string> refute_on_third_set(const PatternEquation& eq, const 
     std::map<std::string, Tensor<double>> leaves;
     for (const auto& [name, shape] : shapes) leaves.emplace(name, random_double_tensor(shape, rng, negative));
     try {
-      Arith<double> ar;
-      auto lv = evaluate<double>(eq.lhs, ar, leaves), rv = evaluate<double>(eq.rhs, ar, leaves);
-      for (size_t i = 0; i < lv[0].data.size(); ++i)
-        if (!nearly_equal(lv[0].data[i], rv[0].data[i]))
-          return "fingerprint set C: element " + std::to_string(i) + " is " + std::to_string(lv[0].data[i]) +
-                 " and " + std::to_string(rv[0].data[i]) + " at shape " + to_string(lshape);
+      if (auto d = find_difference(probe, leaves))  // the prover's comparison (verify/elementwise.h)
+        return "fingerprint set C: element " + to_string(d->index) + " is " + std::to_string(d->lhs) + " and " +
+               std::to_string(d->rhs) + " at shape " + to_string(lshape);
     } catch (const std::exception&) {
       return std::nullopt;  // an evaluation the shape rules let through but the semantics reject: no verdict
     }
