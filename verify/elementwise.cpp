@@ -368,19 +368,16 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
     return result;
   }
   result.shapes = found.assignments;
+  std::optional<Counterexample> probed;
   if (options.random_probe)
-    for (size_t k = 0; k < found.assignments.size(); ++k)
-      if (auto cex = random_probe(rule, found.assignments[k], 0x5eed + k)) {
-        result.status = VerifyStatus::Wrong;
-        result.counterexample = std::move(cex);
-        return result;
-      }
-  if (options.random_probe && options.wide_probe)
-    if (auto cex = wide_counterexample(rule, patterns, options)) {
-      result.status = VerifyStatus::Wrong;
-      result.counterexample = std::move(cex);
-      return result;
-    }
+    for (size_t k = 0; k < found.assignments.size() && !probed; ++k)
+      probed = random_probe(rule, found.assignments[k], 0x5eed + k);
+  if (options.random_probe && options.wide_probe && !probed) probed = wide_counterexample(rule, patterns, options);
+  if (probed) {
+    result.status = VerifyStatus::Wrong;
+    result.counterexample = std::move(probed);
+    return result;
+  }
   ProvedCache cache(ctx);
   for (const VarShapes& shapes : found.assignments) {
     AssignmentOutcome out = check_assignment(rule, ctx, shapes, guard, options.rlimit, cache);
