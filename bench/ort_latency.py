@@ -98,8 +98,9 @@ def check_fusion_names(paths_and_disabled):
     accepts unknown names silently, and a typo would time the default graph under another name."""
     with tempfile.TemporaryDirectory() as work:
         names = {n for _, disabled in paths_and_disabled for n in disabled}
+        default = {path: session_graph(path, [], work) for path, disabled in paths_and_disabled if disabled}
         for name in sorted(names):
-            if not any(name in disabled and session_graph(path, [name], work) != session_graph(path, [], work)
+            if not any(name in disabled and session_graph(path, [name], work) != default[path]
                        for path, disabled in paths_and_disabled):
                 return f"disabling '{name}' changes neither session graph (not an onnxruntime transformer, or it does not apply to these models)"
     return None
