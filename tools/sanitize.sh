@@ -49,7 +49,7 @@ echo "sanitize.sh: built ${#targets[@]} targets in $((built - start)) s"
 # directly instead (one process each), so that ctest needs no list of names.
 # Left out: the two slowest unit tests (12 and 15 s unsanitized, whole-corpus loops that the run of tools/sanitize.sh
 # --full covers), ruleverify.seed_corpus (33 s unsanitized, the same proofs as test_verify's) and
-# ruleverify.corpus (80 s unsanitized, minutes sanitized: the same code on 673 more rules) and
+# ruleverify.corpus (80 s unsanitized, minutes sanitized: the same code on 634 more rules) and
 # ruleverify.tensat_predefined_merge (6 s unsanitized, 58 s sanitized: Z3 searches on grouped convolutions; the
 # grouped-conv code path stays in the subset through ruleverify.tensat_predefined_multi_grouped), and the shape
 # facts' random-shape cases (10 s unsanitized, 48 Z3 contexts; ShapeFactsCheck keeps the code in the subset).

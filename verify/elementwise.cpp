@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "rules/rule_scope.h"
 #include "verify/normal_form.h"
 #include "verify/z3_arith.h"
 
@@ -314,6 +315,73 @@ std::optional<Counterexample> wide_counterexample(const Rule& rule, std::span<co
   return std::nullopt;
 }
 
+/// Which convolutions on a weight of free shape are grouped under `s`, or nullopt when a pattern is ill-shaped
+/// there, a tensor exceeds `max_elements`, or two paired roots differ in shape. The optimizer applies a rule
+/// only where its right side has the left side's shape and no convolution on a weight of free shape is
+/// grouped (optimizer/engine/pattern.cpp, the same rules/rule_scope.h tests), so only such assignments can meet the rule in a graph.
+std::optional<std::vector<bool>> conv_grouping(std::span<const Expr* const> patterns, const VarShapes& s,
+                                               int64_t max_elements) {
+  std::vector<bool> grouped;
+  std::vector<Shape> roots;
+  for (const Expr* p : patterns) {
+    auto shapes = try_infer_shapes(*p, s);
+    if (!shapes) return std::nullopt;
+    for (size_t i = 0; i < p->size(); ++i) {
+      if (num_elements((*shapes)[i]) > max_elements) return std::nullopt;
+      const ExprNode& n = p->nodes()[i];
+      if (n.op != OpKind::Conv2d || !has_free_shape(*p, n.children[1])) continue;
+      grouped.push_back(!is_ungrouped_conv((*shapes)[n.children[0].value], (*shapes)[n.children[1].value]));
+    }
+    roots.push_back((*shapes)[p->root().value]);
+  }
+  const size_t half = roots.size() / 2;
+  for (size_t i = 0; i < half; ++i)
+    if (roots[i] != roots[i + half]) return std::nullopt;
+  return grouped;
+}
+
+/// The neighbour probe (ElementwiseOptions::neighbor_probe): a random-probe difference on assignments near
+/// those the proof uses. Each dimension of each variable is set to every size from 1 to `max_size`, alone and
+/// together with every other dimension of the same size (a class the operators tie together); an assignment
+/// where the rule can apply (conv_grouping) and that the proof does not cover is probed. The search prefers
+/// distinct sizes but can still tie a dimension to another: a split cut at a leaf's extent that happens to
+/// equal the first operand's (`(split 1 1 1 (concat 1 (conv ?i ?w) ?j) ?x) => (split 1 1 1 (concat 1 ?i ?j)
+/// ?x)`, true only where ?x's channels are ?i's) is caught with ?x's channels at 1; pool idempotence that
+/// holds on extents up to 2 only is caught on a larger image. Bounded by `max_probes` assignments, a count,
+/// so the verdict does not depend on the machine.
+std::optional<Counterexample> neighbor_counterexample(const Rule& rule, std::span<const Expr* const> patterns,
+                                                      const std::vector<VarShapes>& proved, int64_t max_elements,
+                                                      int64_t max_size, int max_probes) {
+  std::set<VarShapes> seen(proved.begin(), proved.end());
+  int probes = 0;
+  auto try_one = [&](VarShapes s) -> std::optional<Counterexample> {
+    if (probes >= max_probes || !seen.insert(s).second) return std::nullopt;
+    ++probes;
+    return random_probe(rule, s, 0x4e1b + probes);
+  };
+  for (const VarShapes& base : proved) {
+    const auto base_grouping = conv_grouping(patterns, base, max_elements);
+    for (const auto& [name, shape] : base)
+      for (size_t axis = 0; axis < shape.size(); ++axis) {
+        const int64_t d = shape[axis];
+        for (int64_t moved = 1; moved <= max_size; ++moved) {
+          if (moved == d) continue;
+          VarShapes alone = base, tied = base;
+          alone[name][axis] = moved;
+          for (auto& [other, other_shape] : tied)
+            for (int64_t& x : other_shape)
+              if (x == d) x = moved;
+          for (VarShapes* s : {&alone, &tied}) {
+            if (conv_grouping(patterns, *s, max_elements) != base_grouping) continue;
+            if (auto cex = try_one(std::move(*s))) return cex;
+          }
+          if (probes >= max_probes) return std::nullopt;
+        }
+      }
+  }
+  return std::nullopt;
+}
+
 ElementwiseResult wrong_by(Counterexample cex, ElementwiseResult result) {
   result.status = VerifyStatus::Wrong;
   result.detail = cex.note;
@@ -373,6 +441,9 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
     for (size_t k = 0; k < found.assignments.size() && !probed; ++k)
       probed = random_probe(rule, found.assignments[k], 0x5eed + k);
   if (options.random_probe && options.wide_probe && !probed) probed = wide_counterexample(rule, patterns, options);
+  if (options.random_probe && options.neighbor_probe && !probed)
+    probed = neighbor_counterexample(rule, patterns, found.assignments, options.shapes.max_elements,
+                                     options.neighbor_max_size, options.neighbor_max_probes);
   if (probed) {
     result.status = VerifyStatus::Wrong;
     result.counterexample = std::move(probed);

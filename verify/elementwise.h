@@ -33,10 +33,19 @@ struct ElementwiseOptions {
   /// Also probe (and look for a shape mismatch) on larger dimensions (`wide_dims` first, up to
   /// `wide_max_elements` per tensor; double evaluation only, no Z3): the proofs' small shapes hide rules
   /// that hold only on 1x1 or 2x2 spatial extents or when a split's cut happens to fall on an operand's
-  /// edge (pool-order swaps, splits cut at an unrelated leaf's extent: 36 such rules had passed).
+  /// edge (8 such rules had passed into corpus/rules.json).
   bool wide_probe = true;
   std::vector<int64_t> wide_dims = {7, 9, 8, 6, 5, 4, 3, 2, 1};
   int64_t wide_max_elements = 20'000;
+  /// Also probe (double evaluation, no Z3) the assignments near the proof's: each dimension set to every
+  /// size from 1 to `neighbor_max_size`, alone and with every dimension of the same size, where the rule can
+  /// apply (sides of equal shape, convolutions on a weight of free shape grouped as in the proof). Catches a
+  /// rule that holds only because the search tied two unrelated extents (a split cut at a leaf's extent that
+  /// equals an operand's) or only on small extents (pool idempotence); at most `neighbor_max_probes`
+  /// assignments per rule, a count.
+  bool neighbor_probe = true;
+  int64_t neighbor_max_size = 12;
+  int neighbor_max_probes = 4096;
   /// Also check one assignment in which every convolution is grouped (groups >= 2), when one exists.
   bool grouped_conv = false;
   /// Reject a rule whose sides can be well-shaped together with different shapes. Off only for

@@ -104,18 +104,52 @@ TEST(Elementwise, ShapeMismatchIsWrong) {
   EXPECT_NE(res.counterexample->note.find("but rhs has shape"), std::string::npos);
 }
 
-// rg-0493-split-ones, once in corpus/rules.json: on the proofs' small shapes the split's cut (?k1's extent)
-// falls on ?d1's edge, so both sides are ones; on larger ones the kept part holds some of ?d1.
-TEST(Elementwise, WideProbeCatchesARuleTheSmallShapesHide) {
-  const Rule rule = make_rule("t", {"(split 1 1 1 (concat 1 ?d1 (ones ?k1)) ?k1)"}, {"(ones ?d1)"});
+// A false rule that `without_probe` (a probe turned off) verifies and the default options refute with a
+// probe's counterexample, which replays: its shapes keep the sides equal in shape and its values differ.
+void expect_wrong_only_by_probe(const Rule& rule, const ElementwiseOptions& without_probe) {
   z3::context ctx;
-  ElementwiseOptions small_only;
-  small_only.wide_probe = false;
-  EXPECT_EQ(prove_elementwise(rule, ctx, small_only).status, VerifyStatus::Verified);
+  EXPECT_EQ(prove_elementwise(rule, ctx, without_probe).status, VerifyStatus::Verified);
   ElementwiseResult res = prove_elementwise(rule, ctx);
   ASSERT_EQ(res.status, VerifyStatus::Wrong);
   ASSERT_TRUE(res.counterexample);
   EXPECT_EQ(res.counterexample->source, "random probe");
+  EXPECT_TRUE(find_difference(rule, res.counterexample->inputs));
+}
+
+// rg-0493-split-ones, once in corpus/rules.json: on the proofs' small shapes the split's cut (?k1's extent)
+// falls on ?d1's edge, so both sides are ones; on larger ones the kept part holds some of ?d1.
+TEST(Elementwise, WideProbeCatchesARuleTheSmallShapesHide) {
+  const Rule rule = make_rule("t", {"(split 1 1 1 (concat 1 ?d1 (ones ?k1)) ?k1)"}, {"(ones ?d1)"});
+  ElementwiseOptions small_only;
+  small_only.wide_probe = false;
+  small_only.neighbor_probe = false;
+  expect_wrong_only_by_probe(rule, small_only);
+}
+
+// rg-0139-split-matmul, once in corpus/rules.json: true only where the cut (?k1's rows) is ?x1's row count.
+// The shape search gave both the same size; the neighbour probe moves ?k1's rows to 1 and finds rows of
+// ?x1 that the left side keeps and the right side multiplies.
+TEST(Elementwise, NeighborProbeCatchesACutTiedToAnUnrelatedExtent) {
+  const Rule rule = make_rule("t", {"(split 0 1 0 (concat 0 ?x1 (matmul 0 ?w1 ?w2)) ?k1)"},
+                              {"(matmul 0 (split 0 1 0 (concat 0 ?x1 ?w1) ?k1) ?w2)"});
+  ElementwiseOptions without;
+  without.neighbor_probe = false;
+  expect_wrong_only_by_probe(rule, without);
+}
+
+// The probe only visits assignments where the optimizer would apply the rule: a conv on a weight of free
+// shape stays ungrouped (rg-0220 holds for ungrouped convs only; grouped, the halves of ?i1 meet other
+// kernels), and a split that keeps exactly its first operand stays true for every cut that is its extent.
+TEST(Elementwise, NeighborProbeKeepsRulesTrueWhereverTheyApply) {
+  z3::context ctx;
+  for (const Rule& rule :
+       {make_rule("conv-of-doubled-input", {"(conv2d 1 1 -1 -1 0 (concat 1 ?i1 ?i1) (concat 1 ?a1 ?a2))"},
+                  {"(conv2d 1 1 -1 -1 0 ?i1 (ewadd ?a1 ?a2))"}),
+        make_rule("split-keeps-first", {"(split 1 0 1 (concat 1 ?a (relu ?b)) ?a)"}, {"?a"}),
+        make_rule("split-keeps-second", {"(split 1 1 1 (concat 1 ?a (relu ?b)) ?a)"}, {"(relu ?b)"})}) {
+    ElementwiseResult res = prove_elementwise(rule, ctx);
+    EXPECT_EQ(res.status, VerifyStatus::Verified) << rule.id << ": " << res.detail;
+  }
 }
 
 TEST(Elementwise, NeverWellShapedIsUnknown) {
