@@ -97,29 +97,38 @@ void set_exact_input(Counterexample& cex, const std::string& name, const Shape& 
   cex.exact.emplace(name, std::move(text));
 }
 
-/// Counterexample from a random probe: values are small integers, so their text is exact.
+/// Counterexample from a random probe: values are small integers, so their text is exact. The inputs are
+/// drawn as doubles and written as text only for a difference found: the neighbour probe runs thousands of
+/// probes that find none.
 std::optional<Counterexample> random_probe(const Rule& rule, const VarShapes& shapes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> pick(-3, 3);
   for (int trial = 0; trial < 2; ++trial) {
-    Counterexample cex = empty_counterexample(shapes, "random probe");
+    std::map<std::string, Tensor<double>> inputs;
     for (const auto& [name, shape] : shapes) {
+      std::vector<double> data(static_cast<size_t>(num_elements(shape)));
+      for (double& v : data) v = pick(rng);
+      inputs.emplace(name, Tensor<double>(shape, std::move(data)));
+    }
+    auto d = find_difference(rule, inputs);
+    if (!d) continue;
+    Counterexample cex = empty_counterexample(shapes, "random probe");
+    for (const auto& [name, t] : inputs) {
       std::vector<std::string> text;
-      for (int64_t i = 0; i < num_elements(shape); ++i) text.push_back(std::to_string(pick(rng)));
-      set_exact_input(cex, name, shape, std::move(text));
+      text.reserve(t.data.size());
+      for (double v : t.data) text.push_back(std::to_string(static_cast<int>(v)));
+      set_exact_input(cex, name, t.shape, std::move(text));
     }
-    if (auto d = find_difference(rule, cex.inputs)) {
-      cex.output = d->output;
-      cex.index = d->index;
-      auto fmt = [](double x) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.10g", x);
-        return std::string(buf);
-      };
-      cex.lhs_value = fmt(d->lhs);
-      cex.rhs_value = fmt(d->rhs);
-      return cex;
-    }
+    cex.output = d->output;
+    cex.index = d->index;
+    auto fmt = [](double x) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.10g", x);
+      return std::string(buf);
+    };
+    cex.lhs_value = fmt(d->lhs);
+    cex.rhs_value = fmt(d->rhs);
+    return cex;
   }
   return std::nullopt;
 }
