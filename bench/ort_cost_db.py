@@ -120,10 +120,10 @@ def run_overhead(runs, rng):
     return max(one - per_node, 0.0), per_node, per_input
 
 
-# The kernels onnxruntime fuses at ORT_ENABLE_ALL that eqsat-run prices as units (optimizer/cost/ort_fusions.h):
-# kind -> (domain, input ranks: "x" the normalized tensor, "skip" a second tensor of its shape, "gamma"/"beta"
-# initializers over its last axis).
-FUSED_KERNELS = {
+# The layer-norm family and GELU as onnxruntime runs them at ORT_ENABLE_ALL, for the units eqsat-run prices as
+# one kernel (optimizer/cost/ort_fusions.h): kind -> (domain, per-run inputs of the normalized tensor's shape,
+# initializers over its last axis, attributes).
+NORM_KERNELS = {
     "SkipLayerNormalization": ("com.microsoft", ["x", "skip"], ["gamma", "beta"], {"epsilon": 1e-5}),
     "LayerNormalization": ("", ["x"], ["gamma", "beta"], {"epsilon": 1e-5, "axis": -1}),
     "SimplifiedLayerNormalization": ("", ["x"], ["gamma"], {"epsilon": 1e-5, "axis": -1}),
@@ -131,19 +131,40 @@ FUSED_KERNELS = {
 }
 
 
-def fused_kernel(kind, shape, rng):
-    """A one-node model of the fused kernel onnxruntime runs for a unit: the contrib operator itself, which
-    runs at ORT_DISABLE_ALL like any node, so it is timed the way the single nodes are."""
-    if kind not in FUSED_KERNELS:
-        raise ValueError(f"unknown fused unit kind {kind!r}")
-    domain, data, params, attrs = FUSED_KERNELS[kind]
-    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in data]
-    inits = [helper.make_tensor(n, TensorProto.FLOAT, [shape[-1]], rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32))
-             for n in params]
-    node = helper.make_node(kind, data + params, ["y"], domain=domain, **attrs)
-    g = helper.make_graph([node], kind, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+def fused_model(nodes, inputs, output, inits, domain):
+    g = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(output[0], TensorProto.FLOAT, output[1])], inits)
     opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
     return helper.make_model(g, opset_imports=opsets).SerializeToString()
+
+
+def floats(name, shape, rng):
+    return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.uniform(0.5, 1.5, shape).astype(np.float32).ravel())
+
+
+def fused_kernel(kind, shapes, rng):
+    """A model of the kernel onnxruntime runs for a fused unit, timed at ORT_DISABLE_ALL like any node: the
+    contrib operator itself; for MatMulAddFusion's Gemm the Reshape, Gemm, Reshape it writes around it; a
+    FusedMatMul of the two operands as the matmul reads them (its absorbed transposes not modelled)."""
+    if kind == "Gemm":
+        (m, k), (_, n) = shapes
+        ints = helper.make_tensor("in2d", TensorProto.INT64, [2], [m, k])
+        out3d = helper.make_tensor("out3d", TensorProto.INT64, [3], [1, m, n])
+        nodes = [helper.make_node("Reshape", ["x", "in2d"], ["x2"]), helper.make_node("Gemm", ["x2", "w", "b"], ["y2"]),
+                 helper.make_node("Reshape", ["y2", "out3d"], ["y"])]
+        return fused_model(nodes, [("x", [1, m, k])], ("y", [1, m, n]),
+                           [ints, out3d, floats("w", [k, n], rng), floats("b", [n], rng)], "")
+    if kind == "FusedMatMul":
+        node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", alpha=0.25)
+        out = list(shapes[0][:-1]) + [shapes[1][-1]]
+        return fused_model([node], [("a", shapes[0]), ("b", shapes[1])], ("y", out), [], "com.microsoft")
+    if kind not in NORM_KERNELS:
+        raise ValueError(f"unknown fused unit kind {kind!r}")
+    domain, data, params, attrs = NORM_KERNELS[kind]
+    shape = shapes[0]
+    node = helper.make_node(kind, data + params, ["y"], domain=domain, **attrs)
+    return fused_model([node], [(n, shape) for n in data], ("y", shape), [floats(n, [shape[-1]], rng) for n in params],
+                       domain)
 
 
 def shape_chain():
@@ -255,7 +276,7 @@ def main():
                         print(f"  {model}: {k + 1}/{len(nodes)} nodes timed", file=sys.stderr)
                 fused = index.get("fused", [])  # absent from an older eqsat-run's index
                 for unit in fused:
-                    db.setdefault("fused_entries", {})[unit["key"]] = time_model(fused_kernel(unit["kind"], unit["shape"], rng))
+                    db.setdefault("fused_entries", {})[unit["key"]] = time_model(fused_kernel(unit["kind"], unit["shapes"], rng))
                     timed[unit["key"]] = db["fused_entries"][unit["key"]]
                 save_db(db, a.db)
                 print(f"ort_cost_db: {model}: pass {round_}: {len(nodes)} new nodes and {len(fused)} fused units "

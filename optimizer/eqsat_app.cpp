@@ -155,7 +155,7 @@ void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::
   // Fused units as onnxruntime runs them: bench/ort_cost_db.py builds and times the fused kernel itself.
   nlohmann::json fused = nlohmann::json::array();
   for (const FusedUnit& unit : cost.missed_fused())
-    fused.push_back({{"key", unit.key}, {"kind", ort_fusion_name(unit.kind)}, {"shape", unit.shape}});
+    fused.push_back({{"key", unit.key}, {"kind", ort_fusion_name(unit.kind)}, {"shapes", unit.shapes}});
   index << nlohmann::json{{"nodes", nodes}, {"fused", fused}}.dump(2) << "\n";
   if (log)
     *log << "  cost DB misses: " << nodes.size() << " one-node models in " << dir.string() << " (" << skipped
@@ -246,6 +246,7 @@ class OutputPlan {
   /// keeps the original (the measured end-to-end times, with node times measured on this GPU).
   void decide(const CostModel& cost, const std::function<std::string(const Expr&)>& verdict = {}) {
     original_detail = exported_detail = graph_cost_detail(model_.graph, cost);
+    exported_graph = model_.graph;
     exported_shape_nodes = model_.shape_nodes_folded;
     if (!(r_.optimized == model_.graph)) price_export(cost);
     if (verdict && !(r_.optimized == model_.graph))
@@ -292,6 +293,7 @@ class OutputPlan {
   // and the shape-arithmetic nodes each file runs at ORT_DISABLE_ALL: the report's per-level predictions.
   GraphCost original_detail, exported_detail;
   int exported_shape_nodes = 0;
+  Expr exported_graph;  // the export read back (the original when it was not exported)
   std::string exported;  // the file --check compares (empty: the optimized graph is exported for it)
   onnx_io::OriginalFile original_file;
 
@@ -303,6 +305,7 @@ class OutputPlan {
       exported_detail = graph_cost_detail(back.graph, cost);
       exported_cost = exported_detail.fused;
       exported_shape_nodes = back.shape_nodes_folded;
+      exported_graph = back.graph;
     } catch (const std::exception& e) {
       throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
     }
@@ -394,6 +397,8 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"import_folded", result.model.folded},
                       {"unfused_cost", {{"original", f.plan.original_detail.unfused}, {"exported", f.plan.exported_detail.unfused}}},
                       {"fused_units", {{"original", f.plan.original_detail.units}, {"exported", f.plan.exported_detail.units}}},
+                      {"ort_fusions", {{"original", count_ort_fusions(result.model.graph)},
+                                       {"exported", count_ort_fusions(f.plan.exported_graph)}}},
                       {"folded_shape_nodes",
                        {{"original", result.model.shape_nodes_folded}, {"exported", f.plan.exported_shape_nodes}}}};
   if (!f.output_data.empty()) j["output_data"] = f.output_data.string();

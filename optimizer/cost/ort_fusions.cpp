@@ -4,27 +4,44 @@
 #include <array>
 #include <charconv>
 
+#include "optimizer/engine/extract.h"  // precomputable_nodes
+#include "rules/evaluator.h"           // infer_shapes
+
 namespace teq {
 namespace {
 
 constexpr std::string_view kPrefix = "ort:";
 constexpr std::array kKinds = {OrtFusion::SkipLayerNormalization, OrtFusion::LayerNormalization,
-                               OrtFusion::SimplifiedLayerNormalization, OrtFusion::Gelu};
+                               OrtFusion::SimplifiedLayerNormalization, OrtFusion::Gelu,
+                               OrtFusion::Gemm, OrtFusion::FusedMatMul};
 
-std::optional<Shape> parse_shape(std::string_view s) {
-  if (s.size() < 2 || s.front() != '[' || s.back() != ']') return std::nullopt;
-  s = s.substr(1, s.size() - 2);
-  Shape shape;
+/// How many shapes a kind's key holds.
+size_t key_shapes(OrtFusion kind) { return kind == OrtFusion::Gemm || kind == OrtFusion::FusedMatMul ? 2 : 1; }
+
+/// "[2,16,64],[64]": the shapes of a key, each non-empty.
+std::optional<std::vector<Shape>> parse_shapes(std::string_view s) {
+  std::vector<Shape> shapes;
   while (!s.empty()) {
-    int64_t d = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec != std::errc() || d < 0) return std::nullopt;
-    shape.push_back(d);
-    s.remove_prefix(static_cast<size_t>(end - s.data()));
+    if (s.front() != '[') return std::nullopt;
+    s.remove_prefix(1);
+    Shape shape;
+    while (true) {
+      int64_t d = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+      if (ec != std::errc() || d < 0) return std::nullopt;
+      shape.push_back(d);
+      s.remove_prefix(static_cast<size_t>(end - s.data()));
+      if (s.empty()) return std::nullopt;
+      const char sep = s.front();
+      s.remove_prefix(1);
+      if (sep == ']') break;
+      if (sep != ',') return std::nullopt;
+    }
+    shapes.push_back(std::move(shape));
     if (!s.empty() && (s.front() != ',' || s.size() == 1)) return std::nullopt;
     if (!s.empty()) s.remove_prefix(1);
   }
-  return shape;
+  return shapes;
 }
 
 /// Matches onnxruntime's layer-norm family on our graphs. Its fusions require every inner node to feed only
@@ -42,11 +59,24 @@ class Matcher {
   std::optional<FusedUnit> layer_norm_at(size_t div) const;
   std::optional<FusedUnit> gelu_at(size_t i) const {
     if (op(i) != OpKind::Gelu || pre_[i]) return std::nullopt;
-    return FusedUnit{OrtFusion::Gelu, shapes_[i], {i}, fused_unit_key(OrtFusion::Gelu, shapes_[i])};
+    return unit(OrtFusion::Gelu, {shapes_[i]}, {i});
   }
+  /// A bias add of a matmul of a rank-3 (or more) tensor by a weight matrix: Reshape, Gemm, Reshape.
+  std::optional<FusedUnit> gemm_at(size_t add) const;
+  /// A matmul of two per-run rank-3 tensors with the transposes and constant scales onnxruntime folds into
+  /// it (at least one).
+  std::optional<FusedUnit> fused_matmul_at(size_t mm) const;
 
  private:
+  static FusedUnit unit(OrtFusion kind, std::vector<Shape> shapes, std::vector<size_t> nodes) {
+    std::string key = fused_unit_key(kind, shapes);
+    return FusedUnit{kind, std::move(shapes), std::move(nodes), std::move(key)};
+  }
   OpKind op(size_t i) const { return g_.nodes()[i].op; }
+  bool plain_matmul(size_t i) const { return binary(i, OpKind::Matmul) && g_.nodes()[i].attrs.at(0) == 0; }
+  /// An operand of a matmul that onnxruntime takes into a FusedMatMul: a rank-3 transpose or a scale by a
+  /// constant, used by nothing else; pushes what it absorbs and returns the tensor the kernel then reads.
+  size_t absorb_operand(size_t i, size_t user, std::vector<size_t>& members) const;
   size_t child(size_t i, size_t k) const { return g_.nodes()[i].children.at(k).value; }
   bool unary(size_t i, OpKind kind) const { return op(i) == kind && g_.nodes()[i].children.size() == 1; }
   bool binary(size_t i, OpKind kind) const { return op(i) == kind && g_.nodes()[i].children.size() == 2; }
@@ -70,6 +100,11 @@ class Matcher {
     if (pre_[b] && !pre_[a]) return a;
     if (pre_[a] && !pre_[b]) return b;
     return std::nullopt;
+  }
+  /// A weight-only scalar, or one broadcast to a tensor.
+  bool constant_scalar(size_t i) const {
+    if (!pre_[i]) return false;
+    return num_elements(shapes_[i]) <= 1 || (unary(i, OpKind::Broadcast) && num_elements(shapes_[child(i, 0)]) <= 1);
   }
   /// The one user of `i`, when it has exactly one.
   std::optional<size_t> sole_user(size_t i) const {
@@ -121,8 +156,7 @@ std::optional<FusedUnit> Matcher::layer_norm_at(size_t div) const {
   if (!shifted || runtime_operand(*shifted, OpKind::EwAdd) != *scaled) {
     // No beta: onnxruntime's layer-norm fusion leaves mean and sub, its RMS-norm fusion takes the rest.
     if (!closed(members, *scaled)) return std::nullopt;
-    return FusedUnit{OrtFusion::SimplifiedLayerNormalization, shape, members,
-                     fused_unit_key(OrtFusion::SimplifiedLayerNormalization, shape)};
+    return unit(OrtFusion::SimplifiedLayerNormalization, {shape}, members);
   }
   members.push_back(*shifted);
   // d = x - mean(x): the whole layer norm.
@@ -137,7 +171,37 @@ std::optional<FusedUnit> Matcher::layer_norm_at(size_t div) const {
     kind = OrtFusion::SkipLayerNormalization;
     members.push_back(x);
   }
-  return FusedUnit{kind, shape, members, fused_unit_key(kind, shape)};
+  return unit(kind, {shape}, members);
+}
+
+size_t Matcher::absorb_operand(size_t i, size_t user, std::vector<size_t>& members) const {
+  if (pre_[i] || sole_user(i) != user) return i;
+  const bool transpose = unary(i, OpKind::Transpose) && shapes_[i].size() == 3;
+  const bool scale = (binary(i, OpKind::EwDiv) || binary(i, OpKind::EwMul) || binary(i, OpKind::Smul)) &&
+                     constant_scalar(child(i, 1));
+  if (!transpose && !scale) return i;
+  members.push_back(i);
+  return absorb_operand(child(i, 0), i, members);
+}
+
+std::optional<FusedUnit> Matcher::fused_matmul_at(size_t mm) const {
+  if (!plain_matmul(mm) || pre_[mm] || shapes_[child(mm, 0)].size() != 3 || shapes_[child(mm, 1)].size() != 3)
+    return std::nullopt;
+  std::vector<size_t> members{mm};
+  absorb_operand(child(mm, 0), mm, members);
+  absorb_operand(child(mm, 1), mm, members);
+  if (members.size() == 1) return std::nullopt;
+  return unit(OrtFusion::FusedMatMul, {shapes_[child(mm, 0)], shapes_[child(mm, 1)]}, members);
+}
+
+std::optional<FusedUnit> Matcher::gemm_at(size_t add) const {
+  const std::optional<size_t> mm = runtime_operand(add, OpKind::EwAdd);
+  if (!mm || !plain_matmul(*mm) || sole_user(*mm) != add) return std::nullopt;
+  const Shape& a = shapes_[child(*mm, 0)];
+  const Shape& b = shapes_[child(*mm, 1)];
+  if (a.size() < 3 || b.size() != 2 || !pre_[child(*mm, 1)] || pre_[child(*mm, 0)]) return std::nullopt;
+  const int64_t rows = num_elements(a) / a.back();
+  return unit(OrtFusion::Gemm, {Shape{rows, a.back()}, b}, {*mm, add});
 }
 
 }  // namespace
@@ -148,30 +212,34 @@ std::string_view ort_fusion_name(OrtFusion kind) {
     case OrtFusion::LayerNormalization: return "LayerNormalization";
     case OrtFusion::SimplifiedLayerNormalization: return "SimplifiedLayerNormalization";
     case OrtFusion::Gelu: return "Gelu";
+    case OrtFusion::Gemm: return "Gemm";
+    case OrtFusion::FusedMatMul: return "FusedMatMul";
   }
   return "?";
 }
 
-std::string fused_unit_key(OrtFusion kind, const Shape& shape) {
-  return std::string(kPrefix) + std::string(ort_fusion_name(kind)) + "|" + to_string(shape);
+std::string fused_unit_key(OrtFusion kind, const std::vector<Shape>& shapes) {
+  std::string key = std::string(kPrefix) + std::string(ort_fusion_name(kind)) + "|";
+  for (size_t i = 0; i < shapes.size(); ++i) key += (i ? "," : "") + to_string(shapes[i]);
+  return key;
 }
 
-std::optional<std::pair<OrtFusion, Shape>> parse_fused_unit_key(std::string_view key) {
+std::optional<std::pair<OrtFusion, std::vector<Shape>>> parse_fused_unit_key(std::string_view key) {
   if (!key.starts_with(kPrefix)) return std::nullopt;
   key.remove_prefix(kPrefix.size());
   const size_t bar = key.find('|');
   if (bar == std::string_view::npos) return std::nullopt;
   const auto kind = std::ranges::find(kKinds, key.substr(0, bar), ort_fusion_name);
   if (kind == kKinds.end()) return std::nullopt;
-  std::optional<Shape> shape = parse_shape(key.substr(bar + 1));
-  if (!shape || shape->empty()) return std::nullopt;
-  return std::pair{*kind, std::move(*shape)};
+  std::optional<std::vector<Shape>> shapes = parse_shapes(key.substr(bar + 1));
+  if (!shapes || shapes->size() != key_shapes(*kind)) return std::nullopt;
+  return std::pair{*kind, std::move(*shapes)};
 }
 
 std::string fused_unit_key_forms() {
   std::string s = "ort:KIND|[d0,d1,...] with KIND one of";
   for (OrtFusion k : kKinds) s += " " + std::string(ort_fusion_name(k));
-  return s;
+  return s + "; Gemm and FusedMatMul take two shapes, [M,K],[K,N] and the operands'";
 }
 
 std::vector<FusedUnit> find_ort_fusions(const Expr& graph, std::span<const Shape> shapes,
@@ -182,11 +250,20 @@ std::vector<FusedUnit> find_ort_fusions(const Expr& graph, std::span<const Shape
   for (size_t i = 0; i < graph.size(); ++i) {
     std::optional<FusedUnit> u = m.layer_norm_at(i);
     if (!u) u = m.gelu_at(i);
+    if (!u) u = m.gemm_at(i);
+    if (!u) u = m.fused_matmul_at(i);
     if (!u || std::ranges::any_of(u->nodes, [&](size_t n) { return taken[n]; })) continue;
     for (size_t n : u->nodes) taken[n] = true;
     units.push_back(std::move(*u));
   }
   return units;
+}
+
+std::map<std::string, int> count_ort_fusions(const Expr& graph) {
+  std::map<std::string, int> counts;
+  for (const FusedUnit& u : find_ort_fusions(graph, infer_shapes(graph, {}), precomputable_nodes(graph)))
+    ++counts[std::string(ort_fusion_name(u.kind))];
+  return counts;
 }
 
 }  // namespace teq

@@ -157,16 +157,22 @@ bool is_precomputable(const ExprNode& n, const std::vector<bool>& precomputable)
 
 }  // namespace
 
+std::vector<bool> precomputable_nodes(const Expr& graph) {
+  std::vector<bool> precomputable(graph.size(), false);
+  for (size_t i = 0; i < graph.size(); ++i) precomputable[i] = is_precomputable(graph.nodes()[i], precomputable);
+  return precomputable;
+}
+
 GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
   const std::vector<Shape> shapes = infer_shapes(graph, {});
   const std::vector<bool> needed = reached(graph);
-  std::vector<bool> precomputable(graph.size(), false), anchor(graph.size(), false);
+  const std::vector<bool> precomputable = precomputable_nodes(graph);
+  std::vector<bool> anchor(graph.size(), false);
   std::vector<double> node_costs(graph.size(), 0.0);
   std::vector<Shape> in;
   std::vector<OperandFacts> operands;
   for (size_t i = 0; i < graph.size(); ++i) {
     const ExprNode& n = graph.nodes()[i];
-    precomputable[i] = is_precomputable(n, precomputable);
     in.clear();
     operands.clear();
     for (ExprId c : n.children) {

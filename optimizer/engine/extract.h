@@ -62,6 +62,9 @@ Expr build_expr(const EGraph& egraph, std::span<const NodeId> choice, std::span<
 /// at its unit's cost instead of its nodes'.
 double graph_cost(const Expr& graph, const CostModel& cost);
 
+/// Which nodes depend on weights and constants only (computed once at load time), indexed like graph.nodes().
+std::vector<bool> precomputable_nodes(const Expr& graph);
+
 /// Both sums of graph_cost: `fused` is what graph_cost returns, `unfused` prices every node alone (what the
 /// runtime runs without its load-time fusions: onnxruntime at ORT_DISABLE_ALL under a DB measured there).
 struct GraphCost {

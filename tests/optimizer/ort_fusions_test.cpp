@@ -4,8 +4,6 @@
 // written before them) prices node by node as before; a malformed fused entry is refused by name.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "optimizer/cost/measured_cost.h"
 #include "optimizer/cost/ort_fusions.h"
 #include "optimizer/engine/extract.h"
@@ -39,12 +37,7 @@ struct Analysed {
 Analysed analyse(const std::string& text) {
   Analysed a{parse_expr(text), {}, {}};
   a.shapes = infer_shapes(a.graph, {});
-  for (const ExprNode& n : a.graph.nodes()) {
-    bool pre = n.op == OpKind::Weight;
-    if (!is_leaf(n.op))
-      pre = std::ranges::all_of(n.children, [&](ExprId c) { return a.precomputable[c.value]; });
-    a.precomputable.push_back(pre);
-  }
+  a.precomputable = precomputable_nodes(a.graph);
   return a;
 }
 
@@ -93,6 +86,38 @@ TEST(OrtFusions, LayerNormAloneWithoutBetaAndWithASharedSum) {
   EXPECT_TRUE(units_of("(ewsub (input x 2 16 64) (broadcast 2 16 64 (reduce_mean 1 1 (input x 2 16 64))))").empty());
   ASSERT_EQ(units_of("(gelu (input x 2 16 128))").size(), 1u);
   EXPECT_EQ(units_of("(gelu (input x 2 16 128))")[0].key, "ort:Gelu|[2,16,128]");
+}
+
+TEST(OrtFusions, MatmulsAsOnnxruntimeFusesThem) {
+  // A rank-3 tensor times a weight matrix plus a bias: MatMulAddFusion's Reshape, Gemm, Reshape.
+  const std::vector<FusedUnit> gemm =
+      units_of("(ewadd (matmul 0 (input x 2 16 64) (weight w 64 128)) (broadcast 2 16 128 (weight b 128)))");
+  ASSERT_EQ(gemm.size(), 1u);
+  EXPECT_EQ(gemm[0].key, "ort:Gemm|[32,64],[64,128]");
+  EXPECT_EQ(gemm[0].nodes.size(), 2u);
+  // Without a bias, or with a per-run weight, there is nothing to fuse.
+  EXPECT_TRUE(units_of("(matmul 0 (input x 2 16 64) (weight w 64 128))").empty());
+  EXPECT_TRUE(units_of("(ewadd (matmul 0 (input x 2 16 64) (input w 64 128)) (broadcast 2 16 128 (weight b 128)))").empty());
+  // Attention scores: the transposes and the constant scale go into one FusedMatMul.
+  const std::vector<FusedUnit> scores = units_of(
+      "(matmul 0 (ewdiv (transpose 1 0 2 (input q 16 8 16)) (broadcast 8 16 16 (weight s))) "
+      "(transpose 1 2 0 (input k 16 8 16)))");
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_EQ(scores[0].key, "ort:FusedMatMul|[8,16,16],[8,16,16]");
+  EXPECT_EQ(scores[0].nodes.size(), 4u);
+  // A transpose used elsewhere stays a kernel of its own; nothing absorbed, no unit.
+  EXPECT_TRUE(units_of("(let t (transpose 1 0 2 (input q 16 8 16))) (matmul 0 t (input k 8 16 16)) (relu t)").empty());
+}
+
+TEST(OrtFusions, KeysParseBackAndMalformedOnesDoNot) {
+  for (const std::string key : {"ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]", "ort:Gelu|[7]"}) {
+    const auto parsed = parse_fused_unit_key(key);
+    ASSERT_TRUE(parsed) << key;
+    EXPECT_EQ(fused_unit_key(parsed->first, parsed->second), key);
+  }
+  for (const std::string key : {"ort:Gemm|[32,64]", "ort:Gelu|[2],[3]", "ort:Gelu|[]", "ort:Gelu|[2,]", "ort:Gelu|2",
+                                "Gelu|[2]", "ort:Gelu", "ort:Gelu|[2]x"})
+    EXPECT_FALSE(parse_fused_unit_key(key)) << key;
 }
 
 TEST(OrtFusions, ADbWithAFusedEntryPricesTheUnitAsTheFusedKernel) {
