@@ -109,7 +109,7 @@ class MeasuredCostModel final : public CostModel {
   /// Seconds (the DB stores milliseconds). Leaves cost 0.
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
   /// The units onnxruntime fuses in `graph` (find_ort_fusions) that the DB's fused_entries price; a unit it
-  /// lacks is priced node by node and listed in missed_fused().
+  /// lacks is priced node by node and listed in missed_fused(). None when timing on the GPU (a timer).
   std::vector<PricedUnit> fused_units(const Expr& graph, std::span<const Shape> shapes,
                                       const std::vector<bool>& precomputable) const override;
 
