@@ -120,6 +120,70 @@ def run_overhead(runs, rng):
     return max(one - per_node, 0.0), per_node, per_input
 
 
+# The layer-norm family and GELU as onnxruntime runs them at ORT_ENABLE_ALL, for the units eqsat-run prices as
+# one kernel (optimizer/cost/ort_fusions.h): kind -> (domain, per-run inputs of the normalized tensor's shape,
+# initializers over its last axis, attributes).
+NORM_KERNELS = {
+    "SkipLayerNormalization": ("com.microsoft", ["x", "skip"], ["gamma", "beta"], {"epsilon": 1e-5}),
+    "LayerNormalization": ("", ["x"], ["gamma", "beta"], {"epsilon": 1e-5, "axis": -1}),
+    "SimplifiedLayerNormalization": ("", ["x"], ["gamma"], {"epsilon": 1e-5, "axis": -1}),
+    "Gelu": ("com.microsoft", ["x"], [], {}),
+}
+
+
+def fused_model(nodes, inputs, output, inits, domain):
+    g = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(output[0], TensorProto.FLOAT, output[1])], inits)
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(g, opset_imports=opsets).SerializeToString()
+
+
+def floats(name, shape, rng):
+    return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.uniform(0.5, 1.5, shape).astype(np.float32).ravel())
+
+
+def fused_kernel(kind, shapes, rng):
+    """A model of the kernel onnxruntime runs for a fused unit, timed at ORT_DISABLE_ALL like any node: the
+    contrib operator itself; for MatMulAddFusion's Gemm the Reshape, Gemm, Reshape it writes around it; a
+    FusedMatMul of the two operands as the matmul reads them (its absorbed transposes not modelled)."""
+    if kind == "Gemm":
+        (m, k), (_, n) = shapes
+        ints = helper.make_tensor("in2d", TensorProto.INT64, [2], [m, k])
+        out3d = helper.make_tensor("out3d", TensorProto.INT64, [3], [1, m, n])
+        nodes = [helper.make_node("Reshape", ["x", "in2d"], ["x2"]), helper.make_node("Gemm", ["x2", "w", "b"], ["y2"]),
+                 helper.make_node("Reshape", ["y2", "out3d"], ["y"])]
+        return fused_model(nodes, [("x", [1, m, k])], ("y", [1, m, n]),
+                           [ints, out3d, floats("w", [k, n], rng), floats("b", [n], rng)], "")
+    if kind == "FusedMatMul":
+        node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", alpha=0.25)
+        out = list(shapes[0][:-1]) + [shapes[1][-1]]
+        return fused_model([node], [("a", shapes[0]), ("b", shapes[1])], ("y", out), [], "com.microsoft")
+    if kind not in NORM_KERNELS:
+        raise ValueError(f"unknown fused unit kind {kind!r}")
+    domain, data, params, attrs = NORM_KERNELS[kind]
+    shape = shapes[0]
+    node = helper.make_node(kind, data + params, ["y"], domain=domain, **attrs)
+    return fused_model([node], [(n, shape) for n in data], ("y", shape), [floats(n, [shape[-1]], rng) for n in params],
+                       domain)
+
+
+def shape_chain():
+    """What a PyTorch export computes a reshape's target with, per attention layer: Shape, Gather, Add, Div and
+    three Mul on int64 scalars. eqsat-run's import folds these into constants and onnxruntime folds them at
+    ORT_ENABLE_ALL, but at ORT_DISABLE_ALL every inference runs them."""
+    ints = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [1], [v])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["g"]),
+             helper.make_node("Add", ["g", "one"], ["a"]), helper.make_node("Div", ["a", "three"], ["d"])]
+    prev = "d"
+    for k in range(3):
+        nodes.append(helper.make_node("Mul", [prev, "one"], [f"m{k}"]))
+        prev = f"m{k}"
+    g = helper.make_graph(nodes, "shape_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 2, 192])],
+                          [helper.make_tensor_value_info(prev, TensorProto.INT64, [1])],
+                          [ints("i", 2), ints("one", 1), ints("three", 3)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString(), len(nodes)
+
+
 def load_db(path):
     if not os.path.exists(path):
         return {"format": "tensor-eqsat-costs", "version": 1,
@@ -166,6 +230,12 @@ def main():
     db["session_run_overhead_ms"] = overhead * 1e3
     print(f"ort_cost_db: session.run overhead {overhead * 1e6:.1f} us, {per_input * 1e6:.2f} us per further input, "
           f"per-node dispatch {per_node * 1e6:.2f} us", file=sys.stderr)
+    # What one node of a PyTorch export's shape arithmetic costs at ORT_DISABLE_ALL: bench/ort_report.sh adds it,
+    # times the report's folded_shape_nodes, to that level's prediction (eqsat-run ignores the field).
+    chain, chain_nodes = shape_chain()
+    t, ref = op_seconds_against(session(chain), session(identity_chain(1)), a.runs, rng)
+    db["shape_node_ms"] = max(t - ref + per_node, per_node * chain_nodes) / chain_nodes * 1e3
+    print(f"ort_cost_db: {db['shape_node_ms'] * 1e3:.2f} us per shape-arithmetic node", file=sys.stderr)
     scratch = tempfile.mkdtemp(prefix="ort_cost_db.")
     refs = {}  # number of graph inputs -> a session of the same inputs and a tiny node: what a one-node run costs
     for model in a.models:
@@ -178,7 +248,9 @@ def main():
                 db_arg = a.db
                 if a.refresh:
                     db_arg = os.path.join(scratch, f"refresh-{round_}.json")
-                    save_db({**db, "entries": dict(timed)}, db_arg)
+                    fused_keys = {k for k in timed if k.startswith("ort:")}
+                    save_db({**db, "entries": {k: v for k, v in timed.items() if k not in fused_keys},
+                             "fused_entries": {k: timed[k] for k in fused_keys}}, db_arg)
                 cmd = [a.eqsat, *source, "--cost", f"db:{db_arg}", "--cost-misses", work, "-q",
                        *shlex.split(a.eqsat_args)]
                 r = subprocess.run(cmd, capture_output=True, text=True)
@@ -187,22 +259,29 @@ def main():
                           file=sys.stderr)
                     return 1
                 with open(os.path.join(work, "index.json")) as f:
-                    nodes = json.load(f)["nodes"]
-                for k, node in enumerate(nodes):
-                    with open(os.path.join(work, node["file"]), "rb") as f:
-                        sess = session(f.read())
+                    index = json.load(f)
+                nodes = index["nodes"]
+                def time_model(model_bytes):
+                    sess = session(model_bytes)
                     n_in = len(sess.get_inputs())
                     if n_in not in refs:
                         refs[n_in] = session(sum_of_inputs(n_in) if n_in > 1 else identity_chain(1))
                     t, ref = op_seconds_against(sess, refs[n_in], a.runs, rng)
-                    db["entries"][node["key"]] = max(t - ref + per_node, per_node) * 1e3
+                    return max(t - ref + per_node, per_node) * 1e3
+                for k, node in enumerate(nodes):
+                    with open(os.path.join(work, node["file"]), "rb") as f:
+                        db["entries"][node["key"]] = time_model(f.read())
                     timed[node["key"]] = db["entries"][node["key"]]
                     if (k + 1) % 50 == 0:
                         print(f"  {model}: {k + 1}/{len(nodes)} nodes timed", file=sys.stderr)
+                fused = index.get("fused", [])  # absent from an older eqsat-run's index
+                for unit in fused:
+                    db.setdefault("fused_entries", {})[unit["key"]] = time_model(fused_kernel(unit["kind"], unit["shapes"], rng))
+                    timed[unit["key"]] = db["fused_entries"][unit["key"]]
                 save_db(db, a.db)
-                print(f"ort_cost_db: {model}: pass {round_}: {len(nodes)} new nodes timed, "
-                      f"{len(db['entries'])} entries in {a.db}", file=sys.stderr)
-                if not nodes:
+                print(f"ort_cost_db: {model}: pass {round_}: {len(nodes)} new nodes and {len(fused)} fused units "
+                      f"timed, {len(db['entries'])} entries in {a.db}", file=sys.stderr)
+                if not nodes and not fused:
                     break
     return 0
 

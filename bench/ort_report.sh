@@ -23,9 +23,12 @@
 #   --ort-disable NAMES  comma-separated onnxruntime graph transformers turned off in both sessions at
 #                      ORT_ENABLE_ALL (bench/ort_latency.py --disable-fusions), e.g. SkipLayerNormFusion
 #   MODEL              built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
-# The predicted ratio is optimized / original cost of the written file as eqsat-run reports it (read back from
+# The predicted ratios are optimized / original cost of the written file as eqsat-run reports it (read back from
 # the export); with a DB, the session.run overhead the DB records (paid once per inference) is added to both.
-# The error column is |predicted - measured| at ORT_ENABLE_ALL in points (100 x ratio difference).
+# ENABLE_ALL: the report's costs (with a DB, the units onnxruntime fuses at load time priced as its fused
+# kernels); DISABLE_ALL: every node priced alone (unfused_cost) plus each file's shape arithmetic that the import
+# folded (folded_shape_nodes x the DB's shape_node_ms). The error columns are |predicted - measured| in points
+# (100 x ratio difference) at each level.
 # eqsat-run limits are counts (10000 e-nodes, 30 iterations, 8 rounds; greedy extraction unless --extract),
 # so the optimized graph does not depend on the machine's load. Needs build/bin/eqsat-run (tools/build.sh) and .venv
 # (tools/setup-python.sh). Work files in $TEQ_WORK (default a temporary folder, removed at the end).
@@ -50,7 +53,7 @@ while (($#)); do
     --extract) extract=$2; shift 2 ;;
     --time-identical) time_identical=1; shift ;;
     --ort-disable) ort_disable=(--disable-fusions "$2"); shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     -*) echo "ort_report: error: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -71,8 +74,8 @@ fi
 if [[ -n ${TEQ_WORK:-} ]]; then work=$TEQ_WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 limits=(--extract "$extract" --node-limit 10000 --iter-limit 30 --rounds 8)
 shown_cost=${cost/#db:$root\//db:}
-echo "| model | cost model | predicted optimized/original | kept original | ORT_ENABLE_ALL measured (passes) | ORT_DISABLE_ALL measured (passes) | error, points (ENABLE_ALL) |"
-echo "|---|---|---:|---|---|---|---:|"
+echo "| model | cost model | predicted ENABLE_ALL | predicted DISABLE_ALL | kept original | ORT_ENABLE_ALL measured (passes) | ORT_DISABLE_ALL measured (passes) | error, points (ENABLE_ALL) | error, points (DISABLE_ALL) |"
+echo "|---|---|---:|---:|---|---|---|---:|---:|"
 status=0
 for m in "${models[@]}"; do
   name=$(basename "$m" .onnx)
@@ -94,13 +97,13 @@ for m in "${models[@]}"; do
   fi
   if [[ -n $db ]] && ! "$python" "$root/bench/ort_cost_db.py" "$db" "$orig" --eqsat "$eqsat" \
       --eqsat-args "${limits[*]}" >"$work/${name%% *}.db.log" 2>&1; then
-    echo "| $name | $shown_cost | ort_cost_db failed: $(tail -1 "$work/${name%% *}.db.log") | | | | |"
+    echo "| $name | $shown_cost | ort_cost_db failed: $(tail -1 "$work/${name%% *}.db.log") | | | | | | |"
     status=1
     continue
   fi
   log="$work/${name%% *}"
   if ! "$eqsat" "$orig" --cost "$cost" "${limits[@]}" -o "$opt" --report "$log.json" >"$log.log" 2>&1; then
-    echo "| $name | $shown_cost | eqsat-run failed: $(tail -1 "$log.log") | | | | |"
+    echo "| $name | $shown_cost | eqsat-run failed: $(tail -1 "$log.log") | | | | | | |"
     status=1
     continue
   fi
@@ -109,31 +112,41 @@ for m in "${models[@]}"; do
   if ((identical && !time_identical)); then
     echo '{"identical": true}' >"$log.ort.json"
   elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" "${ort_disable[@]}" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
-    echo "| $name | $shown_cost | | | ort_latency failed: $(tail -1 "$log.ort.log") | | |"
+    echo "| $name | $shown_cost | | | | ort_latency failed: $(tail -1 "$log.ort.log") | | | |"
     status=1
     continue
   fi
   "$python" - "$log.json" "$log.ort.json" "$name" "$shown_cost" "${db:-}" <<'EOF'
 import json, sys
 rep, ort, name, cost, db = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4], sys.argv[5]
-overhead = json.load(open(db)).get("session_run_overhead_ms", 0.0) * 1e-3 if db else 0.0
+facts = json.load(open(db)) if db else {}
+overhead = facts.get("session_run_overhead_ms", 0.0) * 1e-3
 kept = "yes" if rep.get("kept_original") else "no"
-predicted = (rep["exported_cost"] + overhead) / (rep["original_cost"] + overhead)
+# ENABLE_ALL: the report's costs, fused units priced as the kernels onnxruntime fuses them into. DISABLE_ALL:
+# every node priced alone, plus the shape arithmetic of the file that the import folded and onnxruntime runs.
+predicted = {"all": (rep["exported_cost"] + overhead) / (rep["original_cost"] + overhead)}
+unfused = rep.get("unfused_cost", {"original": rep["original_cost"], "exported": rep["exported_cost"]})
+shape_nodes = rep.get("folded_shape_nodes", {"original": 0, "exported": 0})
+shape_node = facts.get("shape_node_ms", 0.0) * 1e-3
+predicted["disable"] = ((unfused["exported"] + overhead + shape_nodes["exported"] * shape_node) /
+                        (unfused["original"] + overhead + shape_nodes["original"] * shape_node))
 if ort.get("identical"):
-    predicted = 1.0
+    predicted = {"all": 1.0, "disable": 1.0}
     cells = ["1 (identical file)", "1 (identical file)"]
-    measured = 1.0
+    measured = {"all": 1.0, "disable": 1.0}
     kept += ", unchanged"
 else:
     def cell(level):
         l = ort["levels"][level]
         return f"**{l['median_ratio']:.3f}** ({', '.join(f'{x:.3f}' for x in l['ratios'])})"
     cells = [cell("all"), cell("disable")]
-    measured = ort["levels"]["all"]["median_ratio"]
+    measured = {level: ort["levels"][level]["median_ratio"] for level in ("all", "disable")}
 gap = rep.get("extraction", {}).get("gap", 0)
 if rep.get("extraction", {}).get("method") == "ilp" and gap > 1e-6:
     kept += f", ILP gap {gap:.1%}"
-print(f"| {name} | {cost} | {predicted:.3f} | {kept} | {cells[0]} | {cells[1]} | {abs(predicted - measured) * 100:.1f} |")
+error = {level: abs(predicted[level] - measured[level]) * 100 for level in ("all", "disable")}
+print(f"| {name} | {cost} | {predicted['all']:.3f} | {predicted['disable']:.3f} | {kept} | {cells[0]} | {cells[1]} | "
+      f"{error['all']:.1f} | {error['disable']:.1f} |")
 EOF
 done
 echo

@@ -152,10 +152,14 @@ void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::
   }
   std::ofstream index(dir / "index.json");
   if (!index) throw EqsatError("--cost-misses: cannot write " + (dir / "index.json").string());
-  index << nlohmann::json{{"nodes", nodes}}.dump(2) << "\n";
+  // Fused units as onnxruntime runs them: bench/ort_cost_db.py builds and times the fused kernel itself.
+  nlohmann::json fused = nlohmann::json::array();
+  for (const FusedUnit& unit : cost.missed_fused())
+    fused.push_back({{"key", unit.key}, {"kind", ort_fusion_name(unit.kind)}, {"shapes", unit.shapes}});
+  index << nlohmann::json{{"nodes", nodes}, {"fused", fused}}.dump(2) << "\n";
   if (log)
     *log << "  cost DB misses: " << nodes.size() << " one-node models in " << dir.string() << " (" << skipped
-         << " constant or opaque nodes left out)\n";
+         << " constant or opaque nodes left out), " << fused.size() << " fused units\n";
 }
 
 }  // namespace
@@ -241,6 +245,9 @@ class OutputPlan {
   /// `verdict` (optional) judges an optimized graph that survived the export's pricing: a non-empty note
   /// keeps the original (the measured end-to-end times, with node times measured on this GPU).
   void decide(const CostModel& cost, const std::function<std::string(const Expr&)>& verdict = {}) {
+    original_detail = exported_detail = graph_cost_detail(model_.graph, cost);
+    exported_graph = model_.graph;
+    exported_shape_nodes = model_.shape_nodes_folded;
     if (!(r_.optimized == model_.graph)) price_export(cost);
     if (verdict && !(r_.optimized == model_.graph))
       if (std::string note = verdict(r_.optimized); !note.empty()) keep_original(std::move(note));
@@ -282,6 +289,11 @@ class OutputPlan {
   const double claimed_cost;  // extraction's figure
   double exported_cost;       // the export's, read back
   bool kept_original = false;
+  // Both sums (fused units priced as units, every node alone) of the original and of the export read back,
+  // and the shape-arithmetic nodes each file runs at ORT_DISABLE_ALL: the report's per-level predictions.
+  GraphCost original_detail, exported_detail;
+  int exported_shape_nodes = 0;
+  Expr exported_graph;  // the export read back (the original when it was not exported)
   std::string exported;  // the file --check compares (empty: the optimized graph is exported for it)
   onnx_io::OriginalFile original_file;
 
@@ -290,7 +302,10 @@ class OutputPlan {
     try {
       exported = onnx_io::export_onnx_bytes(model_, r_.optimized, export_options());
       const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(exported, "the optimized model", config_.import);
-      exported_cost = graph_cost(back.graph, cost);
+      exported_detail = graph_cost_detail(back.graph, cost);
+      exported_cost = exported_detail.fused;
+      exported_shape_nodes = back.shape_nodes_folded;
+      exported_graph = back.graph;
     } catch (const std::exception& e) {
       throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
     }
@@ -379,7 +394,13 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                         {"status", r.extraction.status}}},
                       {"operators", {{"original", result.model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
                       {"opaque_operators", result.model.opaque.size()},
-                      {"import_folded", result.model.folded}};
+                      {"import_folded", result.model.folded},
+                      {"unfused_cost", {{"original", f.plan.original_detail.unfused}, {"exported", f.plan.exported_detail.unfused}}},
+                      {"fused_units", {{"original", f.plan.original_detail.units}, {"exported", f.plan.exported_detail.units}}},
+                      {"ort_fusions", {{"original", count_ort_fusions(result.model.graph)},
+                                       {"exported", count_ort_fusions(f.plan.exported_graph)}}},
+                      {"folded_shape_nodes",
+                       {{"original", result.model.shape_nodes_folded}, {"exported", f.plan.exported_shape_nodes}}}};
   if (!f.output_data.empty()) j["output_data"] = f.output_data.string();
   if (result.check) j["check"] = check_json(*result.check, config.check_options);
   if (f.latency) j["latency"] = f.latency->to_json();

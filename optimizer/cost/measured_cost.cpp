@@ -66,7 +66,7 @@ CostKey canonical_cost_key(OpKind op, AttrSpan attrs, std::span<const Shape> inp
 nlohmann::json CostDb::to_json() const {
   nlohmann::json entries = nlohmann::json::object();
   for (const auto& [key, ms] : entries_ms) entries[key] = ms;
-  return {{"format", kFormat},
+  nlohmann::json j = {{"format", kFormat},
           {"version", kVersion},
           {"device", device},
           {"precision", precision},
@@ -74,7 +74,31 @@ nlohmann::json CostDb::to_json() const {
           {"timing", {{"warmup", warmup}, {"repeats", repeats}, {"statistic", "median"}}},
           {"fallback", fallback},
           {"entries", entries}};
+  if (!fused_ms.empty()) j["fused_entries"] = fused_ms;  // absent otherwise: the file as before the field
+  return j;
 }
+
+namespace {
+
+/// The object `field` of `j`, {key: non-negative ms}; `what` names one entry in messages, `key_problem`
+/// (optional) says what is wrong with a key (empty: nothing).
+std::map<std::string, double> read_ms_table(const nlohmann::json& j, const std::string& field, const std::string& what,
+                                            const std::function<std::string(const std::string&)>& key_problem,
+                                            const std::function<CostDbError(const std::string&)>& fail) {
+  const nlohmann::json& table = j[field];
+  if (!table.is_object()) throw fail("\"" + field + "\" must be an object");
+  std::map<std::string, double> out;
+  for (const auto& [key, value] : table.items()) {
+    if (key_problem)
+      if (std::string problem = key_problem(key); !problem.empty()) throw fail(what + " \"" + key + "\": " + problem);
+    if (!value.is_number() || value.get<double>() < 0)
+      throw fail(what + " \"" + key + "\" must be a non-negative number of milliseconds");
+    out.emplace(key, value.get<double>());
+  }
+  return out;
+}
+
+}  // namespace
 
 CostDb CostDb::from_json(const nlohmann::json& j, const std::string& origin) {
   auto fail = [&](const std::string& what) { return CostDbError(origin + ": " + what); };
@@ -95,11 +119,11 @@ CostDb CostDb::from_json(const nlohmann::json& j, const std::string& origin) {
     db.warmup = j["timing"].value("warmup", 0);
     db.repeats = j["timing"].value("repeats", 0);
   }
-  for (const auto& [key, value] : j["entries"].items()) {
-    if (!value.is_number() || value.get<double>() < 0)
-      throw fail("entry \"" + key + "\" must be a non-negative number of milliseconds");
-    db.entries_ms.emplace(key, value.get<double>());
-  }
+  db.entries_ms = read_ms_table(j, "entries", "entry", {}, fail);
+  if (j.contains("fused_entries"))
+    db.fused_ms = read_ms_table(j, "fused_entries", "fused entry", [](const std::string& key) {
+      return parse_fused_unit_key(key) ? std::string() : "not a fused unit key (" + fused_unit_key_forms() + ")";
+    }, fail);
   return db;
 }
 
@@ -131,7 +155,8 @@ void CostDb::save(const std::filesystem::path& file) const {
 nlohmann::json CostLookupStats::to_json() const {
   return {{"lookups", lookups},          {"hits", hits},       {"measured", measured},
           {"misses", misses},            {"distinct_misses", missed_keys.size()},
-          {"unmeasurable", unmeasurable}, {"missed_keys", missed_keys}, {"errors", errors}};
+          {"unmeasurable", unmeasurable}, {"missed_keys", missed_keys}, {"errors", errors},
+          {"fused_hits", fused_hits},    {"fused_misses", fused_misses}, {"missed_fused_keys", missed_fused_keys}};
 }
 
 // ---- the model ------------------------------------------------------------------------------------------
@@ -186,6 +211,33 @@ double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const S
   if (missed_set_.emplace(key.text, key).second && stats_.missed_keys.size() < kMaxListed)
     stats_.missed_keys.push_back(key.text);
   return use_fallback();
+}
+
+std::vector<PricedUnit> MeasuredCostModel::fused_units(const Expr& graph, std::span<const Shape> shapes,
+                                                       const std::vector<bool>& precomputable) const {
+  std::vector<PricedUnit> priced;
+  // Timing on this GPU (--cost measured): the runtime is ours, node by node, not onnxruntime.
+  if (timer_) return priced;
+  for (FusedUnit& unit : find_ort_fusions(graph, shapes, precomputable)) {
+    std::unique_lock lock(mutex_);
+    if (auto it = db_.fused_ms.find(unit.key); it != db_.fused_ms.end()) {
+      ++stats_.fused_hits;
+      priced.push_back({std::move(unit.nodes), it->second * 1e-3});
+      continue;
+    }
+    ++stats_.fused_misses;
+    if (!missed_fused_.contains(unit.key) && stats_.missed_fused_keys.size() < kMaxListed)
+      stats_.missed_fused_keys.push_back(unit.key);
+    missed_fused_.emplace(unit.key, std::move(unit));
+  }
+  return priced;
+}
+
+std::vector<FusedUnit> MeasuredCostModel::missed_fused() const {
+  std::unique_lock lock(mutex_);
+  std::vector<FusedUnit> units;
+  for (const auto& [key, unit] : missed_fused_) units.push_back(unit);
+  return units;
 }
 
 CostLookupStats MeasuredCostModel::stats() const {

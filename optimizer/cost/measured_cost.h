@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "optimizer/cost/ort_fusions.h"
 #include "optimizer/engine/cost_model.h"
 #include "rules/expr.h"
 
@@ -52,7 +53,9 @@ struct CostKey {
 CostKey canonical_cost_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs);
 
 /// The JSON cost DB: {"format": "tensor-eqsat-costs", "version": 1, "device", "precision", "unit": "ms",
-/// "timing": {...}, "entries": {key: median ms}}.
+/// "timing": {...}, "entries": {key: median ms}, "fused_entries": {unit key: ms}}. "fused_entries" (optional,
+/// absent in DBs written before it) holds the kernels a runtime fuses at load time, keyed by
+/// fused_unit_key ("ort:SkipLayerNormalization|[2,16,64]", ort_fusions.h).
 struct CostDb {
   std::string device;            // where the entries were measured, e.g. "NVIDIA H200 (sm_90, 139 GiB)"
   std::string precision = "fp32";  // "fp32" or "tf32"
@@ -61,6 +64,7 @@ struct CostDb {
   /// for a DB measured in onnxruntime on a CPU); empty = the default analytical model.
   std::string fallback;
   std::map<std::string, double> entries_ms;
+  std::map<std::string, double> fused_ms;  // fused units (ort_fusions.h); empty: every node priced alone
 
   nlohmann::json to_json() const;
   /// `origin` names the source in error messages.
@@ -81,6 +85,9 @@ struct CostLookupStats {
   size_t misses = 0;        // answered by the fallback because the DB had no entry (db mode)
   size_t unmeasurable = 0;  // answered by the fallback because the node cannot run on the GPU (opaque, failures)
   std::vector<std::string> missed_keys;  // distinct keys behind `misses`, first 100
+  size_t fused_hits = 0;    // fused units priced from the DB's fused_entries
+  size_t fused_misses = 0;  // fused units the DB had no entry for (priced node by node)
+  std::vector<std::string> missed_fused_keys;  // distinct keys behind `fused_misses`, first 100
   std::vector<std::string> errors;       // timing failures, first 20
   nlohmann::json to_json() const;
 };
@@ -101,11 +108,17 @@ class MeasuredCostModel final : public CostModel {
   bool fuses_epilogues() const override { return fallback_ && fallback_->fuses_epilogues(); }
   /// Seconds (the DB stores milliseconds). Leaves cost 0.
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
+  /// The units onnxruntime fuses in `graph` (find_ort_fusions) that the DB's fused_entries price; a unit it
+  /// lacks is priced node by node and listed in missed_fused(). None when timing on the GPU (a timer).
+  std::vector<PricedUnit> fused_units(const Expr& graph, std::span<const Shape> shapes,
+                                      const std::vector<bool>& precomputable) const override;
 
   CostLookupStats stats() const;
   /// Every distinct node the DB had no entry for (db mode), in canonical form: what bench/ort_cost_db.py
   /// measures next (eqsat-run --cost-misses DIR writes each as a one-node ONNX model).
   std::vector<CostKey> missed() const;
+  /// Every distinct fused unit the DB had no entry for: what bench/ort_cost_db.py times next as the fused kernel.
+  std::vector<FusedUnit> missed_fused() const;
   CostDb db() const;
   /// Writes the DB to config.save_path (no-op without one).
   void save() const;
@@ -115,6 +128,7 @@ class MeasuredCostModel final : public CostModel {
   mutable CostDb db_;
   mutable CostLookupStats stats_;
   mutable std::map<std::string, CostKey> missed_set_;
+  mutable std::map<std::string, FusedUnit> missed_fused_;
   mutable bool dirty_ = false;
   NodeTimer timer_;
   std::unique_ptr<const CostModel> fallback_;

@@ -6,11 +6,22 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rules/op.h"
 #include "rules/shape.h"
 
 namespace teq {
+
+class Expr;
+
+/// Nodes of a graph (indices into Expr::nodes()) that a runtime runs as one kernel after its own load-time
+/// fusions, and what the model charges for that kernel: onnxruntime at ORT_ENABLE_ALL runs a residual Add
+/// and the layer norm after it as one SkipLayerNormalization, for instance.
+struct PricedUnit {
+  std::vector<size_t> nodes;
+  double cost = 0;  // seconds, charged instead of the nodes' own costs
+};
 
 class CostModel {
  public:
@@ -27,6 +38,14 @@ class CostModel {
   /// load time. Then those epilogue nodes cost nothing, in the original as in the optimized graph, and a
   /// rewrite that moves a bias add or relu away from its convolution pays for the kernel it makes.
   virtual bool fuses_epilogues() const { return false; }
+  /// The fused units of `graph` this model has a price for (disjoint; `shapes` and `precomputable` are
+  /// indexed like graph.nodes()). graph_cost charges each unit's cost instead of its nodes'. Extraction prices
+  /// e-nodes one by one and never asks: a whole-graph pattern is judged on the graphs eqsat-run compares
+  /// (the original and the export read back). Default: none, every node is priced alone.
+  virtual std::vector<PricedUnit> fused_units(const Expr& /*graph*/, std::span<const Shape> /*shapes*/,
+                                              const std::vector<bool>& /*precomputable*/) const {
+    return {};
+  }
 };
 
 /// An operand of a node, as a fusing runtime sees it.

@@ -1,5 +1,6 @@
 #include "optimizer/engine/extract.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "rules/evaluator.h"
@@ -135,26 +136,43 @@ Expr build_expr(const EGraph& egraph, std::span<const NodeId> choice, std::span<
   return out;
 }
 
-double graph_cost(const Expr& graph, const CostModel& cost) {
-  const std::vector<Shape> shapes = infer_shapes(graph, {});
-  std::vector<bool> needed(graph.size(), false), precomputable(graph.size(), false);
+namespace {
+
+/// Which nodes the roots reach.
+std::vector<bool> reached(const Expr& graph) {
+  std::vector<bool> needed(graph.size(), false);
   for (ExprId r : graph.roots()) needed[r.value] = true;
   for (size_t i = graph.size(); i-- > 0;)
     if (needed[i])
       for (ExprId c : graph.nodes()[i].children) needed[c.value] = true;
-  double total = 0;
-  std::vector<Shape> in;
+  return needed;
+}
+
+/// Whether a node depends on weights and constants only (computed once at load time), given its children's.
+bool is_precomputable(const ExprNode& n, const std::vector<bool>& precomputable) {
+  if (n.op == OpKind::Weight || is_constant_op(n.op)) return true;
+  if (is_leaf(n.op) || n.op == OpKind::Opaque || n.children.empty()) return false;
+  return std::ranges::all_of(n.children, [&](ExprId c) { return precomputable[c.value]; });
+}
+
+}  // namespace
+
+std::vector<bool> precomputable_nodes(const Expr& graph) {
+  std::vector<bool> precomputable(graph.size(), false);
+  for (size_t i = 0; i < graph.size(); ++i) precomputable[i] = is_precomputable(graph.nodes()[i], precomputable);
+  return precomputable;
+}
+
+GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
+  const std::vector<Shape> shapes = infer_shapes(graph, {});
+  const std::vector<bool> needed = reached(graph);
+  const std::vector<bool> precomputable = precomputable_nodes(graph);
   std::vector<bool> anchor(graph.size(), false);
+  std::vector<double> node_costs(graph.size(), 0.0);
+  std::vector<Shape> in;
   std::vector<OperandFacts> operands;
   for (size_t i = 0; i < graph.size(); ++i) {
     const ExprNode& n = graph.nodes()[i];
-    if (n.op == OpKind::Weight || is_constant_op(n.op)) {
-      precomputable[i] = true;
-    } else if (!is_leaf(n.op) && n.op != OpKind::Opaque) {
-      bool all = !n.children.empty();
-      for (ExprId c : n.children) all = all && precomputable[c.value];
-      precomputable[i] = all;
-    }
     in.clear();
     operands.clear();
     for (ExprId c : n.children) {
@@ -163,9 +181,20 @@ double graph_cost(const Expr& graph, const CostModel& cost) {
     }
     anchor[i] = !is_leaf(n.op) && is_fusion_anchor(n.op, n.attrs, in, operands);
     if (!needed[i] || is_leaf(n.op) || precomputable[i]) continue;
-    total += node_cost_in_context(cost, n.op, n.attrs, in, shapes[i], operands);
+    node_costs[i] = node_cost_in_context(cost, n.op, n.attrs, in, shapes[i], operands);
+  }
+  GraphCost total;
+  for (double c : node_costs) total.unfused += c;
+  total.fused = total.unfused;
+  for (const PricedUnit& unit : cost.fused_units(graph, shapes, precomputable)) {
+    if (!std::ranges::all_of(unit.nodes, [&](size_t i) { return i < graph.size() && needed[i]; })) continue;
+    for (size_t i : unit.nodes) total.fused -= node_costs[i];
+    total.fused += unit.cost;
+    ++total.units;
   }
   return total;
 }
+
+double graph_cost(const Expr& graph, const CostModel& cost) { return graph_cost_detail(graph, cost).fused; }
 
 }  // namespace teq

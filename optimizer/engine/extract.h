@@ -58,7 +58,19 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
 Expr build_expr(const EGraph& egraph, std::span<const NodeId> choice, std::span<const ClassId> roots);
 
 /// Cost of a graph as the optimizer counts it: each operator node once, precomputable nodes (that
-/// depend only on weights and constants) free.
+/// depend only on weights and constants) free, and each fused unit the model prices (CostModel::fused_units)
+/// at its unit's cost instead of its nodes'.
 double graph_cost(const Expr& graph, const CostModel& cost);
+
+/// Which nodes depend on weights and constants only (computed once at load time), indexed like graph.nodes().
+std::vector<bool> precomputable_nodes(const Expr& graph);
+
+/// Both sums of graph_cost: `fused` is what graph_cost returns, `unfused` prices every node alone (what the
+/// runtime runs without its load-time fusions: onnxruntime at ORT_DISABLE_ALL under a DB measured there).
+struct GraphCost {
+  double fused = 0, unfused = 0;
+  size_t units = 0;  // fused units priced
+};
+GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost);
 
 }  // namespace teq

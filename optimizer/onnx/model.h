@@ -58,6 +58,10 @@ struct OnnxModel {
   /// ones, ...), described. Not empty: the graph, exported as it is, is already smaller than the file.
   std::vector<std::string> folded;
   std::vector<ReshapeSite> reshapes;  // in import order
+  /// Integer shape-arithmetic nodes of the file (Shape, Gather, Mul, ... on shapes) the import folded into
+  /// constants. They cost nothing once a runtime folds them (onnxruntime at ORT_ENABLE_ALL) but run on every
+  /// inference at ORT_DISABLE_ALL: the report counts them (folded_shape_nodes) for that level's prediction.
+  int shape_nodes_folded = 0;
 
   /// Number of opaque operator nodes.
   size_t num_opaque() const { return opaque.size(); }

@@ -51,7 +51,7 @@ OnnxModel Importer::run() {
   // dimensions are bound: an uneven Split-18 needs its input's extent.
   if (m_.opset > kLibraryOpset) adapted_ = adapt_to_library_opset(proto_, m_.source);
   check_nodes();
-  fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
+  m_.shape_nodes_folded = fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
   infer_shapes();
   onnx::GraphProto& g = *proto_.mutable_graph();
   collect_used(g);

@@ -153,5 +153,15 @@ TEST(OnnxFoldShapes, TorchExportsImportAndRoundTrip) {
   EXPECT_GE(seen, 5);
 }
 
+TEST(OnnxFoldShapes, FoldedShapeNodesAreCountedForWhatTheRuntimeRunsUnfolded) {
+  // onnxruntime at ORT_DISABLE_ALL runs each of these nodes on every inference; the export writes their values
+  // as constants. The count is what the report gives that level's prediction (folded_shape_nodes).
+  const auto encoder = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus" / "models" / "torch" / "bert_encoder.onnx";
+  const OnnxModel m = import_onnx(encoder);
+  EXPECT_EQ(m.shape_nodes_folded, 14);  // per attention layer: Shape, Gather, Add, Div and three Mul
+  const OnnxModel again = import_onnx_bytes(export_onnx_bytes(m, m.graph), "again");
+  EXPECT_EQ(again.shape_nodes_folded, 0);
+}
+
 }  // namespace
 }  // namespace teq::onnx_io

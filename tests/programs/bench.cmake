@@ -23,3 +23,12 @@ add_test(NAME bench.ort_report_db
                  ${PROJECT_SOURCE_DIR}/tests/python/test_ort_report.py $<TARGET_FILE_DIR:eqsat-run>/..
                  ${PROJECT_SOURCE_DIR}/corpus/models/mlp.onnx ${TEQ_BENCH_WORK}/report)
 set_tests_properties(bench.ort_report_db PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# The units the DB cost model prices as onnxruntime's fused kernels (SkipLayerNormalization, Gelu, Gemm,
+# FusedMatMul, ...) are those onnxruntime makes at ORT_ENABLE_ALL, and bench/ort_cost_db.py times each
+# (tests/python/test_ort_fused_units.py).
+add_test(NAME bench.ort_fused_units
+         COMMAND sh -c "${TEQ_BENCH_SKIP}; exec '${TEQ_BENCH_VENV}' \"$@\"" sh
+                 ${PROJECT_SOURCE_DIR}/tests/python/test_ort_fused_units.py $<TARGET_FILE:eqsat-run>
+                 ${PROJECT_SOURCE_DIR}/corpus/models/encoder.onnx ${TEQ_BENCH_WORK}/fused_units)
+set_tests_properties(bench.ort_fused_units PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)

@@ -191,6 +191,9 @@ errors_case(eqsat_run_external_data_outside eqsat-run 2 stderr
 errors_case(eqsat_run_external_data_short eqsat-run 2 stderr
             "eqsat-run: error: .*tensor 'w' needs 24 bytes at offset 0 of '.*external_short\\.bin', which holds only 8 bytes \\(too short\\)"
             ${DATA}/external_short.onnx ${OK_RULES})
+errors_case(eqsat_run_bad_fused_entry eqsat-run 2 stderr
+            "eqsat-run: error: --cost: .*bad_fused_entry\\.json: fused entry \"ort:FastLayerNorm\": not a fused unit key"
+            ${MLP} --cost db:${B}/bad_fused_entry.json)
 
 # --- ruleverify --------------------------------------------------------------------------------------------
 errors_case(ruleverify_missing_file ruleverify 2 stderr "ruleverify: .*nope\\.json: cannot open file" ${W}/nope.json)

@@ -1,0 +1,58 @@
+// The load-time fusions of onnxruntime's CPU execution provider at ORT_ENABLE_ALL that change what a graph
+// costs there, recognized in our graphs: a layer norm written as its decomposition (reduce_mean, sub, x*x,
+// reduce_mean, + eps, sqrt, div, * gamma, + beta, the form PyTorch exports and eqsat-run's exporter writes) runs
+// as one LayerNormalization kernel; with the residual Add before it as one SkipLayerNormalization; without
+// its `+ beta` as ReduceMean, Sub and a SimplifiedLayerNormalization (onnxruntime's RMS-norm fusion takes what
+// its layer-norm fusion leaves); the exact GELU (one gelu node here, five ONNX nodes in the file) as one Gelu;
+// a matmul of a rank-3 tensor by a weight matrix and its bias add as Reshape, Gemm, Reshape (MatMulAddFusion);
+// a batched matmul with the transposes and the constant scale of its operands as one FusedMatMul
+// (TransposeMatMulFusion, MatMulScaleFusion).
+// A cost DB prices each such unit from a timing of the fused kernel (bench/ort_cost_db.py), because a table of
+// single nodes timed at ORT_DISABLE_ALL cannot see them: on this CPU a SkipLayerNormalization costs more
+// than the eleven nodes it replaces (docs/cost-model.md).
+// Usage:
+//   for (const FusedUnit& u : find_ort_fusions(graph, shapes, precomputable)) db.lookup(u.key);
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/expr.h"
+#include "rules/shape.h"
+
+namespace teq {
+
+enum class OrtFusion { SkipLayerNormalization, LayerNormalization, SimplifiedLayerNormalization, Gelu, Gemm, FusedMatMul };
+
+/// onnxruntime's name of the fused operator, e.g. "SkipLayerNormalization".
+std::string_view ort_fusion_name(OrtFusion kind);
+
+/// One fused kernel: which nodes of the graph it replaces.
+struct FusedUnit {
+  OrtFusion kind = OrtFusion::LayerNormalization;
+  /// The normalized (or activated) tensor's shape; a Gemm's [M, K] and [K, N]; a FusedMatMul's two operands
+  /// as the matmul reads them.
+  std::vector<Shape> shapes;
+  std::vector<size_t> nodes;  // indices into Expr::nodes(), the operator nodes the kernel runs
+  std::string key;            // the cost DB's key: fused_unit_key(kind, shapes)
+};
+
+/// "ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]": the kernel and its shapes.
+std::string fused_unit_key(OrtFusion kind, const std::vector<Shape>& shapes);
+/// The kernel and shapes a key names; nullopt when it names none (a malformed DB entry).
+std::optional<std::pair<OrtFusion, std::vector<Shape>>> parse_fused_unit_key(std::string_view key);
+/// The valid key forms, for error messages.
+std::string fused_unit_key_forms();
+
+/// Every unit onnxruntime fuses in `graph` (disjoint), from the nodes the roots reach. `shapes` and
+/// `precomputable` (weight-only nodes, computed at load time) are indexed like graph.nodes().
+std::vector<FusedUnit> find_ort_fusions(const Expr& graph, std::span<const Shape> shapes,
+                                        const std::vector<bool>& precomputable);
+/// How many units of each kind (by ort_fusion_name) onnxruntime fuses in `graph`: the report's ort_fusions.
+std::map<std::string, int> count_ort_fusions(const Expr& graph);
+
+}  // namespace teq
