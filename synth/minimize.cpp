@@ -140,6 +140,12 @@ void EquationBatch::assert_equal(size_t i) {
   egraph.rebuild();
 }
 
+namespace {
+std::atomic<uint64_t> clock_stops{0};
+}  // namespace
+
+uint64_t saturations_stopped_by_clock() { return clock_stops.load(std::memory_order_relaxed); }
+
 std::string EquationBatch::saturate(const std::vector<Rule>& rules, const DeriveLimits& limits,
                                     const std::vector<size_t>& watch) {
   EGraph& egraph = graph_->egraph;
@@ -176,6 +182,7 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limits.time_limit_s) {
       stop = StopReason::TimeLimit;
+      clock_stops.fetch_add(1, std::memory_order_relaxed);
       break;
     }
     uint64_t before = egraph.version();

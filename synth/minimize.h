@@ -4,6 +4,7 @@
 // saturation loop are the optimizer's (optimizer/engine/egraph.h, optimizer/engine/runner.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,11 @@ struct DeriveResult {
 /// (right side binds every variable and is not a bare variable). Corpus rules are equations; reversing
 /// lets minimization and coverage use them both ways.
 std::vector<Rule> both_directions(const std::vector<Rule>& rules);
+
+/// Saturations in this process that DeriveLimits::time_limit_s stopped (a verdict that can depend on the
+/// machine's load, unlike the node and iteration limits); rulegen reports the count of its run in
+/// generator.stats.derivations_stopped_by_clock, so a corpus says how much of it the clock decided.
+uint64_t saturations_stopped_by_clock();
 
 struct EGraphHolder;
 

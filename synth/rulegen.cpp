@@ -28,6 +28,7 @@ nlohmann::json RulegenStats::to_json() const {
           {"multi_candidates", multi_candidates},
           {"pruned_derivable", pruned_derivable},
           {"pruned_final", pruned_final},
+          {"derivations_stopped_by_clock", derivations_stopped_by_clock},
           {"kept", kept},
           {"kept_multi", kept_multi},
           {"enumerate_s", enumerate_s},
@@ -115,6 +116,7 @@ void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_pro
 void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, const RulegenConfig& config,
             const std::vector<LeafType>& types, RulegenResult& result) {
   auto start = Clock::now();
+  const uint64_t clock_stops_before = saturations_stopped_by_clock();
   // Deterministic order whatever the order of the inputs (shards, threads).
   std::sort(unbound.begin(), unbound.end(), [](const PatternEquation& a, const PatternEquation& b) {
     return std::pair(to_sexpr(a.lhs, a.lhs.root()), to_sexpr(a.rhs, a.rhs.root())) <
@@ -141,6 +143,7 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   }
   result.stats.kept = kept.size();
   result.corpus.rules = std::move(kept);
+  result.stats.derivations_stopped_by_clock = saturations_stopped_by_clock() - clock_stops_before;
   result.stats.minimize_s = since(start);
 }
 

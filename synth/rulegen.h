@@ -59,6 +59,7 @@ struct RulegenStats {
   uint64_t proved = 0, wrong = 0, unknown = 0;  // Z3's verdicts (wrong: not counting refuted_cheaply)
   uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
   uint64_t pruned_final = 0;  // dropped by the final pass: derivable from the rules kept after them
+  uint64_t derivations_stopped_by_clock = 0;  // saturations DeriveLimits::time_limit_s cut (load-dependent)
   double enumerate_s = 0, refute_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
   bool truncated = false;
   std::vector<PhaseStats> phases;  // in pipeline order (enumerate, fingerprint, candidates, ...), logged too

@@ -40,5 +40,21 @@ TEST(Minimize, RewritesBothWays) {
   EXPECT_NE(one_way.reason.find("backwards"), std::string::npos) << one_way.reason;
 }
 
+// A saturation that the clock stops says so and is counted, so that rulegen can report how many of its
+// derivability verdicts could depend on the machine's load.
+TEST(Minimize, ASaturationStoppedByTheClockIsCounted) {
+  const std::vector<Rule> rules = both_directions({make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"})});
+  const Rule target = make_rule("swap", {"(ewadd ?x1 ?x2)"}, {"(ewadd ?x2 ?x1)"});
+  const uint64_t before = saturations_stopped_by_clock();
+  EXPECT_TRUE(derive_rule(target, rules, matrix_types()).derived);
+  EXPECT_EQ(saturations_stopped_by_clock(), before);
+  DeriveLimits no_time;
+  no_time.time_limit_s = 0;
+  const DeriveResult stopped = derive_rule(target, rules, matrix_types(), no_time);
+  EXPECT_FALSE(stopped.derived);
+  EXPECT_NE(stopped.reason.find("time-limit"), std::string::npos) << stopped.reason;
+  EXPECT_EQ(saturations_stopped_by_clock(), before + 1);
+}
+
 }  // namespace
 }  // namespace teq::synth
