@@ -161,9 +161,10 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
   };
   if (all_equal()) return "equal before saturation";
   RunnerConfig config;
-  // The runner's node count can read high transiently (dead nodes during rebuild), which stops it
-  // after one iteration on tiny e-graphs; the limit is enforced here, between iterations, instead.
-  config.node_limit = SIZE_MAX;
+  // The runner's node count can read high transiently (dead nodes during rebuild), which stopped it after one
+  // iteration on tiny e-graphs at the limit itself; the limit is enforced here, between iterations, and the
+  // runner stops applying at `growth` times it (a count, so the verdict does not depend on the machine).
+  config.node_limit = limits.node_limit * std::max<size_t>(limits.growth, 1);
   config.iter_limit = 1;
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
@@ -259,7 +260,7 @@ bool may_derive(const Rule& rule, const Rule& target) {
 /// thousands of pairs, so they get a smaller budget.
 DeriveLimits two_pattern_limits(DeriveLimits limits) {
   limits.iter_limit = std::min<size_t>(limits.iter_limit, 4);
-  limits.time_limit_s = std::min(limits.time_limit_s, 0.3);
+  limits.time_limit_s = std::min(limits.time_limit_s, 5.0);
   return limits;
 }
 

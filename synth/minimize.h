@@ -16,10 +16,14 @@
 
 namespace teq::synth {
 
+/// The counts decide: node_limit between iterations, and `growth` times it inside one (applications stop once
+/// the e-graph holds that many e-nodes, so one iteration cannot blow a small e-graph up to a million nodes);
+/// time_limit_s is a last-resort guard whose stops are counted (saturations_stopped_by_clock).
 struct DeriveLimits {
   size_t node_limit = 4'000;
   size_t iter_limit = 8;
-  double time_limit_s = 2;
+  size_t growth = 8;
+  double time_limit_s = 20;
   int k_multi = 3;  // iterations in which multi-pattern rules apply
 };
 
