@@ -6,23 +6,23 @@ if(TARGET ruleverify)
   add_test(NAME ruleverify.seed_corpus
            COMMAND ruleverify ${TEQ_SOURCE_DIR}/corpus/seed.json --jobs 2)
   set_tests_properties(ruleverify.seed_corpus PROPERTIES TIMEOUT 300)
-  # The CI gate is ruleverify's default command, exactly as README documents it: rulegen's 697 rules (regenerated with the wide, neighbour and set-C checks), each
+  # The CI gate is ruleverify's default command, exactly as README documents it: rulegen's 700 rules (regenerated with the wide, neighbour and set-C checks), each
   # proved for all shapes from axioms where it can be and element-wise otherwise, 0 unknown. Budgets are Z3
   # resource limits, so a busy CI machine gets the same verdicts, only later (34 s on 2 busy cores).
   add_test(NAME ruleverify.corpus COMMAND ruleverify corpus/rules.json WORKING_DIRECTORY ${TEQ_SOURCE_DIR})
   set_tests_properties(ruleverify.corpus PROPERTIES TIMEOUT 600
-                       PASS_REGULAR_EXPRESSION "697 rules: 697 verified .*, 0 wrong, 0 unknown")
+                       PASS_REGULAR_EXPRESSION "700 rules: 700 verified .*, 0 wrong, 0 unknown")
   # The same verdicts alone on one thread and on two threads beside another CPU-bound ruleverify. The
   # budgets are tight on purpose: two maxpool rules exhaust their rlimit (unknown) and the split and concat
   # rules' axiom proofs sit near the axiom rlimit, the verdicts a wall-clock budget would flip under load.
-  set(_rv_border --rule rg-0000-ewadd-ewadd --rule rg-0120-maxpool-maxpool --rule rg-0127-concat-concat
-                 --rule rg-0238-conv2d-conv2d --rule rg-0492-split-var --rule rg-0493-split-var
-                 --rule rg-0640-maxpool-ewmul --rule rg-0643-maxpool-ewmul --rlimit 1000000 --axiom-rlimit 48000)
+  set(_rv_border --rule rg-0000-ewadd-ewadd --rule rg-0121-maxpool-maxpool --rule rg-0128-concat-concat
+                 --rule rg-0238-conv2d-conv2d --rule rg-0495-split-var --rule rg-0496-split-var
+                 --rule rg-0643-maxpool-ewmul --rule rg-0646-maxpool-ewmul --rlimit 1000000 --axiom-rlimit 48000)
   add_test(NAME ruleverify.same_verdicts_under_load
            COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${TEQ_SOURCE_DIR}/corpus/rules.json
                    "-DARGS=${_rv_border}"
                    "-DLOAD=$<TARGET_FILE:ruleverify> ${TEQ_SOURCE_DIR}/corpus/seed.json --no-axioms --jobs 2"
-                   "-DEXPECT_STDOUT=rg-0640-maxpool-ewmul +unknown.*rlimit 1000000 per query.*8 rules: 6 verified .*2 unknown"
+                   "-DEXPECT_STDOUT=rg-0643-maxpool-ewmul +unknown.*rlimit 1000000 per query.*8 rules: 6 verified .*2 unknown"
                    -P ${TEQ_SOURCE_DIR}/tests/verify/same_verdicts.cmake)
   set_tests_properties(ruleverify.same_verdicts_under_load PROPERTIES TIMEOUT 300)
   # The wall-clock budgets are gone (they made verdicts depend on the load): refused with their replacement.
@@ -37,8 +37,8 @@ if(TARGET ruleverify)
   # A rule stopped by the wall-clock guard is unknown and says so (exit 1); 1 ms stops the slowest maxpool rule.
   add_test(NAME ruleverify.guard_is_reported
            COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${TEQ_SOURCE_DIR}/corpus/rules.json
-                   -DEXPECT_CODE=1 "-DEXPECT_STDOUT=rg-0640-maxpool-ewmul +unknown.*wall-clock guard of 1 ms"
-                   "-DEXTRA_ARGS=--rule;rg-0640-maxpool-ewmul;--guard-ms;1"
+                   -DEXPECT_CODE=1 "-DEXPECT_STDOUT=rg-0643-maxpool-ewmul +unknown.*wall-clock guard of 1 ms"
+                   "-DEXTRA_ARGS=--rule;rg-0643-maxpool-ewmul;--guard-ms;1"
                    -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
 
   add_test(NAME ruleverify.wrong_rule_exit_1 COMMAND ruleverify ${_rv_data}/wrong_rules.json --jobs 2)
