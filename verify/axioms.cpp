@@ -15,6 +15,8 @@
 namespace teq {
 namespace {
 
+// A split's reference axis is 0 throughout: a reference used only as such is encoded as its cut (an Int,
+// Encoder::split_cut), so the law holds for a split of any reference axis, and one instance serves them all.
 constexpr AxiomTemplate kAxioms[] = {
     // Element-wise algebra.
     {"ewadd-comm", "(ewadd ?x ?y)", "(ewadd ?y ?x)"},
@@ -48,9 +50,9 @@ constexpr AxiomTemplate kAxioms[] = {
     {"transpose-smul", "(transpose 1 0 (smul ?x ?s))", "(smul (transpose 1 0 ?x) ?s)"},
     {"transpose-concat", "(transpose 1 0 (concat {X} ?x ?y))", "(concat {Y} (transpose 1 0 ?x) (transpose 1 0 ?y))"},
     // Concatenation and split.
-    {"split-concat-0", "(split {X} 0 {R} (concat {X} ?x ?y) ?r)", "?x", "?r.{R} = ?x.{X}"},
-    {"split-concat-1", "(split {X} 1 {R} (concat {X} ?x ?y) ?r)", "?y", "?r.{R} = ?x.{X}"},
-    {"concat-split", "(concat {X} (split {X} 0 {R} ?x ?r) (split {X} 1 {R} ?x ?r))", "?x"},
+    {"split-concat-0", "(split {X} 0 0 (concat {X} ?x ?y) ?r)", "?x", "?r.0 = ?x.{X}"},
+    {"split-concat-1", "(split {X} 1 0 (concat {X} ?x ?y) ?r)", "?y", "?r.0 = ?x.{X}"},
+    {"concat-split", "(concat {X} (split {X} 0 0 ?x ?r) (split {X} 1 0 ?x ?r))", "?x"},
     {"concat-ewadd", "(concat {X} (ewadd ?a ?b) (ewadd ?c ?d))", "(ewadd (concat {X} ?a ?c) (concat {X} ?b ?d))"},
     {"concat-ewmul", "(concat {X} (ewmul ?a ?b) (ewmul ?c ?d))", "(ewmul (concat {X} ?a ?c) (concat {X} ?b ?d))"},
     {"concat-relu", "(relu (concat {X} ?x ?y))", "(concat {X} (relu ?x) (relu ?y))"},
@@ -76,33 +78,33 @@ constexpr AxiomTemplate kAxioms[] = {
     {"maxpool-relu", "(relu (maxpool {P} ?x))", "(maxpool {P} (relu ?x))"},
     // Split through the operators that keep the split axis (2026-12-02). Each law is also guarded by
     // both sides' splits being well-shaped (0 < cut < extent), which is what makes its shape facts agree.
-    {"split-relu", "(split {X} {Q} {R} (relu ?x) ?r)", "(relu (split {X} {Q} {R} ?x ?r))"},
-    {"split-tanh", "(split {X} {Q} {R} (tanh ?x) ?r)", "(tanh (split {X} {Q} {R} ?x ?r))"},
-    {"split-sigmoid", "(split {X} {Q} {R} (sigmoid ?x) ?r)", "(sigmoid (split {X} {Q} {R} ?x ?r))"},
-    {"split-smul", "(split {X} {Q} {R} (smul ?x ?s) ?r)", "(smul (split {X} {Q} {R} ?x ?r) ?s)"},
-    {"split-ewadd", "(split {X} {Q} {R} (ewadd ?x ?y) ?r)", "(ewadd (split {X} {Q} {R} ?x ?r) (split {X} {Q} {R} ?y ?r))",
+    {"split-relu", "(split {X} {Q} 0 (relu ?x) ?r)", "(relu (split {X} {Q} 0 ?x ?r))"},
+    {"split-tanh", "(split {X} {Q} 0 (tanh ?x) ?r)", "(tanh (split {X} {Q} 0 ?x ?r))"},
+    {"split-sigmoid", "(split {X} {Q} 0 (sigmoid ?x) ?r)", "(sigmoid (split {X} {Q} 0 ?x ?r))"},
+    {"split-smul", "(split {X} {Q} 0 (smul ?x ?s) ?r)", "(smul (split {X} {Q} 0 ?x ?r) ?s)"},
+    {"split-ewadd", "(split {X} {Q} 0 (ewadd ?x ?y) ?r)", "(ewadd (split {X} {Q} 0 ?x ?r) (split {X} {Q} 0 ?y ?r))",
      "?x.{X} = ?y.{X}"},
-    {"split-ewmul", "(split {X} {Q} {R} (ewmul ?x ?y) ?r)", "(ewmul (split {X} {Q} {R} ?x ?r) (split {X} {Q} {R} ?y ?r))",
+    {"split-ewmul", "(split {X} {Q} 0 (ewmul ?x ?y) ?r)", "(ewmul (split {X} {Q} 0 ?x ?r) (split {X} {Q} 0 ?y ?r))",
      "?x.{X} = ?y.{X}"},
-    {"split-matmul-rows", "(split {X} {Q} {R} (matmul {A} ?x ?y) ?r)", "(matmul {A} (split {X} {Q} {R} ?x ?r) ?y)"},
-    {"split-matmul-cols", "(split {X} {Q} {R} (matmul {A} ?x ?y) ?r)", "(matmul {A} ?x (split {X} {Q} {R} ?y ?r))"},
-    {"split-conv-out-channels", "(split 1 {Q} {R} (conv2d {C} {A} ?x ?w) ?r)", "(conv2d {C} {A} ?x (split 0 {Q} {R} ?w ?r))"},
+    {"split-matmul-rows", "(split {X} {Q} 0 (matmul {A} ?x ?y) ?r)", "(matmul {A} (split {X} {Q} 0 ?x ?r) ?y)"},
+    {"split-matmul-cols", "(split {X} {Q} 0 (matmul {A} ?x ?y) ?r)", "(matmul {A} ?x (split {X} {Q} 0 ?y ?r))"},
+    {"split-conv-out-channels", "(split 1 {Q} 0 (conv2d {C} {A} ?x ?w) ?r)", "(conv2d {C} {A} ?x (split 0 {Q} 0 ?w ?r))"},
     // Along channels only: the same laws along the batch axis cost the shape search its whole budget (the
     // instances' element-wise proofs found no assignment), and no corpus rule needs them.
-    {"split-maxpool", "(split 1 {Q} {R} (maxpool {P} ?x) ?r)", "(maxpool {P} (split 1 {Q} {R} ?x ?r))"},
-    {"split-avgpool", "(split 1 {Q} {R} (avgpool {P} 1 ?x) ?r)", "(avgpool {P} 1 (split 1 {Q} {R} ?x ?r))"},
-    {"split-transpose", "(split {X} {Q} {R} (transpose 1 0 ?x) ?r)", "(transpose 1 0 (split {Y} {Q} {R} ?x ?r))"},
-    {"split-enlarge", "(enlarge {K} (split {X} {Q} {R} ?x ?r))", "(split {X} {Q} {R} (enlarge {K} ?x) ?r)"},
+    {"split-maxpool", "(split 1 {Q} 0 (maxpool {P} ?x) ?r)", "(maxpool {P} (split 1 {Q} 0 ?x ?r))"},
+    {"split-avgpool", "(split 1 {Q} 0 (avgpool {P} 1 ?x) ?r)", "(avgpool {P} 1 (split 1 {Q} 0 ?x ?r))"},
+    {"split-transpose", "(split {X} {Q} 0 (transpose 1 0 ?x) ?r)", "(transpose 1 0 (split {Y} {Q} 0 ?x ?r))"},
+    {"split-enlarge", "(enlarge {K} (split {X} {Q} 0 ?x ?r))", "(split {X} {Q} 0 (enlarge {K} ?x) ?r)"},
     // A split of a concatenation along the same axis, cut inside the first operand; along another axis.
-    {"split-concat-inside-0", "(split {X} 0 {R} (concat {X} ?x ?y) ?r)", "(split {X} 0 {R} ?x ?r)", "?r.{R} < ?x.{X}"},
-    {"split-concat-inside-1", "(split {X} 1 {R} (concat {X} ?x ?y) ?r)", "(concat {X} (split {X} 1 {R} ?x ?r) ?y)",
-     "?r.{R} < ?x.{X}"},
-    {"split-concat-across", "(split {X} {Q} {R} (concat {Y} ?x ?y) ?r)",
-     "(concat {Y} (split {X} {Q} {R} ?x ?r) (split {X} {Q} {R} ?y ?r))", "?x.{X} = ?y.{X}"},
+    {"split-concat-inside-0", "(split {X} 0 0 (concat {X} ?x ?y) ?r)", "(split {X} 0 0 ?x ?r)", "?r.0 < ?x.{X}"},
+    {"split-concat-inside-1", "(split {X} 1 0 (concat {X} ?x ?y) ?r)", "(concat {X} (split {X} 1 0 ?x ?r) ?y)",
+     "?r.0 < ?x.{X}"},
+    {"split-concat-across", "(split {X} {Q} 0 (concat {Y} ?x ?y) ?r)",
+     "(concat {Y} (split {X} {Q} 0 ?x ?r) (split {X} {Q} 0 ?y ?r))", "?x.{X} = ?y.{X}"},
     // A split of a split: the first part of a first part; splits along different axes commute.
-    {"split-split-0", "(split {X} 0 {R} (split {X} 0 {R} ?x ?s) ?r)", "(split {X} 0 {R} ?x ?r)"},
-    {"split-split-across-0", "(split {X} {Q} {R} (split {Y} 0 {R} ?x ?s) ?r)", "(split {Y} 0 {R} (split {X} {Q} {R} ?x ?r) ?s)"},
-    {"split-split-across-1", "(split {X} {Q} {R} (split {Y} 1 {R} ?x ?s) ?r)", "(split {Y} 1 {R} (split {X} {Q} {R} ?x ?r) ?s)"},
+    {"split-split-0", "(split {X} 0 0 (split {X} 0 0 ?x ?s) ?r)", "(split {X} 0 0 ?x ?r)"},
+    {"split-split-across-0", "(split {X} {Q} 0 (split {Y} 0 0 ?x ?s) ?r)", "(split {Y} 0 0 (split {X} {Q} 0 ?x ?r) ?s)"},
+    {"split-split-across-1", "(split {X} {Q} 0 (split {Y} 1 0 ?x ?s) ?r)", "(split {Y} 1 0 (split {X} {Q} 0 ?x ?r) ?s)"},
     // Pools along batch and channels; average pooling is linear.
     {"maxpool-concat", "(maxpool {P} (concat {X} ?x ?y))", "(concat {X} (maxpool {P} ?x) (maxpool {P} ?y))"},
     {"avgpool-concat", "(avgpool {P} 1 (concat {X} ?x ?y))", "(concat {X} (avgpool {P} 1 ?x) (avgpool {P} 1 ?y))"},
@@ -157,7 +159,7 @@ std::map<char, std::set<std::vector<int64_t>>> placeholder_values(const Rule& ru
       const auto& a = n.attrs;
       switch (n.op) {
         case OpKind::Concat: v['X'].insert({a[0]}); break;
-        case OpKind::Split: v['X'].insert({a[0]}), v['Q'].insert({a[1]}), v['R'].insert({a[2]}); break;
+        case OpKind::Split: v['X'].insert({a[0]}), v['Q'].insert({a[1]}); break;
         case OpKind::Matmul: v['A'].insert({a[0]}); break;
         case OpKind::Conv2d: v['C'].insert({a[0], a[1], a[2], a[3]}), v['A'].insert({a[4]}); break;
         case OpKind::Enlarge:
@@ -192,7 +194,7 @@ std::vector<Instance> instantiate(const Rule& rule) {
   for (const AxiomTemplate& t : kAxioms) {
     std::string lhs = t.lhs, rhs = t.rhs;
     std::vector<char> used;
-    for (char c : std::string("XYRQCAKP"))
+    for (char c : std::string("XYQCAKP"))
       if ((lhs + rhs).find(std::string("{") + c + "}") != std::string::npos) used.push_back(c);
     // Cartesian product over the used placeholders.
     std::vector<std::vector<std::vector<int64_t>>> choices;

@@ -18,12 +18,12 @@
 
 namespace teq {
 
-/// An axiom template: patterns with placeholders for attributes ({X} {Y} axes, {R} split ref axis,
+/// An axiom template: patterns with placeholders for attributes ({X} {Y} axes,
 /// {C} conv window "sh sw ph pw", {A} activation, {K} kernel "kh kw", {P} pool window "kh kw sh sw ph pw",
 /// {Q} split part).
 /// `guard`: the law's side condition on extents, conjuncts separated by ';', each `a = b`, `a < b` or
 /// `a <= b` over integers and `?v.N` (dim N of ?v; for a variable used only as a split's reference, the cut
-/// itself). Example: the split laws' "?r.{R} = ?x.{X}" (the cut is the first part's extent). Every law is
+/// itself). Example: the split laws' "?r.0 = ?x.{X}" (the cut is the first part's extent). Every law is
 /// also guarded by the well-shapedness of the splits on both sides (0 < cut < extent), and its guard must
 /// make both sides' shape facts agree (checked for every instance before Z3 may use it).
 struct AxiomTemplate {
@@ -45,7 +45,7 @@ struct AxiomOptions {
 
 struct AxiomProof {
   bool proved = false;
-  std::vector<std::string> axioms;  // the proved instances offered to Z3 ("matmul-assoc", "split-concat-0[X=1,R=1]")
+  std::vector<std::string> axioms;  // the proved instances offered to Z3 ("matmul-assoc", "split-concat-0[X=1]")
   std::vector<std::string> rejected;  // instances that did not hold element-wise (left out)
   std::string detail;               // why not proved
 };
