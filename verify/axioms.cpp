@@ -117,6 +117,10 @@ constexpr AxiomTemplate kAxioms[] = {
     {"conv-relu-double-weights", "(conv2d {C} 2 ?x (ewadd ?w ?w))", "(ewadd (conv2d {C} 2 ?x ?w) (conv2d {C} 2 ?x ?w))"},
     {"conv-concat-channels-same", "(conv2d {C} {A} (concat 1 ?x ?x) (concat 1 ?w ?w))",
      "(ewadd (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?x ?w))"},
+    // A fused relu is the identity on a convolution that cannot be negative: of non-negative inputs and
+    // weights; and it commutes with a scale that cannot be negative (s * s).
+    {"conv-relu-nonnegative", "(conv2d {C} 2 (relu ?x) (relu ?w))", "(conv2d {C} 0 (relu ?x) (relu ?w))"},
+    {"conv-relu-square-scale", "(conv2d {C} 2 (smul (smul ?x ?s) ?s) ?w)", "(smul (smul (conv2d {C} 2 ?x ?w) ?s) ?s)"},
     // Enlarging a kernel that already has the target size changes nothing.
     {"enlarge-identity", "(enlarge {K} ?x)", "?x", "?x.2 = {K}[0]; ?x.3 = {K}[1]"},
     {"enlarge-twice", "(enlarge {K} (enlarge {K} ?x))", "(enlarge {K} ?x)"},

@@ -44,6 +44,18 @@ TEST(AxiomLaws, ASplitCutAtAnUnrelatedExtentIsNotProved) {
   }
 }
 
+TEST(AxiomLaws, AFusedReluIsDroppedOnlyWhereTheConvCannotBeNegative) {
+  z3::context ctx;
+  // True with relu on both operands (rg-0395) and with the scale squared (rg-0228); false without.
+  for (auto [l, r, holds] : {std::tuple{"(conv2d 1 1 -1 -1 2 (relu ?i1) (relu ?a1))", "(conv2d 1 1 -1 -1 0 (relu ?i1) (relu ?a1))", true},
+                             {"(conv2d 1 1 -1 -1 2 (relu ?i1) ?a1)", "(conv2d 1 1 -1 -1 0 (relu ?i1) ?a1)", false},
+                             {"(conv2d 1 1 -1 -1 2 (smul (smul ?i1 ?s1) ?s1) ?a1)",
+                              "(smul (smul (conv2d 1 1 -1 -1 2 ?i1 ?a1) ?s1) ?s1)", true},
+                             {"(conv2d 1 1 -1 -1 2 (smul ?i1 ?s1) ?a1)", "(smul (conv2d 1 1 -1 -1 2 ?i1 ?a1) ?s1)", false}}) {
+    EXPECT_EQ(prove_from_axioms(make_rule("t", {l}, {r}), ctx).proved, holds) << l << " => " << r;
+  }
+}
+
 TEST(AxiomLaws, ProvesSplitRulesForAllShapes) {
   z3::context ctx;
   for (auto [l, r] : {std::pair{"(split 0 0 0 (concat 0 ?a1 ?a2) ?i1)", "(split 0 0 0 ?a1 ?i1)"},
