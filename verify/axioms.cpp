@@ -739,8 +739,8 @@ struct Goal {
   std::vector<z3::expr> facts;  // the rule's ranks, its splits well-shaped, the sides of equal shape
 };
 
-/// The rule holds where the optimizer applies it: every split of both sides well-shaped and both sides of
-/// the same shape. Its variables get the same kind of rank constraint as the axioms: the rank its
+/// The rule holds where the optimizer applies it: every split of both sides well-shaped, the operands of
+/// its element-wise operators and concats of matching shapes, and both sides of the same shape. Its variables get the same kind of rank constraint as the axioms: the rank its
 /// well-shaped instances force, or at least the lowest rank they allow. The proof then covers every shape
 /// of those ranks.
 Goal encode_goal(const Rule& rule, std::span<const VarShapes> shapes, Encoder& enc) {
@@ -756,6 +756,8 @@ Goal encode_goal(const Rule& rule, std::span<const VarShapes> shapes, Encoder& e
   }
   for (const z3::expr& c : rank_constraints(scope.vars, shapes, enc)) facts.push_back(c);
   facts.insert(facts.end(), scope.well_shaped.begin(), scope.well_shaped.end());
+  // And the operands of its element-wise operators and concats agree in shape (off the concat axis).
+  for (const z3::expr& w : equal_operand_shapes(rule, enc, scope)) facts.push_back(w);
   z3::expr lhs0 = enc.term(rule.lhs[0], rule.lhs[0].root(), scope);
   return {!z3::mk_and(equal), lhs0, std::move(facts)};
 }
