@@ -18,14 +18,19 @@
 
 namespace teq {
 
-/// An axiom template: patterns with placeholders for attributes ({X} {Y} axes, {R} split ref axis,
-/// {C} conv window "sh sw ph pw", {A} activation, {K} kernel "kh kw", {P} pool window "kh kw sh sw ph pw").
-/// `split_cut` marks the split laws whose condition is dim(?r, {R}) == dim(?x, {X}).
+/// An axiom template: patterns with placeholders for attributes ({X} {Y} axes,
+/// {C} conv window "sh sw ph pw", {A} activation, {K} kernel "kh kw", {P} pool window "kh kw sh sw ph pw",
+/// {Q} split part).
+/// `guard`: the law's side condition on extents, conjuncts separated by ';', each `a = b`, `a < b` or
+/// `a <= b` over integers and `?v.N` (dim N of ?v; for a variable used only as a split's reference, the cut
+/// itself). Example: the split laws' "?r.0 = ?x.{X}" (the cut is the first part's extent). Every law is
+/// also guarded by the well-shapedness of the splits on both sides (0 < cut < extent), and its guard must
+/// make both sides' shape facts agree (checked for every instance before Z3 may use it).
 struct AxiomTemplate {
   const char* id;
   const char* lhs;
   const char* rhs;
-  bool split_cut = false;
+  const char* guard = "";
 };
 std::span<const AxiomTemplate> axiom_templates();
 
@@ -40,7 +45,7 @@ struct AxiomOptions {
 
 struct AxiomProof {
   bool proved = false;
-  std::vector<std::string> axioms;  // the proved instances offered to Z3 ("matmul-assoc", "split-concat-0[X=1,R=1]")
+  std::vector<std::string> axioms;  // the proved instances offered to Z3 ("matmul-assoc", "split-concat-0[X=1]")
   std::vector<std::string> rejected;  // instances that did not hold element-wise (left out)
   std::string detail;               // why not proved
 };
@@ -60,6 +65,13 @@ void prepare_axiom_instances(std::span<const Rule> rules, const ElementwiseOptio
 /// covers; searched when empty.
 AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOptions& options = {},
                              std::span<const VarShapes> shapes = {});
+
+/// Why the law `law` (one lhs, one rhs) under `guard` (AxiomTemplate::guard syntax, placeholders filled in)
+/// may equate terms whose shape facts differ: "" when the guard, the ranks its variables take where the
+/// shape search finds it well-shaped and its splits being well-shaped imply equal ranks and extents of
+/// both sides. Every axiom instance passes this check before Z3 may use it; e.g. split-concat-0 without
+/// its guard "?r.R = ?x.X" fails it.
+std::string axiom_shape_disagreement(const Rule& law, const std::string& guard);
 
 /// The shape-generic proofs trust per-operator facts about rank and dimensions (the operators' shape rules
 /// written as Z3 formulas). This checks them against concrete shapes: `shapes` gives every node of `term`
