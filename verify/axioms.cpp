@@ -637,9 +637,11 @@ std::vector<z3::expr> rank_constraints(const std::map<std::string, z3::expr>& va
     const auto [lo, hi] = it->second;
     out.push_back(lo == hi ? enc.rank(v) == lo : enc.rank(v) >= lo);
     if (lo == hi) continue;
+    // A named copy: clang before 16 cannot capture a structured binding in a lambda.
+    const std::string& var = name;
     auto tied = [&](const std::string& other) {
       return std::ranges::all_of(shapes, [&](const VarShapes& s) {
-        return s.contains(name) && s.contains(other) && s.at(name).size() == s.at(other).size();
+        return s.contains(var) && s.contains(other) && s.at(var).size() == s.at(other).size();
       });
     };
     if (auto w = std::ranges::find_if(seen, tied); w != seen.end()) out.push_back(enc.rank(v) == enc.rank(vars.at(*w)));
