@@ -69,6 +69,20 @@ TEST(AxiomLaws, ProvesSplitRulesForAllShapes) {
   }
 }
 
+TEST(AxiomLaws, LawsStayConsistentWithTheShapeFactsOfIllShapedTerms) {
+  // The shape facts give every application a shape, ill-shaped ones included (ewadd's is its first
+  // operand's). ewadd-comm stated for every x, y of equal rank then makes any two such tensors agree in
+  // extents, and the split facts make tensors of every extent: the laws were inconsistent, and the
+  // consistency check refuted this rule's proof at a budget of 288000 (passing at the proof's 48000). With
+  // each law guarded by its trigger side's well-shapedness the same check passes at 1000000.
+  z3::context ctx;
+  AxiomOptions options;
+  options.consistency_rlimit = 1'000'000;
+  const Rule rule = make_rule("rg-0495-split-var", {"(split 1 0 1 (concat 1 ?a1 (ewadd ?a1 ?a2)) ?a2)"}, {"?a1"});
+  const AxiomProof p = prove_from_axioms(rule, ctx, options);
+  EXPECT_TRUE(p.proved) << p.detail;
+}
+
 TEST(AxiomLaws, WrongRulesOfTheTestDataAreNotProved) {
   const RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/tests/verify/data/wrong_rules.json");
   z3::context ctx;
