@@ -1,12 +1,14 @@
 #include "verify/axioms.h"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"
@@ -74,7 +76,9 @@ constexpr AxiomTemplate kAxioms[] = {
     {"conv-concat-weights", "(conv2d {C} {A} ?x (concat 0 ?w ?v))", "(concat 1 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?x ?v))"},
     {"conv-concat-channels", "(conv2d {C} 0 (concat 1 ?x ?y) (concat 1 ?w ?v))", "(ewadd (conv2d {C} 0 ?x ?w) (conv2d {C} 0 ?y ?v))"},
     {"conv-concat-batch", "(conv2d {C} {A} (concat 0 ?x ?y) ?w)", "(concat 0 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?y ?w))"},
-    {"conv-iconv", "(conv2d {C} 0 ?x (iconv {K} ?x))", "?x"},
+    // The identity kernel and the pooling kernel depend on their operand's channel count only.
+    {"conv-iconv", "(conv2d {C} 0 ?x (iconv {K} ?y))", "?x", "?x.1 = ?y.1"},
+    {"conv-pool-kernel", "(conv2d {C} 0 ?x (pool_kernel {K} ?y))", "(avgpool {P} 1 ?x)", "?x.1 = ?y.1"},
     {"conv-enlarge", "(conv2d {C} {A} ?x ?w)", "(conv2d {C} {A} ?x (enlarge {K} ?w))"},
     {"avgpool-conv", "(avgpool {P} 1 ?x)", "(conv2d {C} 0 ?x (pool_kernel {K} ?x))"},
     {"maxpool-relu", "(relu (maxpool {P} ?x))", "(maxpool {P} (relu ?x))"},
@@ -120,9 +124,25 @@ constexpr AxiomTemplate kAxioms[] = {
     {"conv-relu-double-weights", "(conv2d {C} 2 ?x (ewadd ?w ?w))", "(ewadd (conv2d {C} 2 ?x ?w) (conv2d {C} 2 ?x ?w))"},
     {"conv-concat-channels-same", "(conv2d {C} {A} (concat 1 ?x ?x) (concat 1 ?w ?w))",
      "(ewadd (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?x ?w))"},
-    // A fused relu is the identity on a convolution that cannot be negative: of non-negative inputs and
-    // weights; and it commutes with a scale that cannot be negative (s * s).
-    {"conv-relu-nonnegative", "(conv2d {C} 2 (relu ?x) (relu ?w))", "(conv2d {C} 0 (relu ?x) (relu ?w))"},
+    // A fused relu is the identity on a convolution or matrix product of non-negative operands; and it
+    // commutes with a scale that cannot be negative (s * s).
+    {"conv-relu-nonnegative", "(conv2d {C} 2 ?x ?w)", "(conv2d {C} 0 ?x ?w)", "", "x w"},
+    {"matmul-relu-nonnegative", "(matmul 2 ?x ?y)", "(matmul 0 ?x ?y)", "", "x y"},
+    // What is non-negative (relu(t) = t): a fused relu, a square, ones, and sums, products, convolutions,
+    // matrix products and average pools of non-negative tensors; a relu of a product with a non-negative
+    // factor; the max pooling of a non-negative square is the square of the max pooling.
+    {"relu-conv-relu", "(relu (conv2d {C} 2 ?x ?w))", "(conv2d {C} 2 ?x ?w)"},
+    {"relu-matmul-relu", "(relu (matmul 2 ?x ?y))", "(matmul 2 ?x ?y)"},
+    {"relu-square", "(relu (ewmul ?x ?x))", "(ewmul ?x ?x)"},
+    {"relu-ones", "(relu (ones ?x))", "(ones ?x)"},
+    {"relu-ewadd-nonnegative", "(relu (ewadd ?x ?y))", "(ewadd ?x ?y)", "", "x y"},
+    {"relu-ewmul-nonnegative", "(relu (ewmul ?x ?y))", "(ewmul ?x ?y)", "", "x y"},
+    {"relu-conv-nonnegative", "(relu (conv2d {C} 0 ?x ?w))", "(conv2d {C} 0 ?x ?w)", "", "x w"},
+    {"relu-matmul-nonnegative", "(relu (matmul 0 ?x ?y))", "(matmul 0 ?x ?y)", "", "x y"},
+    {"relu-avgpool-nonnegative", "(relu (avgpool {P} 1 ?x))", "(avgpool {P} 1 ?x)", "", "x"},
+    {"relu-ewmul-nonnegative-factor", "(relu (ewmul ?x ?y))", "(ewmul (relu ?x) ?y)", "", "y"},
+    {"maxpool-square-scale", "(maxpool {P} (smul (smul ?x ?s) ?s))", "(smul (smul (maxpool {P} ?x) ?s) ?s)"},
+    {"maxpool-square-nonnegative", "(maxpool {P} (ewmul ?x ?x))", "(ewmul (maxpool {P} ?x) (maxpool {P} ?x))", "", "x"},
     {"conv-relu-square-scale", "(conv2d {C} 2 (smul (smul ?x ?s) ?s) ?w)", "(smul (smul (conv2d {C} 2 ?x ?w) ?s) ?s)"},
     // Enlarging a kernel that already has the target size changes nothing.
     {"enlarge-identity", "(enlarge {K} ?x)", "?x", "?x.2 = {K}[0]; ?x.3 = {K}[1]"},
@@ -136,7 +156,33 @@ struct Instance {
   std::string id;  // template id plus the placeholder values
   Rule rule;       // lhs/rhs with attributes filled in
   std::string guard;  // the template's guard with the placeholders filled in
+  std::vector<std::string> nonneg;  // variables assumed non-negative (AxiomTemplate::nonneg)
+  Rule checked;  // what the element-wise proof checks: `rule` with each non-negative ?v as (relu ?v)
 };
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+/// `pattern` with every variable ?v of `nonneg` replaced by (relu ?v).
+std::string with_relu_vars(std::string pattern, const std::vector<std::string>& nonneg) {
+  for (const std::string& v : nonneg) {
+    const std::string var = "?" + v, by = "(relu ?" + v + ")";
+    for (size_t p = 0; (p = pattern.find(var, p)) != std::string::npos;) {
+      const size_t end = p + var.size();
+      if (end < pattern.size() && std::isalnum(static_cast<unsigned char>(pattern[end]))) {  // ?x1, not ?x
+        p = end;
+        continue;
+      }
+      pattern.replace(p, var.size(), by);
+      p += by.size();
+    }
+  }
+  return pattern;
+}
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -193,12 +239,37 @@ std::set<OpKind> ops_of(const std::vector<Expr>& a, const std::vector<Expr>& b) 
   return ops;
 }
 
-/// Every instance of every template whose operators all occur in the rule.
+/// The laws that show a term non-negative (relu(t) = t), besides those assuming non-negative operands.
+constexpr std::string_view kNonnegativeTerms[] = {"relu-idempotent", "relu-conv-relu", "relu-matmul-relu",
+                                                  "relu-square", "relu-ones"};
+
+bool about_nonnegativity(const AxiomTemplate& t) {
+  return *t.nonneg != '\0' || std::ranges::find(kNonnegativeTerms, std::string_view(t.id)) != std::end(kNonnegativeTerms);
+}
+
+std::vector<Instance> instantiate_over(const Rule& rule, const std::set<OpKind>& rule_ops, bool nonnegativity_only);
+
+/// Every instance of every template whose operators all occur in the rule. A rule without relu may still
+/// need the laws about non-negativity, whose guard relu(v) = v brings relu in: those are added when a law
+/// assuming non-negative operands applies (but not the other relu laws: they only cost such a proof).
 std::vector<Instance> instantiate(const Rule& rule) {
+  std::set<OpKind> ops = ops_of(rule.lhs, rule.rhs);
+  std::vector<Instance> out = instantiate_over(rule, ops, false);
+  if (ops.contains(OpKind::Relu) || std::ranges::none_of(out, [](const Instance& i) { return !i.nonneg.empty(); }))
+    return out;
+  ops.insert(OpKind::Relu);
+  for (Instance& extra : instantiate_over(rule, ops, true))
+    if (std::ranges::none_of(out, [&](const Instance& i) { return i.id == extra.id; })) out.push_back(std::move(extra));
+  return out;
+}
+
+/// Every instance of every template (of those about non-negativity only, if asked) whose operators are all
+/// in `rule_ops`, placeholders from `rule`.
+std::vector<Instance> instantiate_over(const Rule& rule, const std::set<OpKind>& rule_ops, bool nonnegativity_only) {
   auto values = placeholder_values(rule);
-  std::set<OpKind> rule_ops = ops_of(rule.lhs, rule.rhs);
   std::vector<Instance> out;
   for (const AxiomTemplate& t : kAxioms) {
+    if (nonnegativity_only && !about_nonnegativity(t)) continue;
     std::string lhs = t.lhs, rhs = t.rhs;
     std::vector<char> used;
     for (char c : std::string("XYQCAKP"))
@@ -226,7 +297,9 @@ std::vector<Instance> instantiate(const Rule& rule) {
         }
         if (!used.empty()) id += "]";
         try {
-          Instance inst{id, make_rule(id, {l}, {r}), fill(t.guard, pick)};
+          const std::vector<std::string> nonneg = words(t.nonneg);
+          Instance inst{id, make_rule(id, {l}, {r}), fill(t.guard, pick), nonneg,
+                        make_rule(id, {with_relu_vars(l, nonneg)}, {with_relu_vars(r, nonneg)})};
           std::set<OpKind> ops = ops_of(inst.rule.lhs, inst.rule.rhs);
           if (std::includes(rule_ops.begin(), rule_ops.end(), ops.begin(), ops.end())) out.push_back(std::move(inst));
         } catch (const CorpusError&) {
@@ -275,7 +348,8 @@ struct InstanceVerdict {
 };
 
 std::string instance_key(const Instance& inst) {
-  return to_sexpr(inst.rule.lhs[0], inst.rule.lhs[0].root()) + " = " + to_sexpr(inst.rule.rhs[0], inst.rule.rhs[0].root());
+  return to_sexpr(inst.checked.lhs[0], inst.checked.lhs[0].root()) + " = " +
+         to_sexpr(inst.checked.rhs[0], inst.checked.rhs[0].root());
 }
 
 std::string law_shape_disagreement(const Rule& law, const std::string& guard, std::span<const VarShapes> shapes,
@@ -300,7 +374,7 @@ InstanceVerdict prove_instance(const Instance& inst, z3::context& ctx, const Ele
   // A split law is a conditional statement (the cut equals the first part's extent); the shape search
   // with equal roots finds exactly the shapes that satisfy the condition.
   o.shape_mismatch_is_wrong = inst.guard.empty();
-  ElementwiseResult r = prove_elementwise(inst.rule, ctx, o);
+  ElementwiseResult r = prove_elementwise(inst.checked, ctx, o);
   InstanceVerdict v;
   v.holds = r.status == VerifyStatus::Verified;
   v.shapes = r.shapes;
@@ -672,10 +746,14 @@ std::vector<z3::expr> encode_law(const Instance& inst, const InstanceVerdict& ve
   z3::expr guard = parse_guard(inst.guard, enc, scope, ctx);
   for (const z3::expr& c : rank_constraints(scope.vars, verdict.shapes, enc)) guard = guard && c;
   for (const z3::expr& w : scope.well_shaped) guard = guard && w;
+  for (const std::string& v : inst.nonneg) guard = guard && enc.op(OpKind::Relu, 0, 1)(scope.vars.at(v)) == scope.vars.at(v);
   std::vector<z3::expr> laws;
   for (int side : {0, 1}) {
     const z3::expr& t = side == 0 ? lt : rt;
     if (!verdict.from[side] || t.num_args() == 0 || !contains_all(t, scope.vars)) continue;
+    // A law assuming non-negative operands fires from its lhs only: from the rhs (conv2d with no activation,
+    // a product) it would add relu terms to every such term of every rule, and their laws, for nothing.
+    if (side == 1 && !inst.nonneg.empty()) continue;
     z3::expr side_guard = guard;
     for (const z3::expr& w : equal_operand_shapes({side == 0 ? &inst.rule.lhs : &inst.rule.rhs}, enc, scope, verdict.shapes))
       side_guard = side_guard && w;

@@ -26,19 +26,24 @@ namespace teq {
 /// itself). Example: the split laws' "?r.0 = ?x.{X}" (the cut is the first part's extent). Every law is
 /// also guarded by the well-shapedness of the splits on both sides (0 < cut < extent), and its guard must
 /// make both sides' shape facts agree (checked for every instance before Z3 may use it).
+/// `nonneg`: variables (names without '?', separated by spaces) the law assumes non-negative, stated to Z3
+/// as relu(v) = v and checked element-wise with each such ?v replaced by (relu ?v), which is the same
+/// statement: a tensor equal to its relu is the relu of itself.
 struct AxiomTemplate {
   const char* id;
   const char* lhs;
   const char* rhs;
   const char* guard = "";
+  const char* nonneg = "";
 };
 std::span<const AxiomTemplate> axiom_templates();
 
 struct AxiomOptions {
   /// Z3 resource limit of the proof. E-matching on laws like commutativity never runs out of new terms, so
   /// a rule the laws do not cover uses the whole budget: it must be small. With each law guarded by its
-  /// trigger side's well-shapedness, 399 rules of the generated corpus are proved within 50'000, 464 within
-  /// 100'000 and 465 within 200'000 (docs/ruleverify.md).
+  /// trigger side's well-shapedness (and before the non-negativity and kernel laws), 399 rules of the
+  /// generated corpus were proved within 50'000, 464 within 100'000 and 465 within 200'000
+  /// (docs/ruleverify.md).
   unsigned rlimit = 100'000;
   /// Of the consistency check (the same laws must not refute a satisfiable goal); 0: the proof's budget.
   unsigned consistency_rlimit = 0;

@@ -56,6 +56,39 @@ TEST(AxiomLaws, AFusedReluIsDroppedOnlyWhereTheConvCannotBeNegative) {
   }
 }
 
+TEST(AxiomLaws, AFusedReluIsDroppedOnNonNegativeOperandsOnly) {
+  // Non-negative: a fused relu, a square, ones, a relu; the max pooling of a non-negative square is the
+  // square of the max pooling. Each false twin has an operand that may be negative.
+  z3::context ctx;
+  const char* pool = "maxpool 3 3 1 1 -1 -1";
+  const std::string sq = "(ewmul ?i1 ?i1)";
+  for (auto [l, r, holds] : {
+           std::tuple<std::string, std::string, bool>{"(conv2d 1 1 -1 -1 2 (conv2d 1 1 -1 -1 2 ?i1 ?d1) (ones ?a1))",
+                                                      "(conv2d 1 1 -1 -1 0 (conv2d 1 1 -1 -1 2 ?i1 ?d1) (ones ?a1))", true},
+           {"(conv2d 1 1 -1 -1 2 (conv2d 1 1 -1 -1 0 ?i1 ?d1) (ones ?a1))",
+            "(conv2d 1 1 -1 -1 0 (conv2d 1 1 -1 -1 0 ?i1 ?d1) (ones ?a1))", false},
+           {"(conv2d 1 1 -1 -1 2 " + sq + " (relu ?a1))", "(conv2d 1 1 -1 -1 0 " + sq + " (relu ?a1))", true},
+           {"(conv2d 1 1 -1 -1 2 (ewmul ?i1 ?i2) (relu ?a1))", "(conv2d 1 1 -1 -1 0 (ewmul ?i1 ?i2) (relu ?a1))", false},
+           {"(matmul 2 (relu ?w1) (relu ?w1))", "(matmul 0 (relu ?w1) (relu ?w1))", true},
+           {"(matmul 2 ?w1 (relu ?w1))", "(matmul 0 ?w1 (relu ?w1))", false},
+           {std::string("(") + pool + " (ewmul " + sq + " " + sq + "))",
+            std::string("(ewmul (") + pool + " " + sq + ") (" + pool + " " + sq + "))", true},
+           {std::string("(") + pool + " " + sq + ")", std::string("(ewmul (") + pool + " ?i1) (" + pool + " ?i1))", false}}) {
+    EXPECT_EQ(prove_from_axioms(make_rule("t", {l}, {r}), ctx).proved, holds) << l << " => " << r;
+  }
+}
+
+TEST(AxiomLaws, AnIdentityOrPoolingKernelOfAnotherTensorOfTheSameChannels) {
+  z3::context ctx;
+  for (auto [l, r, holds] : {std::tuple{"(conv2d 1 1 -1 -1 0 ?i2 (pool_kernel 3 3 ?i1))", "(avgpool 3 3 1 1 -1 -1 1 ?i2)", true},
+                             {"(conv2d 2 2 -1 -1 0 ?i2 (pool_kernel 3 3 ?i1))", "(avgpool 3 3 2 2 -1 -1 1 ?i2)", true},
+                             {"(conv2d 1 1 -1 -1 0 ?i2 (iconv 3 3 ?i1))", "?i2", true},
+                             {"(conv2d 1 1 -1 -1 0 ?i2 (pool_kernel 3 3 ?i1))", "(avgpool 3 3 1 1 -1 -1 1 (relu ?i2))", false},
+                             {"(conv2d 1 1 -1 -1 0 ?i2 (iconv 3 3 ?i1))", "(relu ?i2)", false}}) {
+    EXPECT_EQ(prove_from_axioms(make_rule("t", {l}, {r}), ctx).proved, holds) << l << " => " << r;
+  }
+}
+
 TEST(AxiomLaws, ProvesSplitRulesForAllShapes) {
   z3::context ctx;
   for (auto [l, r] : {std::pair{"(split 0 0 0 (concat 0 ?a1 ?a2) ?i1)", "(split 0 0 0 ?a1 ?i1)"},
