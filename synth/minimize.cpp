@@ -305,8 +305,8 @@ class Minimization {
       const size_t end = std::min(unique_.size(), begin + chunk);
       std::vector<size_t> pending(end - begin);
       for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
-      while (!pending.empty()) {
-        pending = round(pending);
+      for (bool first = true; !pending.empty(); first = false) {
+        pending = round(pending, first);
         if (since(last_log) > 30) {
           last_log = Clock::now();
           log_progress(begin + (end - begin - pending.size()), start);
@@ -317,6 +317,9 @@ class Minimization {
         next_log = end + unique_.size() / 20 + 1;
       }
     }
+    log_line(config_, "rulegen: minimization proved " + std::to_string(spare_made_.load()) +
+                          " candidates ahead on otherwise idle threads, " + std::to_string(spare_used_.load()) +
+                          " of them needed");
     return std::move(kept);
   }
 
@@ -332,8 +335,10 @@ class Minimization {
   }
 
   /// One round over `pending` (indices into the candidates): the derivable ones dropped, the first slice of
-  /// the others proved and kept or dropped; returns the rest, still undecided.
-  std::vector<size_t> round(const std::vector<size_t>& pending) {
+  /// the others proved and kept or dropped; returns the rest, still undecided. In a chunk's later rounds
+  /// the pending candidates are those the rules kept before did not derive, worth proving ahead while the
+  /// round saturates; in its first round most are derivable, and a proof ahead would mostly be wasted.
+  std::vector<size_t> round(const std::vector<size_t>& pending, bool first_of_chunk) {
     const RulegenConfig& config = config_;
     const std::vector<LeafType>& types = types_;
     RulegenResult& result = result_;
@@ -362,7 +367,7 @@ class Minimization {
       const size_t k = multi_at[job - 2];
       const Rule& r = unique[pending[k]].rule;
       multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
-    }, pending);
+    }, first_of_chunk ? std::vector<size_t>{} : pending);
     const size_t kept_before_round = kept.size();
     std::vector<size_t> undecided;
     for (size_t k = 0; k < pending.size(); ++k) {
@@ -427,7 +432,7 @@ class Minimization {
   ProofResult proof_of(size_t c) {
     const Rule& r = unique_[c].rule;
     if (r.verification) return {r.verification->status, r.verification->method, r.verification->ms};
-    if (spare_proofs_[c]) return *spare_proofs_[c];
+    if (spare_proofs_[c]) return ++spare_used_, *spare_proofs_[c];
     return prove_rule(r, config_.prove);
   }
 
@@ -448,6 +453,7 @@ class Minimization {
       const size_t c = ahead[i - jobs];
       if (jobs_left.load() == 0 || unique_[c].rule.verification || spare_proofs_[c]) return;
       spare_proofs_[c] = prove_rule(unique_[c].rule, config_.prove);
+      ++spare_made_;
     });
   }
 
@@ -459,6 +465,7 @@ class Minimization {
   const size_t slice_;
   std::vector<Rule> kept, kept_both, kept_both_plain;
   std::vector<std::optional<ProofResult>> spare_proofs_ = std::vector<std::optional<ProofResult>>(unique_.size());
+  std::atomic<size_t> spare_made_{0}, spare_used_{0};  // for the log
 };
 
 }  // namespace
@@ -551,6 +558,9 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
   std::vector<size_t> order;
   for (size_t i = 0; i < kept.size(); ++i)
     if (flagged[i]) order.push_back(i);
+  const double flag_s = since(start);
+  log_line(config, "rulegen: final pass: " + std::to_string(order.size()) + " of " + std::to_string(kept.size()) +
+                       " flagged in " + std::to_string(static_cast<int>(flag_s)) + " s");
   // Largest first; among equals the one kept last (the most special) first.
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::pair(rule_size(kept[a]), a) > std::pair(rule_size(kept[b]), b);
@@ -558,6 +568,8 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
   const size_t removed = confirm_in_order(check, order, dropped, threads, [&](size_t removed_so_far, size_t done) {
     progress("confirmed " + std::to_string(removed_so_far) + " of the flagged, checked", done, order.size());
   });
+  log_line(config, "rulegen: final pass: confirmed " + std::to_string(removed) + " of the flagged in " +
+                       std::to_string(static_cast<int>(since(start) - flag_s)) + " s");
   std::vector<Rule> rest;
   for (size_t i = 0; i < kept.size(); ++i)
     if (!dropped[i]) rest.push_back(std::move(kept[i]));
