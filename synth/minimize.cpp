@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -144,6 +145,30 @@ namespace {
 std::atomic<uint64_t> clock_stops{0};
 }  // namespace
 
+namespace {
+
+/// The two runners of a saturation (with multi-pattern rules for the first k_multi iterations, without
+/// after), each built when first needed: each compiles every rule, and many saturations end within the
+/// first iterations.
+struct LazyRunners {
+  const std::vector<Rule>& rules;
+  RunnerConfig config;
+  int k_multi;
+  std::optional<Runner> with_multi, single_only;
+
+  Runner& for_iteration(size_t iter) {
+    const bool multi = iter < static_cast<size_t>(k_multi);
+    std::optional<Runner>& r = multi ? with_multi : single_only;
+    if (!r) {
+      config.k_multi = multi ? 1 : 0;
+      r.emplace(rules, config);
+    }
+    return *r;
+  }
+};
+
+}  // namespace
+
 uint64_t saturations_stopped_by_clock() { return clock_stops.load(std::memory_order_relaxed); }
 
 std::string EquationBatch::saturate(const std::vector<Rule>& rules, const DeriveLimits& limits,
@@ -169,10 +194,7 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
   config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small
-  config.k_multi = 1;
-  Runner with_multi(rules, config);
-  config.k_multi = 0;
-  Runner single_only(rules, config);
+  LazyRunners runners{rules, config, limits.k_multi, std::nullopt, std::nullopt};
   auto start = std::chrono::steady_clock::now();
   StopReason stop = StopReason::IterLimit;
   size_t iterations = 0;
@@ -187,7 +209,7 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
       break;
     }
     uint64_t before = egraph.version();
-    (iter < static_cast<size_t>(limits.k_multi) ? with_multi : single_only).run(egraph);
+    runners.for_iteration(iter).run(egraph);
     ++iterations;
     if (all_equal()) return "equal";
     if (egraph.version() == before) {
@@ -271,7 +293,7 @@ class Minimization {
   Minimization(std::vector<OrderedCandidate>& unique, const RulegenConfig& config, const std::vector<LeafType>& types,
                RulegenResult& result)
       : unique_(unique), config_(config), types_(types), result_(result), threads_(thread_count(config.threads)),
-        slice_(static_cast<size_t>(threads_) * 16) {}
+        slice_(std::max<size_t>(1, config.prove_slice)) {}
 
   /// Every candidate, chunk by chunk; returns the kept rules.
   std::vector<Rule> run() {
@@ -283,8 +305,8 @@ class Minimization {
       const size_t end = std::min(unique_.size(), begin + chunk);
       std::vector<size_t> pending(end - begin);
       for (size_t i = 0; i < pending.size(); ++i) pending[i] = begin + i;
-      while (!pending.empty()) {
-        pending = round(pending);
+      for (bool first = true; !pending.empty(); first = false) {
+        pending = round(pending, first);
         if (since(last_log) > 30) {
           last_log = Clock::now();
           log_progress(begin + (end - begin - pending.size()), start);
@@ -295,6 +317,9 @@ class Minimization {
         next_log = end + unique_.size() / 20 + 1;
       }
     }
+    log_line(config_, "rulegen: minimization proved " + std::to_string(spare_made_.load()) +
+                          " candidates ahead on otherwise idle threads, " + std::to_string(spare_used_.load()) +
+                          " of them needed");
     return std::move(kept);
   }
 
@@ -310,13 +335,14 @@ class Minimization {
   }
 
   /// One round over `pending` (indices into the candidates): the derivable ones dropped, the first slice of
-  /// the others proved and kept or dropped; returns the rest, still undecided.
-  std::vector<size_t> round(const std::vector<size_t>& pending) {
+  /// the others proved and kept or dropped; returns the rest, still undecided. In a chunk's later rounds
+  /// the pending candidates are those the rules kept before did not derive, worth proving ahead while the
+  /// round saturates; in its first round most are derivable, and a proof ahead would mostly be wasted.
+  std::vector<size_t> round(const std::vector<size_t>& pending, bool first_of_chunk) {
     const RulegenConfig& config = config_;
     const std::vector<LeafType>& types = types_;
     RulegenResult& result = result_;
     std::vector<OrderedCandidate>& unique = unique_;
-    const int threads = threads_;
     const size_t slice = slice_;
     // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
     std::array<EquationBatch, 2> batches{EquationBatch(types), EquationBatch(types)};
@@ -329,21 +355,19 @@ class Minimization {
       batch_of[k] = uses_enlarge(r);
       if (config.minimize && !r.is_multi()) index[k] = batches[batch_of[k]].add(r);
     }
-    for (int b = 0; b < 2; ++b) {
-      const std::vector<Rule>& rules = b == 1 ? kept_both : kept_both_plain;
-      if (!config.minimize || rules.empty() || batches[b].num_nodes() == 0) continue;
-      DeriveLimits limits = config.derive;
-      limits.node_limit = std::min<size_t>(config.batch_node_limit, limits.node_limit + 20 * batches[b].num_nodes());
-      batches[b].saturate(rules, limits);
-    }
-    // Two-pattern rules: one derive_rule each, in parallel, with a smaller budget.
+    // The two saturations and the two-pattern rules' derivations are independent jobs, run in parallel;
+    // a thread left without one proves undecided candidates ahead (spare proofs).
     const DeriveLimits multi_limits = two_pattern_limits(config.derive);
     std::vector<char> multi_derived(pending.size(), 0);
-    if (config.minimize)
-      parallel_for(pending.size(), threads, [&](size_t k) {
-        const Rule& r = unique[pending[k]].rule;
-        if (r.is_multi()) multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
-      });
+    std::vector<size_t> multi_at;
+    for (size_t k = 0; k < pending.size(); ++k)
+      if (config.minimize && unique[pending[k]].rule.is_multi()) multi_at.push_back(k);
+    run_with_spare_proofs(2 + multi_at.size(), [&](size_t job) {
+      if (job < 2) return saturate_batch(batches[job], job == 1 ? kept_both : kept_both_plain);
+      const size_t k = multi_at[job - 2];
+      const Rule& r = unique[pending[k]].rule;
+      multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
+    }, first_of_chunk ? std::vector<size_t>{} : pending);
     const size_t kept_before_round = kept.size();
     std::vector<size_t> undecided;
     for (size_t k = 0; k < pending.size(); ++k) {
@@ -353,15 +377,14 @@ class Minimization {
       }
       undecided.push_back(k);
     }
-    // Prove the first `slice` undecided candidates (those not proved already, e.g. by a shard).
+    // Prove the first `slice` undecided candidates (those not proved already, e.g. by a shard); a thread
+    // left without one proves the next undecided ones ahead.
     const size_t take = std::min(slice, undecided.size());
+    std::vector<size_t> spare;
+    for (size_t j = take; j < undecided.size(); ++j) spare.push_back(pending[undecided[j]]);
     std::vector<ProofResult> proofs(take);
     auto prove_start = Clock::now();
-    parallel_for(take, threads, [&](size_t j) {
-      const Rule& r = unique[pending[undecided[j]]].rule;
-      if (r.verification) proofs[j] = {r.verification->status, r.verification->method, r.verification->ms};
-      else proofs[j] = prove_rule(r, config.prove);
-    });
+    run_with_spare_proofs(take, [&](size_t j) { proofs[j] = proof_of(pending[undecided[j]]); }, spare);
     result.stats.prove_s += since(prove_start);
     for (size_t j = 0; j < take; ++j) {
       const size_t k = undecided[j];
@@ -397,6 +420,43 @@ class Minimization {
     return rest;
   }
 
+  void saturate_batch(EquationBatch& batch, const std::vector<Rule>& rules) const {
+    if (!config_.minimize || rules.empty() || batch.num_nodes() == 0) return;
+    DeriveLimits limits = config_.derive;
+    limits.node_limit = std::min<size_t>(config_.batch_node_limit, limits.node_limit + 20 * batch.num_nodes());
+    batch.saturate(rules, limits);
+  }
+
+  /// Candidate c's verdict: a shard's, a spare proof's, or proved now. A pure function of the candidate
+  /// (Z3 is bounded by its resource limit), so a verdict proved ahead is the one proving it now would give.
+  ProofResult proof_of(size_t c) {
+    const Rule& r = unique_[c].rule;
+    if (r.verification) return {r.verification->status, r.verification->method, r.verification->ms};
+    if (spare_proofs_[c]) return ++spare_used_, *spare_proofs_[c];
+    return prove_rule(r, config_.prove);
+  }
+
+  /// Runs jobs 0..jobs-1 on the threads and, on a thread that finds no job left while others still run,
+  /// proves `ahead` candidates in order into spare_proofs_ (otherwise that core would wait). Proving ahead
+  /// decides nothing: a verdict is used, and counted, only when the candidate's turn to be proved comes
+  /// (a candidate found derivable first is never proved), so the kept rules and the counts are those of
+  /// proving each candidate at its turn. A proof that starts just before the jobs end is waited for.
+  template <class Job>
+  void run_with_spare_proofs(size_t jobs, Job&& job, const std::vector<size_t>& ahead) {
+    std::atomic<size_t> jobs_left{jobs};
+    parallel_for(jobs + ahead.size(), threads_, [&](size_t i) {
+      if (i < jobs) {
+        job(i);
+        --jobs_left;
+        return;
+      }
+      const size_t c = ahead[i - jobs];
+      if (jobs_left.load() == 0 || unique_[c].rule.verification || spare_proofs_[c]) return;
+      spare_proofs_[c] = prove_rule(unique_[c].rule, config_.prove);
+      ++spare_made_;
+    });
+  }
+
   std::vector<OrderedCandidate>& unique_;
   const RulegenConfig& config_;
   const std::vector<LeafType>& types_;
@@ -404,6 +464,8 @@ class Minimization {
   const int threads_;
   const size_t slice_;
   std::vector<Rule> kept, kept_both, kept_both_plain;
+  std::vector<std::optional<ProofResult>> spare_proofs_ = std::vector<std::optional<ProofResult>>(unique_.size());
+  std::atomic<size_t> spare_made_{0}, spare_used_{0};  // for the log
 };
 
 }  // namespace
@@ -413,9 +475,67 @@ std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates,
   return Minimization(candidates, config, types, result).run();
 }
 
+namespace {
+
+/// The final pass's question for one kept rule (derive_as_rewrites against the others), with each kept
+/// rule's directions (both_directions) computed once.
+class FinalPassCheck {
+ public:
+  FinalPassCheck(const std::vector<Rule>& kept, const std::vector<LeafType>& types, const DeriveLimits& limits)
+      : kept_(kept), types_(types), limits_(limits), multi_limits_(two_pattern_limits(limits)) {
+    directions_.reserve(kept.size());
+    for (const Rule& r : kept) directions_.push_back(both_directions({r}));
+  }
+
+  /// Whether kept[i] follows, as rewrites, from the kept rules other than itself and those `dropped`.
+  bool derivable(size_t i, const std::vector<char>& dropped) const {
+    const Rule& target = kept_[i];
+    std::vector<Rule> rules;
+    for (size_t j = 0; j < kept_.size(); ++j)
+      if (j != i && !dropped[j] && may_derive(kept_[j], target))
+        rules.insert(rules.end(), directions_[j].begin(), directions_[j].end());
+    return derive_as_rewrites(target, rules, types_, target.is_multi() ? multi_limits_ : limits_).derived;
+  }
+
+ private:
+  const std::vector<Rule>& kept_;
+  const std::vector<LeafType>& types_;
+  const DeriveLimits limits_, multi_limits_;
+  std::vector<std::vector<Rule>> directions_;
+};
+
+/// The confirmation stage of the final pass: `order[k]` is dropped when derivable from the rules not
+/// dropped before it, one after the other. Speculatively parallel with the same verdicts: a window of
+/// `threads` flagged rules is checked at once, the j-th assuming the j-1 before it in the window are
+/// dropped (most flagged rules are). The verdicts are taken in order up to and including the first rule
+/// kept, whose successors assumed the wrong set and are checked again in the next window; every verdict
+/// taken was computed with exactly the sequential pass's set of dropped rules.
+size_t confirm_in_order(const FinalPassCheck& check, const std::vector<size_t>& order, std::vector<char>& dropped,
+                        int threads, const std::function<void(size_t, size_t)>& progress) {
+  size_t removed = 0;
+  const size_t window = static_cast<size_t>(std::max(threads, 1));
+  for (size_t k = 0; k < order.size();) {
+    const size_t n = std::min(window, order.size() - k);
+    std::vector<char> verdict(n, 0);
+    parallel_for(n, threads, [&](size_t j) {
+      std::vector<char> assumed = dropped;
+      for (size_t a = 0; a < j; ++a) assumed[order[k + a]] = 1;
+      verdict[j] = check.derivable(order[k + j], assumed);
+    });
+    for (size_t j = 0; j < n; ++j) {
+      ++k;
+      if (!verdict[j]) break;  // kept: the later verdicts assumed it dropped
+      dropped[order[k - 1]] = 1, ++removed;
+    }
+    progress(removed, k);
+  }
+  return removed;
+}
+
+}  // namespace
+
 size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
                                     const RulegenConfig& config) {
-  const DeriveLimits& limits = config.derive;
   const int threads = thread_count(config.threads);
   const auto start = Clock::now();
   auto last_log = start;
@@ -428,32 +548,28 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
                          ", " + std::to_string(static_cast<int>(since(start))) + " s");
   };
   if (kept.size() < 2) return 0;
-  const DeriveLimits multi_limits = two_pattern_limits(limits);
-  auto derivable_from_others = [&](size_t i, const std::vector<char>& dropped) {
-    std::vector<Rule> others;
-    for (size_t j = 0; j < kept.size(); ++j)
-      if (j != i && !dropped[j] && may_derive(kept[j], kept[i])) others.push_back(kept[j]);
-    return derive_as_rewrites(kept[i], both_directions(others), types, kept[i].is_multi() ? multi_limits : limits)
-        .derived;
-  };
+  const FinalPassCheck check(kept, types, config.derive);
   std::vector<char> flagged(kept.size(), 0), dropped(kept.size(), 0);
   std::atomic<size_t> checked{0};
   parallel_for(kept.size(), threads, [&](size_t i) {
-    flagged[i] = derivable_from_others(i, dropped);
+    flagged[i] = check.derivable(i, dropped);
     progress("flagged", ++checked, kept.size());
   });
   std::vector<size_t> order;
   for (size_t i = 0; i < kept.size(); ++i)
     if (flagged[i]) order.push_back(i);
+  const double flag_s = since(start);
+  log_line(config, "rulegen: final pass: " + std::to_string(order.size()) + " of " + std::to_string(kept.size()) +
+                       " flagged in " + std::to_string(static_cast<int>(flag_s)) + " s");
   // Largest first; among equals the one kept last (the most special) first.
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::pair(rule_size(kept[a]), a) > std::pair(rule_size(kept[b]), b);
   });
-  size_t removed = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    if (derivable_from_others(order[k], dropped)) dropped[order[k]] = 1, ++removed;
-    progress("confirmed " + std::to_string(removed) + " of the flagged, checked", k + 1, order.size());
-  }
+  const size_t removed = confirm_in_order(check, order, dropped, threads, [&](size_t removed_so_far, size_t done) {
+    progress("confirmed " + std::to_string(removed_so_far) + " of the flagged, checked", done, order.size());
+  });
+  log_line(config, "rulegen: final pass: confirmed " + std::to_string(removed) + " of the flagged in " +
+                       std::to_string(static_cast<int>(since(start) - flag_s)) + " s");
   std::vector<Rule> rest;
   for (size_t i = 0; i < kept.size(); ++i)
     if (!dropped[i]) rest.push_back(std::move(kept[i]));

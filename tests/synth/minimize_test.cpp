@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "synth/minimize.h"
+#include "synth/rulegen.h"
 
 namespace teq::synth {
 namespace {
@@ -54,6 +55,35 @@ TEST(Minimize, ASaturationStoppedByTheClockIsCounted) {
   EXPECT_FALSE(stopped.derived);
   EXPECT_NE(stopped.reason.find("time-limit"), std::string::npos) << stopped.reason;
   EXPECT_EQ(saturations_stopped_by_clock(), before + 1);
+}
+
+
+std::vector<std::string> rule_ids(const std::vector<Rule>& rules) {
+  std::vector<std::string> ids;
+  for (const Rule& r : rules) ids.push_back(r.id);
+  return ids;
+}
+
+// The final pass confirms its flagged rules one after the other (each against the rules not dropped before
+// it), checking a window of them in parallel on the guess that the ones before it are dropped. Here every
+// rule but relu-twice is flagged, and the order is assoc-again, assoc, assoc-instance (equal sizes, the one
+// kept last first): assoc-again is dropped (assoc derives it), assoc is then kept (the instance alone cannot
+// derive it), and the instance is dropped because assoc is kept. Its check on the guess that assoc was
+// dropped says "kept", a verdict that must be thrown away and redone, as one thread would.
+TEST(Minimize, FinalPassDecidesAsOneThreadWhateverTheThreads) {
+  const std::vector<Rule> kept = {
+      make_rule("assoc-instance", {"(ewadd ?a (ewadd ?b ?b))"}, {"(ewadd (ewadd ?a ?b) ?b)"}),
+      make_rule("assoc", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?a ?b) ?c)"}),
+      make_rule("assoc-again", {"(ewadd ?p (ewadd ?q ?r))"}, {"(ewadd (ewadd ?p ?q) ?r)"}),
+      make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"}),
+  };
+  for (int threads : {1, 2, 3, 8}) {
+    RulegenConfig config;
+    config.threads = threads;
+    std::vector<Rule> rules = kept;
+    EXPECT_EQ(drop_derivable_from_the_rest(rules, matrix_types(), config), 2u) << threads << " threads";
+    EXPECT_EQ(rule_ids(rules), (std::vector<std::string>{"assoc", "relu-twice"})) << threads << " threads";
+  }
 }
 
 }  // namespace

@@ -164,6 +164,29 @@ TEST(Rulegen, CheapRefutationSkipsTheProofAndIsCounted) {
   EXPECT_EQ(r.corpus.generator["stats"]["refuted_cheaply"].get<uint64_t>(), r.stats.refuted_cheaply);
 }
 
+// Minimization proves candidates ahead on a core that would otherwise wait, and the final pass checks its
+// flagged rules speculatively in parallel: neither may change a verdict, so one thread and four give the
+// same rules in the same order and the same counts.
+TEST(Rulegen, ThreadCountChangesNothing) {
+  RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
+  c.threads = 1;
+  RulegenResult one = run_rulegen(c);
+  c.threads = 4;
+  RulegenResult four = run_rulegen(c);
+  ASSERT_EQ(one.corpus.rules.size(), four.corpus.rules.size());
+  for (size_t i = 0; i < one.corpus.rules.size(); ++i) {
+    EXPECT_EQ(one.corpus.rules[i].id, four.corpus.rules[i].id);
+    EXPECT_EQ(patterns_text(one.corpus.rules[i].lhs), patterns_text(four.corpus.rules[i].lhs));
+    EXPECT_EQ(patterns_text(one.corpus.rules[i].rhs), patterns_text(four.corpus.rules[i].rhs));
+  }
+  EXPECT_EQ(one.stats.proved, four.stats.proved);
+  EXPECT_EQ(one.stats.wrong, four.stats.wrong);
+  EXPECT_EQ(one.stats.unknown, four.stats.unknown);
+  EXPECT_EQ(one.stats.pruned_derivable, four.stats.pruned_derivable);
+  EXPECT_EQ(one.stats.pruned_final, four.stats.pruned_final);
+  EXPECT_EQ(one.rejected.size(), four.rejected.size());
+}
+
 TEST(Rulegen, ShardsMergedEqualOneRun) {
   RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
   RulegenResult whole = run_rulegen(c);
