@@ -26,7 +26,7 @@ struct VerifyOptions {
   /// Try the shape-generic proof from axioms for rules that hold element-wise.
   bool use_axioms = true;
   /// Z3 resource limit of the proof from axioms (and of its consistency check); see AxiomOptions::rlimit.
-  unsigned axiom_rlimit = 100'000;
+  unsigned axiom_rlimit = 200'000;
   /// Worker threads for a corpus; 0 = all cores.
   int jobs = 0;
 };

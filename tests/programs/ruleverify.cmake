@@ -13,12 +13,12 @@ if(TARGET ruleverify)
   set_tests_properties(ruleverify.corpus PROPERTIES TIMEOUT 600
                        PASS_REGULAR_EXPRESSION "700 rules: 700 verified .*, 0 wrong, 0 unknown")
   # The same verdicts alone on one thread and on two threads beside another CPU-bound ruleverify. The
-  # budgets are tight on purpose: two maxpool rules exhaust their rlimit (unknown), and rg-0139-split-split's
-  # method sits on the axiom budget (proved from axioms at 61000, element-wise only at 60000): outcomes a
+  # budgets are tight on purpose: two maxpool rules exhaust their rlimit (unknown), and rg-0128-concat-concat's
+  # method sits on the axiom budget (proved from axioms at 25000, element-wise only at 22500): outcomes a
   # wall-clock budget would flip under load.
   set(_rv_border --rule rg-0000-ewadd-ewadd --rule rg-0121-maxpool-maxpool --rule rg-0128-concat-concat
-                 --rule rg-0238-conv2d-conv2d --rule rg-0139-split-split --rule rg-0146-split-split
-                 --rule rg-0643-maxpool-ewmul --rule rg-0646-maxpool-ewmul --rlimit 1000000 --axiom-rlimit 61000)
+                 --rule rg-0238-conv2d-conv2d --rule rg-0663-split-split-multi --rule rg-0664-split-split-multi
+                 --rule rg-0643-maxpool-ewmul --rule rg-0646-maxpool-ewmul --rlimit 1000000 --axiom-rlimit 25000)
   add_test(NAME ruleverify.same_verdicts_under_load
            COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${TEQ_SOURCE_DIR}/corpus/rules.json
                    "-DARGS=${_rv_border}"

@@ -38,7 +38,9 @@ TEST(AxiomLaws, ASplitCutAtAnUnrelatedExtentIsNotProved) {
                       {"(split 1 1 1 (concat 1 ?a ?b) ?c)", "(concat 1 (split 1 1 1 ?b ?c) ?a)"},
                       {"(split 0 0 0 (split 0 1 0 ?a ?i) ?j)", "(split 0 1 0 (split 0 0 0 ?a ?j) ?i)"},
                       {"(maxpool 3 3 1 1 -1 -1 (ewadd ?x ?y))", "(ewadd (maxpool 3 3 1 1 -1 -1 ?x) (maxpool 3 3 1 1 -1 -1 ?y))"},
-                      {"(enlarge 3 3 (split 0 1 0 ?a ?i))", "(split 0 0 0 ?a ?i)"}}) {
+                      {"(enlarge 3 3 (split 0 1 0 ?a ?i))", "(split 0 0 0 ?a ?i)"},
+                      // Cut beyond ?x: the rest of the cut in ?y is r - x, not r.
+                      {"(split 0 0 0 (concat 0 ?x ?y) ?r)", "(concat 0 ?x (split 0 0 0 ?y ?r))"}}) {
     AxiomProof p = prove_from_axioms(make_rule("t", {l}, {r}), ctx);
     EXPECT_FALSE(p.proved) << l << " => " << r;
   }
@@ -96,7 +98,10 @@ TEST(AxiomLaws, ProvesSplitRulesForAllShapes) {
                       {"(split 1 0 1 (matmul 0 ?w1 ?w2) ?d1)", "(matmul 0 ?w1 (split 1 0 1 ?w2 ?d1))"},
                       {"(conv2d 2 2 0 0 0 ?i1 (split 0 1 0 ?a1 ?k1))",
                        "(split 1 1 1 (conv2d 2 2 0 0 0 ?i1 ?a1) ?i1)"},
-                      {"(maxpool 3 3 2 2 0 0 (split 1 1 1 ?i1 ?d1))", "(split 1 1 1 (maxpool 3 3 2 2 0 0 ?i1) ?d1)"}}) {
+                      {"(maxpool 3 3 2 2 0 0 (split 1 1 1 ?i1 ?d1))", "(split 1 1 1 (maxpool 3 3 2 2 0 0 ?i1) ?d1)"},
+                      // Cut beyond the concat's first operand (rg-0137).
+                      {"(split 0 0 0 (concat 0 (split 0 1 0 ?a1 ?i1) ?a2) ?a3)",
+                       "(concat 0 (split 0 1 0 ?a1 ?i1) (split 0 0 0 ?a2 ?i1))"}}) {
     AxiomProof p = prove_from_axioms(make_rule("t", {l}, {r}), ctx);
     EXPECT_TRUE(p.proved) << l << " => " << r << ": " << p.detail;
   }
@@ -114,6 +119,15 @@ TEST(AxiomLaws, LawsStayConsistentWithTheShapeFactsOfIllShapedTerms) {
   const Rule rule = make_rule("rg-0495-split-var", {"(split 1 0 1 (concat 1 ?a1 (ewadd ?a1 ?a2)) ?a2)"}, {"?a1"});
   const AxiomProof p = prove_from_axioms(rule, ctx, options);
   EXPECT_TRUE(p.proved) << p.detail;
+}
+
+TEST(AxiomLaws, ATwoPatternRuleIsProvedOutputByOutput) {
+  // Each output is its own query: both must be refuted, so one wrong output leaves the rule unproved.
+  z3::context ctx;
+  const Rule right = make_rule("t", {"(ewadd ?a ?b)", "(ewmul ?a ?b)"}, {"(ewadd ?b ?a)", "(ewmul ?b ?a)"});
+  const Rule wrong = make_rule("t", {"(ewadd ?a ?b)", "(ewmul ?a ?b)"}, {"(ewadd ?b ?a)", "(ewadd ?b ?a)"});
+  EXPECT_TRUE(prove_from_axioms(right, ctx).proved);
+  EXPECT_FALSE(prove_from_axioms(wrong, ctx).proved);
 }
 
 TEST(AxiomLaws, WrongRulesOfTheTestDataAreNotProved) {
