@@ -331,15 +331,20 @@ std::map<std::string, std::pair<int, int>> rank_ranges(std::span<const VarShapes
   return ranks;
 }
 
-/// The lowest and highest rank `pattern`'s root has in the assignments ({0, 0} when none applies).
-std::pair<int, int> root_ranks(const Expr& pattern, std::span<const VarShapes> shapes) {
+/// The lowest and highest rank node `node` of `e` has in the shapes where `e` is well-shaped; nullopt if none.
+std::optional<std::pair<int, int>> node_ranks(const Expr& e, size_t node, std::span<const VarShapes> shapes) {
   std::optional<std::pair<int, int>> ranks;
   for (const VarShapes& s : shapes)
-    if (auto all = try_infer_shapes(pattern, s)) {
-      const int r = static_cast<int>((*all)[pattern.root().value].size());
+    if (auto all = try_infer_shapes(e, s)) {
+      const int r = static_cast<int>((*all)[node].size());
       ranks = ranks ? std::pair{std::min(ranks->first, r), std::max(ranks->second, r)} : std::pair{r, r};
     }
-  return ranks.value_or(std::pair{0, 0});
+  return ranks;
+}
+
+/// The lowest and highest rank `pattern`'s root has in the assignments ({0, 0} when none applies).
+std::pair<int, int> root_ranks(const Expr& pattern, std::span<const VarShapes> shapes) {
+  return node_ranks(pattern, pattern.root().value, shapes).value_or(std::pair{0, 0});
 }
 
 int lowest_root_rank(const Expr& pattern, std::span<const VarShapes> shapes) { return root_ranks(pattern, shapes).first; }
@@ -771,8 +776,6 @@ std::vector<z3::expr> encode_law(const Instance& inst, const InstanceVerdict& ve
 /// facts do not state (they take the first operand's shape). A law's guard on its trigger side, an
 /// assumption of the agreement check and of the rule's goal. `shapes`: the checked assignments, which fix
 /// the ranks of most nodes.
-std::optional<std::pair<int, int>> node_ranks(const Expr& e, size_t node, std::span<const VarShapes> shapes);
-
 std::vector<z3::expr> equal_operand_shapes(std::initializer_list<const std::vector<Expr>*> sides, Encoder& enc,
                                            Scope& scope, std::span<const VarShapes> shapes) {
   std::vector<z3::expr> out;
@@ -797,17 +800,6 @@ std::vector<z3::expr> equal_operand_shapes(std::initializer_list<const std::vect
                                      {enc.dim(x, idx), enc.dim(y, idx)}));
       }
   return out;
-}
-
-/// The lowest and highest rank node `node` of `e` has in the shapes where `e` is well-shaped; nullopt if none.
-std::optional<std::pair<int, int>> node_ranks(const Expr& e, size_t node, std::span<const VarShapes> shapes) {
-  std::optional<std::pair<int, int>> ranks;
-  for (const VarShapes& s : shapes)
-    if (auto all = try_infer_shapes(e, s)) {
-      const int r = static_cast<int>((*all)[node].size());
-      ranks = ranks ? std::pair{std::min(ranks->first, r), std::max(ranks->second, r)} : std::pair{r, r};
-    }
-  return ranks;
 }
 
 /// `a` and `b` have the same extents below `lo` (the lowest rank they have in the checked shapes): every
