@@ -380,6 +380,7 @@ std::vector<VarShapes> lowest_rank_assignments(std::span<const VarShapes> shapes
 InstanceVerdict prove_instance(const Instance& inst, z3::context& ctx, const ElementwiseOptions& opt) {
   ElementwiseOptions o = opt;
   o.grouped_conv = false;
+  o.z3_assignments = 1;  // the other assignments are probed in double (ElementwiseOptions::z3_assignments)
   // A split law is a conditional statement (the cut equals the first part's extent); the shape search
   // with equal roots finds exactly the shapes that satisfy the condition.
   o.shape_mismatch_is_wrong = inst.guard.empty();
@@ -1001,7 +1002,9 @@ AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOpti
     solver.add(!equal);
     const z3::check_result res = solver.check();
     if (res != z3::unsat) {
-      proof.detail = res == z3::sat ? "not derivable from the axioms" : "z3: " + solver.reason_unknown();
+      proof.detail = res == z3::sat ? "not derivable from the axioms"
+                                    : "no proof from the axioms within --axiom-rlimit " + std::to_string(options.rlimit) +
+                                          " (z3: " + solver.reason_unknown() + ")";
       return proof;
     }
   }

@@ -1,9 +1,11 @@
 #include "verify/elementwise.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
 #include <set>
+#include <span>
 
 #include "rules/rule_scope.h"
 #include "verify/normal_form.h"
@@ -459,7 +461,10 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
     return result;
   }
   ProvedCache cache(ctx);
-  for (const VarShapes& shapes : found.assignments) {
+  const size_t proved_by_z3 = options.z3_assignments > 0
+                                  ? std::min(found.assignments.size(), static_cast<size_t>(options.z3_assignments))
+                                  : found.assignments.size();
+  for (const VarShapes& shapes : std::span(found.assignments).first(proved_by_z3)) {
     AssignmentOutcome out = check_assignment(rule, ctx, shapes, guard, options.rlimit, cache);
     result.solver_calls += out.used_solver;
     if (out.status == VerifyStatus::Verified) continue;

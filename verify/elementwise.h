@@ -48,6 +48,11 @@ struct ElementwiseOptions {
   int neighbor_max_probes = 4096;
   /// Also check one assignment in which every convolution is grouped (groups >= 2), when one exists.
   bool grouped_conv = false;
+  /// How many of the shape assignments Z3 proves (0 = all); the others are still probed in double (random,
+  /// wide and neighbour probes). One for the axiom instances (verify/axioms.h): a law's instance is a
+  /// documented law at given attributes, its check a guard against a mistyped law, and Z3 on three
+  /// assignments was a quarter of the gate's time.
+  int z3_assignments = 0;
   /// Reject a rule whose sides can be well-shaped together with different shapes. Off only for
   /// conditional statements whose condition is "the shapes agree" (the split laws of verify/axioms.h).
   bool shape_mismatch_is_wrong = true;

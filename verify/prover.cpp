@@ -30,7 +30,11 @@ RuleReport verify_rule(const Rule& rule, z3::context& ctx, const VerifyOptions& 
       AxiomOptions ax;
       ax.rlimit = options.axiom_rlimit;
       ax.elementwise = options.elementwise;
-      if (prove_from_axioms(rule, ctx, ax, report.shapes).proved) report.method = kMethodAxioms;
+      const AxiomProof proof = prove_from_axioms(rule, ctx, ax, report.shapes);
+      if (proof.proved)
+        report.method = kMethodAxioms;
+      else
+        report.axiom_failure = proof.detail;
     }
   } catch (const std::exception& e) {
     // A rule the semantics cannot evaluate (opaque operators) is not proven; say why.
@@ -110,6 +114,7 @@ nlohmann::json report_to_json(const CorpusReport& report) {
     }
     if (r.counterexample) e["counterexample"] = counterexample_to_json(*r.counterexample);
     if (!r.detail.empty()) e["detail"] = r.detail;
+    if (!r.axiom_failure.empty()) e["not_for_all_shapes"] = r.axiom_failure;
     j["rules"].push_back(std::move(e));
   }
   return j;

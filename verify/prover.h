@@ -40,6 +40,7 @@ struct RuleReport {
   std::vector<VarShapes> shapes;      // shape assignments checked element-wise
   std::optional<Counterexample> counterexample;
   std::string detail;                 // reason for unknown, or extra facts
+  std::string axiom_failure;          // why a rule verified element-wise has no proof for all shapes
 };
 
 /// Verifies one rule. Example:

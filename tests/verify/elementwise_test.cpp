@@ -211,5 +211,34 @@ TEST(Prover, OneAndTwoJobsGiveTheSameVerdicts) {
   EXPECT_TRUE(j["rules"][1].contains("counterexample"));
 }
 
+TEST(Elementwise, Z3ProvesOnlyTheAssignmentsAskedAndProbesTheRest) {
+  // (softmax -1 ?a) = (softmax 1 ?a) holds on the first assignment (rank 2) and not on the second (rank 3).
+  // With z3_assignments = 1 Z3 sees the first only; the probes in double still see the others.
+  z3::context ctx;
+  const Rule rule = make_rule("softmax-axis", {"(softmax -1 ?a)"}, {"(softmax 1 ?a)"});
+  ElementwiseOptions all, first;
+  all.random_probe = first.random_probe = false;
+  first.z3_assignments = 1;
+  const ElementwiseResult a = prove_elementwise(rule, ctx, all), f = prove_elementwise(rule, ctx, first);
+  ASSERT_EQ(a.shapes.size(), 3u);
+  EXPECT_EQ(a.shapes[0].at("a").size(), 2u);
+  EXPECT_EQ(a.status, VerifyStatus::Wrong);
+  EXPECT_EQ(f.status, VerifyStatus::Verified) << "Z3 checked more than the first assignment";
+  first.random_probe = true;
+  EXPECT_EQ(prove_elementwise(rule, ctx, first).status, VerifyStatus::Wrong);
+}
+
+TEST(Verifier, TheReportSaysWhyARuleHasNoProofForAllShapes) {
+  const std::vector<Rule> rules = {make_rule("t3", {"(transpose 1 2 0 (transpose 2 0 1 ?a))"}, {"?a"}),
+                                   make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"})};
+  const CorpusReport r = verify_rules(rules, {});
+  ASSERT_EQ(r.verified, 2);
+  const nlohmann::json j = report_to_json(r);
+  ASSERT_EQ(j["rules"][0]["method"], kMethodElementwise);
+  EXPECT_FALSE(j["rules"][0]["not_for_all_shapes"].get<std::string>().empty());
+  ASSERT_EQ(j["rules"][1]["method"], kMethodAxioms);
+  EXPECT_FALSE(j["rules"][1].contains("not_for_all_shapes"));
+}
+
 }  // namespace
 }  // namespace teq
