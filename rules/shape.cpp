@@ -1,5 +1,7 @@
 #include "rules/shape.h"
 
+#include "rules/dims.h"
+
 #include <limits>
 
 namespace teq {
@@ -31,11 +33,8 @@ void shape_check(bool ok, std::string_view op, std::string_view what, std::span<
 }
 
 int64_t normalize_axis(int64_t axis, size_t rank, std::string_view op, std::span<const Shape> inputs) {
-  int64_t r = static_cast<int64_t>(rank);
-  int64_t a = axis < 0 ? axis + r : axis;
-  shape_check(a >= 0 && a < r, op, "axis " + std::to_string(axis) + " out of range for rank " +
-                                       std::to_string(rank), inputs);
-  return a;
+  ThrowingDims p(inputs);
+  return normalize_axis(p, axis, rank, op);  // the rule of rules/dims.h, with shape_check's message
 }
 
 AxisSplit split_at_axis(std::span<const int64_t> shape, int64_t axis) {

@@ -1,0 +1,111 @@
+// Dimension arithmetic policies: each operator's shape rule (rules/ops/<family>.h, shape_rule in
+// rules/shape_rules.h) is written once as a template over a policy P and instantiated for
+//   ThrowingDims  concrete int64_t dimensions, a failed check throws ShapeError with its message (infer_shape);
+//   CheckingDims  concrete int64_t dimensions, a failed check sets `failed` and builds no message (try_infer_shape);
+//   Z3Dims        dimensions as z3::expr terms, checks collected as preconditions (verify/z3_dims.h).
+// A policy provides:
+//   Dim, Cond, Shape (std::vector<Dim>), Shapes (std::span<const Shape>);
+//   k(int64_t)          a constant dimension (attributes mixed with dimensions go through it);
+//   + - * / % and comparisons on Dim (operators; / and % on the non-negative values shape rules meet);
+//   select(c, a, b)     a if c else b, where a result depends on a comparison of dimensions;
+//   product(shape)      the element count (concretely saturating at INT64_MAX, as num_elements);
+//   text(d)             a dimension in a message;
+//   require(c, op, f)   the check c (a Cond, or a bool about ranks and attributes); f() builds the message,
+//                       called only when c fails and the policy reports messages. Returns false when the
+//                       rule must stop (TEQ_REQUIRE then returns {}); `failed` says a check failed.
+// Rules branch on attributes and ranks (concrete in every policy), never on dimensions except via the policy.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "rules/shape.h"
+
+namespace teq {
+
+/// Checks `cond` through policy `p`; returns {} from the enclosing rule when the rule must stop. The
+/// message (the arguments after `op`, any expression convertible to std::string) is built only on failure.
+#define TEQ_REQUIRE(p, cond, op, ...)                                                 \
+  do {                                                                                \
+    if (!(p).require((cond), (op), [&]() -> std::string { return __VA_ARGS__; })) return {}; \
+  } while (0)
+/// Returns {} from the enclosing rule when a helper rule it called failed.
+#define TEQ_PROPAGATE(p) \
+  do {                   \
+    if ((p).failed) return {}; \
+  } while (0)
+
+/// int64_t dimensions, shared by the throwing and the checking policy.
+struct ConcreteDims {
+  using Dim = int64_t;
+  using Cond = bool;
+  using Shape = teq::Shape;
+  using Shapes = std::span<const Shape>;
+  static Dim k(int64_t v) { return v; }
+  static Dim select(bool c, Dim a, Dim b) { return c ? a : b; }
+  static Dim product(std::span<const Dim> s) { return num_elements(s); }
+  static std::string text(Dim d) { return std::to_string(d); }
+};
+
+/// infer_shape's policy: a failed check throws ShapeError("<op>: <what> (input shapes ..)").
+struct ThrowingDims : ConcreteDims {
+  static constexpr bool failed = false;
+  std::span<const Shape> inputs;  // named in the messages
+  explicit ThrowingDims(std::span<const Shape> in = {}) : inputs(in) {}
+
+  template <class F>
+  bool require(bool ok, std::string_view op, F&& what) const {
+    if (!ok) [[unlikely]]
+      shape_check(false, op, what(), inputs);
+    return true;
+  }
+};
+
+/// try_infer_shape's policy: a failed check only sets `failed`; no message, no exception.
+struct CheckingDims : ConcreteDims {
+  bool failed = false;
+
+  template <class F>
+  bool require(bool ok, std::string_view, F&&) {
+    if (!ok) [[unlikely]]
+      failed = true;
+    return ok;
+  }
+};
+
+/// Normalizes a possibly negative axis against `rank` (ranks are concrete in every policy).
+template <class P>
+int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
+  const int64_t r = static_cast<int64_t>(rank);
+  const int64_t a = axis < 0 ? axis + r : axis;
+  TEQ_REQUIRE(p, a >= 0 && a < r, op,
+              "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
+  return a;
+}
+
+/// `attrs` as dimensions (a target shape written in attributes).
+template <class P>
+typename P::Shape dims_of(const P& p, std::span<const int64_t> attrs) {
+  typename P::Shape out;
+  out.reserve(attrs.size());
+  for (int64_t a : attrs) out.push_back(p.k(a));
+  return out;
+}
+
+/// Equal ranks and equal dimensions.
+template <class P>
+auto same_shape(const P& p, const typename P::Shape& a, const typename P::Shape& b) -> typename P::Cond {
+  if constexpr (std::is_same_v<typename P::Cond, bool>) {
+    return a == b;
+  } else {
+    if (a.size() != b.size()) return p.truth(false);
+    typename P::Cond all = p.truth(true);
+    for (size_t i = 0; i < a.size(); ++i) all = all && a[i] == b[i];
+    return all;
+  }
+}
+
+}  // namespace teq
