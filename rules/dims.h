@@ -1,8 +1,10 @@
-// Dimension arithmetic policies: each operator's shape rule (rules/ops/<family>.h, shape_rule in
-// rules/shape_rules.h) is written once as a template over a policy P and instantiated for
+// Dimension arithmetic policies, so that an operator's shape rule can be written once as a template over a
+// policy P and instantiated for
 //   ThrowingDims  concrete int64_t dimensions, a failed check throws ShapeError with its message (infer_shape);
-//   CheckingDims  concrete int64_t dimensions, a failed check sets `failed` and builds no message (try_infer_shape);
-//   Z3Dims        dimensions as z3::expr terms, checks collected as preconditions (verify/z3_dims.h).
+//   CheckingDims  concrete int64_t dimensions, a failed check sets `failed` and builds no message.
+// Where this stands (2026-12-02): the policies and normalize_axis (rules/shape.cpp uses it) exist; the
+// operators' rules in rules/ops/ are still written directly on int64_t, and the planned third policy
+// (dimensions as z3::expr for the axioms' shape facts and shape_assign's search) does not exist yet.
 // A policy provides:
 //   Dim, Cond, Shape (std::vector<Dim>), Shapes (std::span<const Shape>);
 //   k(int64_t)          a constant dimension (attributes mixed with dimensions go through it);
