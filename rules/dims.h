@@ -22,7 +22,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "rules/shape.h"
 
@@ -88,26 +87,10 @@ int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
   return a;
 }
 
-/// `attrs` as dimensions (a target shape written in attributes).
+/// Equal ranks and equal dimensions (a policy over non-bool conditions will need its own conjunction).
 template <class P>
-typename P::Shape dims_of(const P& p, std::span<const int64_t> attrs) {
-  typename P::Shape out;
-  out.reserve(attrs.size());
-  for (int64_t a : attrs) out.push_back(p.k(a));
-  return out;
-}
-
-/// Equal ranks and equal dimensions.
-template <class P>
-auto same_shape(const P& p, const typename P::Shape& a, const typename P::Shape& b) -> typename P::Cond {
-  if constexpr (std::is_same_v<typename P::Cond, bool>) {
-    return a == b;
-  } else {
-    if (a.size() != b.size()) return p.truth(false);
-    typename P::Cond all = p.truth(true);
-    for (size_t i = 0; i < a.size(); ++i) all = all && a[i] == b[i];
-    return all;
-  }
+typename P::Cond same_shape(const P&, const typename P::Shape& a, const typename P::Shape& b) {
+  return a == b;
 }
 
 }  // namespace teq
