@@ -148,10 +148,9 @@ std::atomic<uint64_t> clock_stops{0};
 namespace {
 
 /// The two runners of a saturation (with multi-pattern rules for the first k_multi iterations, without
-/// after), each built when first needed: each compiles every rule, and many saturations end within the
-/// first iterations.
+/// after), each built when first needed (many saturations end within the first iterations).
 struct LazyRunners {
-  const std::vector<Rule>& rules;
+  const RuleSubset& rules;
   RunnerConfig config;
   int k_multi;
   std::optional<Runner> with_multi, single_only;
@@ -161,7 +160,7 @@ struct LazyRunners {
     std::optional<Runner>& r = multi ? with_multi : single_only;
     if (!r) {
       config.k_multi = multi ? 1 : 0;
-      r.emplace(rules, config);
+      r.emplace(rules.rules, config, rules.enabled);
     }
     return *r;
   }
@@ -171,7 +170,16 @@ struct LazyRunners {
 
 uint64_t saturations_stopped_by_clock() { return clock_stops.load(std::memory_order_relaxed); }
 
+std::shared_ptr<const CompiledRules> compile_for_derivation(const std::vector<Rule>& rules) {
+  return std::make_shared<const CompiledRules>(rules, /*cross_product_multi=*/true);
+}
+
 std::string EquationBatch::saturate(const std::vector<Rule>& rules, const DeriveLimits& limits,
+                                    const std::vector<size_t>& watch) {
+  return saturate(RuleSubset{compile_for_derivation(rules)}, limits, watch);
+}
+
+std::string EquationBatch::saturate(const RuleSubset& rules, const DeriveLimits& limits,
                                     const std::vector<size_t>& watch) {
   EGraph& egraph = graph_->egraph;
   auto all_equal = [&] {
@@ -193,7 +201,7 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
   config.iter_limit = 1;
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
-  config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small
+  config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small (compile_for_derivation)
   LazyRunners runners{rules, config, limits.k_multi, std::nullopt, std::nullopt};
   auto start = std::chrono::steady_clock::now();
   StopReason stop = StopReason::IterLimit;
@@ -223,6 +231,11 @@ std::string EquationBatch::saturate(const std::vector<Rule>& rules, const Derive
 
 DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
                          const DeriveLimits& limits) {
+  return derive_rule(target, RuleSubset{compile_for_derivation(rules)}, types, limits);
+}
+
+DeriveResult derive_rule(const Rule& target, const RuleSubset& rules, const std::vector<LeafType>& types,
+                         const DeriveLimits& limits) {
   EquationBatch batch(types);
   std::string why_not;
   auto index = batch.add(target, &why_not);
@@ -235,6 +248,11 @@ DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, con
 
 DeriveResult derive_as_rewrites(const Rule& target, const std::vector<Rule>& rules,
                                 const std::vector<LeafType>& types, const DeriveLimits& limits) {
+  return derive_as_rewrites(target, RuleSubset{compile_for_derivation(rules)}, types, limits);
+}
+
+DeriveResult derive_as_rewrites(const Rule& target, const RuleSubset& rules, const std::vector<LeafType>& types,
+                                const DeriveLimits& limits) {
   auto one_way = [&](const Rule& r) -> DeriveResult {
     EquationBatch batch(types);
     std::string why_not;
@@ -324,7 +342,14 @@ class Minimization {
   }
 
  private:
-  const std::vector<Rule>& rules_for(const Rule& r) const { return uses_enlarge(r) ? kept_both : kept_both_plain; }
+  /// `list` compiled, from `cache` while the list has not grown since (kept rules are only appended).
+  static RuleSubset compiled(const std::vector<Rule>& list, std::shared_ptr<const CompiledRules>& cache) {
+    if (!cache || cache->size() != list.size()) cache = compile_for_derivation(list);
+    return RuleSubset(cache);
+  }
+  RuleSubset compiled_rules_for(const Rule& r) {
+    return uses_enlarge(r) ? compiled(kept_both, compiled_both_) : compiled(kept_both_plain, compiled_plain_);
+  }
 
   void log_progress(size_t checked, Clock::time_point start) const {
     log_line(config_, "rulegen: minimizing: " + std::to_string(checked) + "/" + std::to_string(unique_.size()) +
@@ -362,11 +387,12 @@ class Minimization {
     std::vector<size_t> multi_at;
     for (size_t k = 0; k < pending.size(); ++k)
       if (config.minimize && unique[pending[k]].rule.is_multi()) multi_at.push_back(k);
+    const RuleSubset both = compiled(kept_both, compiled_both_), plain = compiled(kept_both_plain, compiled_plain_);
     run_with_spare_proofs(2 + multi_at.size(), [&](size_t job) {
-      if (job < 2) return saturate_batch(batches[job], job == 1 ? kept_both : kept_both_plain);
+      if (job < 2) return saturate_batch(batches[job], job == 1 ? both : plain);
       const size_t k = multi_at[job - 2];
       const Rule& r = unique[pending[k]].rule;
-      multi_derived[k] = derive_rule(r, rules_for(r), types, multi_limits).derived;
+      multi_derived[k] = derive_rule(r, uses_enlarge(r) ? both : plain, types, multi_limits).derived;
     }, first_of_chunk ? std::vector<size_t>{} : pending);
     const size_t kept_before_round = kept.size();
     std::vector<size_t> undecided;
@@ -402,7 +428,7 @@ class Minimization {
       // A two-pattern rule is checked again only if rules were kept since its parallel check.
       if (index[k] ? batches[batch_of[k]].equal(*index[k])
                    : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
-                         derive_rule(r, rules_for(r), types, multi_limits).derived) {
+                         derive_rule(r, compiled_rules_for(r), types, multi_limits).derived) {
         ++result.stats.pruned_derivable;
         continue;
       }
@@ -420,8 +446,8 @@ class Minimization {
     return rest;
   }
 
-  void saturate_batch(EquationBatch& batch, const std::vector<Rule>& rules) const {
-    if (!config_.minimize || rules.empty() || batch.num_nodes() == 0) return;
+  void saturate_batch(EquationBatch& batch, const RuleSubset& rules) const {
+    if (!config_.minimize || rules.rules->size() == 0 || batch.num_nodes() == 0) return;
     DeriveLimits limits = config_.derive;
     limits.node_limit = std::min<size_t>(config_.batch_node_limit, limits.node_limit + 20 * batch.num_nodes());
     batch.saturate(rules, limits);
@@ -464,6 +490,7 @@ class Minimization {
   const int threads_;
   const size_t slice_;
   std::vector<Rule> kept, kept_both, kept_both_plain;
+  std::shared_ptr<const CompiledRules> compiled_both_, compiled_plain_;  // caches of compiled()
   std::vector<std::optional<ProofResult>> spare_proofs_ = std::vector<std::optional<ProofResult>>(unique_.size());
   std::atomic<size_t> spare_made_{0}, spare_used_{0};  // for the log
 };
@@ -477,31 +504,40 @@ std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates,
 
 namespace {
 
-/// The final pass's question for one kept rule (derive_as_rewrites against the others), with each kept
-/// rule's directions (both_directions) computed once.
+/// The final pass's question for one kept rule (derive_as_rewrites against the others), with every kept
+/// rule's directions (both_directions) compiled once into one list; each check enables a subset of it.
 class FinalPassCheck {
  public:
   FinalPassCheck(const std::vector<Rule>& kept, const std::vector<LeafType>& types, const DeriveLimits& limits)
       : kept_(kept), types_(types), limits_(limits), multi_limits_(two_pattern_limits(limits)) {
-    directions_.reserve(kept.size());
-    for (const Rule& r : kept) directions_.push_back(both_directions({r}));
+    std::vector<Rule> directions;
+    for (size_t j = 0; j < kept.size(); ++j)
+      for (Rule& d : both_directions({kept[j]})) {
+        directions.push_back(std::move(d));
+        owner_.push_back(j);
+      }
+    compiled_ = compile_for_derivation(directions);
   }
 
   /// Whether kept[i] follows, as rewrites, from the kept rules other than itself and those `dropped`.
   bool derivable(size_t i, const std::vector<char>& dropped) const {
     const Rule& target = kept_[i];
-    std::vector<Rule> rules;
-    for (size_t j = 0; j < kept_.size(); ++j)
-      if (j != i && !dropped[j] && may_derive(kept_[j], target))
-        rules.insert(rules.end(), directions_[j].begin(), directions_[j].end());
-    return derive_as_rewrites(target, rules, types_, target.is_multi() ? multi_limits_ : limits_).derived;
+    std::vector<char> enabled(owner_.size());
+    for (size_t k = 0; k < owner_.size(); ++k) {
+      const size_t j = owner_[k];
+      enabled[k] = j != i && !dropped[j] && may_derive(kept_[j], target);
+    }
+    return derive_as_rewrites(target, RuleSubset{compiled_, enabled}, types_,
+                              target.is_multi() ? multi_limits_ : limits_)
+        .derived;
   }
 
  private:
   const std::vector<Rule>& kept_;
   const std::vector<LeafType>& types_;
   const DeriveLimits limits_, multi_limits_;
-  std::vector<std::vector<Rule>> directions_;
+  std::vector<size_t> owner_;  // owner_[k]: the kept rule whose direction compiled_ rule k is
+  std::shared_ptr<const CompiledRules> compiled_;
 };
 
 /// The confirmation stage of the final pass: `order[k]` is dropped when derivable from the rules not

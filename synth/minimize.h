@@ -7,12 +7,17 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "rules/corpus.h"
 #include "synth/candidates.h"
 #include "synth/vocabulary.h"
+
+namespace teq {
+class CompiledRules;  // optimizer/engine/runner.h
+}
 
 namespace teq::synth {
 
@@ -41,6 +46,19 @@ std::vector<Rule> both_directions(const std::vector<Rule>& rules);
 /// machine's load, unlike the node and iteration limits); rulegen reports the count of its run in
 /// generator.stats.derivations_stopped_by_clock, so a corpus says how much of it the clock decided.
 uint64_t saturations_stopped_by_clock();
+
+/// `rules` compiled for the saturations here (CompiledRules, with cross-product two-pattern rules), so that
+/// many derivability checks over subsets of one list compile it once.
+std::shared_ptr<const CompiledRules> compile_for_derivation(const std::vector<Rule>& rules);
+
+/// A compiled rule list and which of its rules a saturation uses (`enabled`, indexed like the list; empty:
+/// all). Points into its owner's storage: the owner outlives the saturations.
+struct RuleSubset {
+  explicit RuleSubset(std::shared_ptr<const CompiledRules> compiled, std::span<const char> mask = {})
+      : rules(std::move(compiled)), enabled(mask) {}
+  std::shared_ptr<const CompiledRules> rules;
+  std::span<const char> enabled;
+};
 
 struct EGraphHolder;
 
@@ -76,6 +94,8 @@ class EquationBatch {
   /// rules apply in the first limits.k_multi iterations). Stops early once every equation in `watch`
   /// (all, when empty) is equal. Returns the stop reason in words, e.g. "node-limit, 4012 e-nodes, 3 iterations".
   std::string saturate(const std::vector<Rule>& rules, const DeriveLimits& limits, const std::vector<size_t>& watch = {});
+  /// The same with rules compiled before.
+  std::string saturate(const RuleSubset& rules, const DeriveLimits& limits, const std::vector<size_t>& watch = {});
   size_t num_nodes() const;
 
  private:
@@ -89,6 +109,8 @@ class EquationBatch {
 /// by saturation within `limits`: an EquationBatch of one.
 DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, const std::vector<LeafType>& types,
                          const DeriveLimits& limits = {});
+DeriveResult derive_rule(const Rule& target, const RuleSubset& rules, const std::vector<LeafType>& types,
+                         const DeriveLimits& limits = {});
 
 /// Stricter: whether `rules` rewrite target's left side into its right side (right side looked up, not
 /// added) and, when the target is a valid rule backwards, its right side into its left side. A rule that
@@ -97,6 +119,8 @@ DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, con
 /// applies the rule never has.
 DeriveResult derive_as_rewrites(const Rule& target, const std::vector<Rule>& rules,
                                 const std::vector<LeafType>& types, const DeriveLimits& limits = {});
+DeriveResult derive_as_rewrites(const Rule& target, const RuleSubset& rules, const std::vector<LeafType>& types,
+                                const DeriveLimits& limits = {});
 
 // ---- rulegen's minimization policy (run_rulegen and merge_rulegen drive it, rulegen.h) ------------------
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "optimizer/engine/cycles.h"
@@ -28,7 +29,7 @@ std::string_view to_string(StopReason reason) {
   return "unknown";
 }
 
-struct Runner::Compiled {
+struct CompiledRules::Entry {
   RuleId id;
   VarTable vars;
   std::vector<Pattern> lhs, rhs;
@@ -56,13 +57,14 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 }  // namespace
 
-Runner::Runner(std::span<const Rule> rules, RunnerConfig config) : config_(std::move(config)) {
+CompiledRules::CompiledRules(std::span<const Rule> rules, bool cross_product_multi)
+    : cross_product_multi_(cross_product_multi) {
   for (size_t i = 0; i < rules.size(); ++i) {
     const Rule& rule = rules[i];
-    rule_ids_.push_back(rule.id);
+    ids_.push_back(rule.id);
     const RuleId id(i);
     auto compile = [&](std::vector<size_t> parts) {
-      Compiled c{id, {}, {}, {}};
+      Entry c{id, {}, {}, {}};
       for (size_t k : parts) c.lhs.emplace_back(rule.lhs[k], c.vars);
       for (size_t k : parts) c.rhs.emplace_back(rule.rhs[k], c.vars);
       return c;
@@ -73,10 +75,10 @@ Runner::Runner(std::span<const Rule> rules, RunnerConfig config) : config_(std::
       } else if (rule.lhs.size() > 2) {
         notes_.push_back("rule '" + rule.id + "': multi-pattern rules with more than two patterns are not used");
       } else {
-        Compiled c = compile({0, 1});
+        Entry c = compile({0, 1});
         std::set<uint32_t> a = slots_of(c.lhs[0]), b = slots_of(c.lhs[1]);
         bool shared = std::any_of(a.begin(), a.end(), [&](uint32_t s) { return b.contains(s); });
-        if (shared || config_.cross_product_multi) {
+        if (shared || cross_product_multi) {
           multi_.push_back(std::move(c));
           continue;
         }
@@ -95,6 +97,26 @@ Runner::Runner(std::span<const Rule> rules, RunnerConfig config) : config_(std::
       notes_.push_back("rule '" + rule.id + "': " + e.what());
     }
   }
+}
+
+CompiledRules::~CompiledRules() = default;
+CompiledRules::CompiledRules(CompiledRules&&) noexcept = default;
+
+Runner::Runner(std::span<const Rule> rules, RunnerConfig config)
+    : Runner(std::make_shared<const CompiledRules>(rules, config.cross_product_multi), config) {}
+
+Runner::Runner(std::shared_ptr<const CompiledRules> rules, RunnerConfig config, std::span<const char> enabled)
+    : rules_(std::move(rules)), config_(std::move(config)) {
+  if (rules_->cross_product_multi() != config_.cross_product_multi)
+    throw std::invalid_argument("Runner: rules compiled with another cross_product_multi than the config's");
+  if (!enabled.empty() && enabled.size() != rules_->size())
+    throw std::invalid_argument("Runner: the enabled mask has " + std::to_string(enabled.size()) +
+                                " entries for " + std::to_string(rules_->size()) + " rules");
+  auto on = [&](const Compiled& c) { return enabled.empty() || enabled[c.id.value]; };
+  for (const Compiled& c : rules_->single_)
+    if (on(c)) single_.push_back(&c);
+  for (const Compiled& c : rules_->multi_)
+    if (on(c)) multi_.push_back(&c);
 }
 
 Runner::~Runner() = default;
@@ -126,7 +148,7 @@ void Runner::search_single(const EGraph& egraph, Iteration& it) {
       continue;
     }
     const size_t threshold = scheduler_.match_threshold(k);
-    const Compiled& r = single_[k];
+    const Compiled& r = *single_[k];
     std::vector<Match> ms = search(egraph, it.classes, r.lhs[0], r.vars.names.size(),
                                    threshold == SIZE_MAX ? SIZE_MAX : threshold + 1);
     it.num_matches += ms.size();
@@ -156,7 +178,8 @@ void Runner::join_multi(const EGraph& egraph, Iteration& it) const {
     }
     return by_key.emplace(std::move(key), std::move(ms)).first->second;
   };
-  for (const Compiled& r : multi_) {
+  for (const Compiled* rule : multi_) {
+    const Compiled& r = *rule;
     const std::vector<Match>& m0 = matches_of(r.lhs[0], r.vars.names.size());
     const std::vector<Match>& m1 = matches_of(r.lhs[1], r.vars.names.size());
     const bool symmetric = &m0 == &m1;
@@ -240,7 +263,7 @@ void Runner::apply_single(EGraph& egraph, Iteration& it, RunReport& report) cons
 RunReport Runner::run(EGraph& egraph) {
   started_ = Clock::now();
   RunReport report;
-  report.notes = notes_;
+  report.notes = rules_->notes();
   scheduler_ = BackoffScheduler(single_.size(), config_.backoff, config_.match_limit, config_.ban_length);
   egraph.rebuild();
   bool stopped = false;

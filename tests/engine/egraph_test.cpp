@@ -208,6 +208,29 @@ TEST(Runner, BackoffBansRulesWithTooManyMatches) {
   EXPECT_GT(r2.applied, 0u);
 }
 
+TEST(Runner, SharedCompiledRulesApplyOnlyTheEnabledOnes) {
+  RuleCorpus rules;
+  rules.rules.push_back(make_rule("relu-idem", {"(relu (relu ?x))"}, {"(relu ?x)"}));
+  rules.rules.push_back(make_rule("tanh-tanh", {"(tanh (tanh ?x))"}, {"(tanh ?x)"}));  // a rule to switch off
+  auto compiled = std::make_shared<const CompiledRules>(rules.rules, /*cross_product_multi=*/false);
+  // Which of relu(relu(x)) = relu(x) and tanh(tanh(x)) = tanh(x) a run with `enabled` finds.
+  auto merged = [&](std::vector<char> enabled) {
+    EGraph g;
+    ClassId x = g.add(leaf(OpKind::Input, "x", {2, 3}));
+    ClassId r1 = g.add(op(OpKind::Relu, {x})), r2 = g.add(op(OpKind::Relu, {r1}));
+    ClassId t1 = g.add(op(OpKind::Tanh, {x})), t2 = g.add(op(OpKind::Tanh, {t1}));
+    Runner(compiled, RunnerConfig{.iter_limit = 4}, enabled).run(g);
+    return std::pair(g.find(r1) == g.find(r2), g.find(t1) == g.find(t2));
+  };
+  EXPECT_EQ(merged({}), std::pair(true, true));  // empty mask: every rule
+  EXPECT_EQ(merged({1, 0}), std::pair(true, false));
+  EXPECT_EQ(merged({0, 1}), std::pair(false, true));
+  EXPECT_EQ(Runner(compiled, RunnerConfig{}).rule_ids(), (std::vector<std::string>{"relu-idem", "tanh-tanh"}));
+  // A mask of the wrong length, or rules compiled for another two-pattern policy, are refused.
+  EXPECT_THROW(Runner(compiled, RunnerConfig{}, std::vector<char>{1}), std::invalid_argument);
+  EXPECT_THROW(Runner(compiled, RunnerConfig{.cross_product_multi = true}), std::invalid_argument);
+}
+
 TEST(Runner, MultiPatternRuleWithoutSharedVariablesBecomesSingleRules) {
   RuleCorpus rules;
   rules.rules.push_back(make_rule("two-singles", {"(relu (relu ?x))", "(tanh (tanh ?y))"}, {"(relu ?x)", "(tanh (tanh ?y))"}));
