@@ -18,6 +18,7 @@
 // Rules branch on attributes and ranks (concrete in every policy), never on dimensions except via the policy.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -38,6 +39,23 @@ namespace teq {
   do {                   \
     if ((p).failed) return {}; \
   } while (0)
+
+/// What a rule template asks of its policy parameter (the list above; `failed` may be a constant).
+template <class P>
+concept DimPolicy = requires(P& p, const typename P::Dim& d) {
+  typename P::Cond;
+  typename P::Shape;
+  typename P::Shapes;
+  { p.k(int64_t{0}) } -> std::convertible_to<typename P::Dim>;
+  { p.text(d) } -> std::convertible_to<std::string>;
+  { p.failed } -> std::convertible_to<bool>;
+};
+template <class P>
+using DimOf = typename P::Dim;
+template <class P>
+using ShapeOf = typename P::Shape;
+template <class P>
+using ShapesOf = typename P::Shapes;
 
 /// int64_t dimensions, shared by the throwing and the checking policy.
 struct ConcreteDims {
@@ -78,7 +96,7 @@ struct CheckingDims : ConcreteDims {
 };
 
 /// Normalizes a possibly negative axis against `rank` (ranks are concrete in every policy).
-template <class P>
+template <DimPolicy P>
 int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
   const int64_t r = static_cast<int64_t>(rank);
   const int64_t a = axis < 0 ? axis + r : axis;
@@ -88,8 +106,8 @@ int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
 }
 
 /// Equal ranks and equal dimensions (a policy over non-bool conditions will need its own conjunction).
-template <class P>
-typename P::Cond same_shape(const P&, const typename P::Shape& a, const typename P::Shape& b) {
+template <DimPolicy P>
+typename P::Cond same_shape(const P&, const ShapeOf<P>& a, const ShapeOf<P>& b) {
   return a == b;
 }
 
