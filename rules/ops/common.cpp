@@ -4,11 +4,6 @@
 
 namespace teq::ops {
 
-Activation activation_attr(int64_t code, std::string_view op, Shapes in) {
-  ThrowingDims p(in);
-  return *activation_attr(p, code, op);
-}
-
 Window window_1d(int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::string_view op, Shapes shapes) {
   ThrowingDims p(shapes);
   return *window_1d(p, in, kernel, stride, pad, op);

@@ -25,9 +25,6 @@ S activate(const Arith<S>& ar, Activation act, const S& x) {
   return x;
 }
 
-/// Validates an activation attribute.
-Activation activation_attr(int64_t code, std::string_view op, Shapes in);
-
 /// One spatial axis of a sliding window: output extent and the padding before the first element.
 /// pad == -1 means SAME (TF/TASO convention: out = ceil(in/stride), extra padding at the end).
 /// Dim is a dimension policy's (rules/dims.h); the evaluators use int64_t.
