@@ -28,7 +28,8 @@ std::optional<std::vector<Shape>> walk_shapes(const Expr& expr, const VarShapes&
     } else if (n.op == OpKind::Input || n.op == OpKind::Weight) {
       shapes[i] = n.attrs;
       for (int64_t d : n.attrs)
-        if (d < 1) return fail([&] { return std::string(op_name(n.op)) + " '" + n.name + "': dimensions must be >= 1"; });
+        if (d < 1)
+          return fail([&] { return std::string(op_name(n.op)) + " '" + n.name + "': dimensions must be >= 1"; });
     } else {
       in.clear();
       for (ExprId c : n.children) in.push_back(shapes[c.value]);

@@ -52,7 +52,8 @@ ShapeOf<P> shape_merge(P& p, AttrSpan attrs, ShapesOf<P> in) {
   const ShapeOf<P>& w = in[0];
   const int64_t count = merge_count(attrs);
   TEQ_REQUIRE(p, w.size() == 4, "merge", "kernel must be 4-d (OIHW)");
-  TEQ_REQUIRE(p, count >= 1 && count <= (int64_t{1} << 20), "merge", "count must be >= 1, got " + std::to_string(count));
+  TEQ_REQUIRE(p, count >= 1 && count <= (int64_t{1} << 20), "merge",
+              "count must be >= 1, got " + std::to_string(count));
   TEQ_REQUIRE(p, w[0] % p.k(count) == p.k(0), "merge",
               "output channels " + p.text(w[0]) + " not divisible by count " + std::to_string(count));
   TEQ_REQUIRE(p, w[1] <= p.k(kMaxElements / count), "merge", "merged kernel too large");
