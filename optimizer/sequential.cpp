@@ -238,10 +238,8 @@ class Rewriter {
         n.children.push_back(id);
         in.push_back(out_.shapes[id.value]);
       }
-      Shape shape;
-      try {
-        shape = infer_shape(n.op, n.attrs, in);
-      } catch (const ShapeError&) {  // the right side does not fit these shapes: not applicable here
+      std::optional<Shape> shape = try_infer_shape(n.op, n.attrs, in);
+      if (!shape) {  // the right side does not fit these shapes: not applicable here
         failed_ = true;
         return result;
       }
@@ -250,7 +248,7 @@ class Rewriter {
         failed_ = true;
         return result;
       }
-      result = add(std::move(n), shape, std::nullopt);
+      result = add(std::move(n), *shape, std::nullopt);
     }
     if (!failed_) memo[p.value] = static_cast<int32_t>(result.value);
     return result;

@@ -2,9 +2,14 @@
 // policy P and instantiated for
 //   ThrowingDims  concrete int64_t dimensions, a failed check throws ShapeError with its message (infer_shape);
 //   CheckingDims  concrete int64_t dimensions, a failed check sets `failed` and builds no message.
-// Where this stands (2026-12-02): the policies and normalize_axis (rules/shape.cpp uses it) exist; the
-// operators' rules in rules/ops/ are still written directly on int64_t, and the planned third policy
-// (dimensions as z3::expr for the axioms' shape facts and shape_assign's search) does not exist yet.
+// Where this stands (2026-12-02): every operator's shape rule is one template over P, in
+// rules/ops/detail/<family>_shape.h (activation_attr, window_1d and attr_shape, shared, in common_shape.h),
+// and rules/shape_rules.h's infer_shape_with is the one dispatch from an OpKind to its rule, arity included.
+// infer_shape runs it with ThrowingDims, try_infer_shape (rules/semantics.h: no message, no exception, for
+// the rewrite engines' "does it fit?") with CheckingDims; tests/rules/shape_policy_test.cpp compares the two
+// on every operator. The concrete window_1d, split_range, dilated_extent and normalize_axis that the
+// evaluators call wrap the templates. The planned third policy (dimensions as z3::expr for the axioms' shape
+// facts and shape_assign's search) does not exist yet; the rules are written for it (below).
 // A policy provides:
 //   Dim, Cond, Shape (std::vector<Dim>), Shapes (std::span<const Shape>);
 //   k(int64_t)          a constant dimension (attributes mixed with dimensions go through it);
@@ -16,8 +21,13 @@
 //                       called only when c fails and the policy reports messages. Returns false when the
 //                       rule must stop (TEQ_REQUIRE then returns {}); `failed` says a check failed.
 // Rules branch on attributes and ranks (concrete in every policy), never on dimensions except via the policy.
+// A check on ranks or attributes is a requirement of its own, before any indexing it guards (a symbolic
+// policy's && does not short-circuit); where one message covers both, it is two requirements with that
+// message. A helper that returns dimensions returns std::optional (a z3::expr has no empty value) and its
+// caller stops with TEQ_PROPAGATE.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -38,6 +48,23 @@ namespace teq {
   do {                   \
     if ((p).failed) return {}; \
   } while (0)
+
+/// What a rule template asks of its policy parameter (the list above; `failed` may be a constant).
+template <class P>
+concept DimPolicy = requires(P& p, const typename P::Dim& d) {
+  typename P::Cond;
+  typename P::Shape;
+  typename P::Shapes;
+  { p.k(int64_t{0}) } -> std::convertible_to<typename P::Dim>;
+  { p.text(d) } -> std::convertible_to<std::string>;
+  { p.failed } -> std::convertible_to<bool>;
+};
+template <class P>
+using DimOf = typename P::Dim;
+template <class P>
+using ShapeOf = typename P::Shape;
+template <class P>
+using ShapesOf = typename P::Shapes;
 
 /// int64_t dimensions, shared by the throwing and the checking policy.
 struct ConcreteDims {
@@ -78,7 +105,7 @@ struct CheckingDims : ConcreteDims {
 };
 
 /// Normalizes a possibly negative axis against `rank` (ranks are concrete in every policy).
-template <class P>
+template <DimPolicy P>
 int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
   const int64_t r = static_cast<int64_t>(rank);
   const int64_t a = axis < 0 ? axis + r : axis;
@@ -88,8 +115,8 @@ int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
 }
 
 /// Equal ranks and equal dimensions (a policy over non-bool conditions will need its own conjunction).
-template <class P>
-typename P::Cond same_shape(const P&, const typename P::Shape& a, const typename P::Shape& b) {
+template <DimPolicy P>
+typename P::Cond same_shape(const P&, const ShapeOf<P>& a, const ShapeOf<P>& b) {
   return a == b;
 }
 

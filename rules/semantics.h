@@ -3,6 +3,7 @@
 // switches on OpKind to compute values.
 #pragma once
 
+#include <optional>
 #include <span>
 
 #include "rules/ops/constants.h"
@@ -21,6 +22,10 @@ namespace teq {
 /// when the arity, the attributes or the shapes do not fit. Leaves (var, input, weight) are not handled
 /// here: their shapes come from bindings or their own attributes.
 Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> inputs);
+/// As infer_shape, but nullopt where infer_shape throws ShapeError; builds no message and throws nothing
+/// (for "does this fit?" on the rewrite engines' hot paths). A leaf still throws std::logic_error. Both
+/// run the same rules (rules/shape_rules.h).
+std::optional<Shape> try_infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> inputs);
 
 /// Value of `op` on `args`. Preconditions: infer_shape accepted the same op, attrs and argument shapes,
 /// and `out_shape` is its result.

@@ -203,18 +203,16 @@ class Enumerator {
     const ShapePair* p2 = s2 >= 0 ? &out_.shapes[s2] : nullptr;
     if (!may_fit(v, p1.a, p2 ? &p2->a : nullptr)) return -1;
     if (p2 && !may_fit(v, p1.b, &p2->b)) return -1;
-    try {
-      std::vector<Shape> in_a{p1.a}, in_b{p1.b};
-      if (p2) in_a.push_back(p2->a), in_b.push_back(p2->b);
-      Shape oa = infer_shape(v.op, v.attrs, in_a);
-      Shape ob = infer_shape(v.op, v.attrs, in_b);
-      // Scalars only feed smul; huge tensors only slow fingerprints down.
-      if (oa.empty() || ob.empty() || num_elements(oa) > 4096 || num_elements(ob) > 4096) return -1;
-      if (oa.size() != ob.size()) return -1;
-      return intern_shape(oa, ob);
-    } catch (const ShapeError&) {
-      return -1;
-    }
+    std::vector<Shape> in_a{p1.a}, in_b{p1.b};
+    if (p2) in_a.push_back(p2->a), in_b.push_back(p2->b);
+    const std::optional<Shape> oa = try_infer_shape(v.op, v.attrs, in_a);
+    if (!oa) return -1;
+    const std::optional<Shape> ob = try_infer_shape(v.op, v.attrs, in_b);
+    if (!ob) return -1;
+    // Scalars only feed smul; huge tensors only slow fingerprints down.
+    if (oa->empty() || ob->empty() || num_elements(*oa) > 4096 || num_elements(*ob) > 4096) return -1;
+    if (oa->size() != ob->size()) return -1;
+    return intern_shape(*oa, *ob);
   }
 
   /// For each variant and operand shape, the second-operand shapes that fit and the output shape;

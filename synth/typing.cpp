@@ -48,11 +48,8 @@ bool partial_ok(const Expr& p, const std::map<std::string, int>& typing, const s
       in.push_back(*shapes[c.value]);
     }
     if (!known) continue;
-    try {
-      shapes[i] = infer_shape(n.op, n.attrs, in);
-    } catch (const ShapeError&) {
-      return false;
-    }
+    shapes[i] = try_infer_shape(n.op, n.attrs, in);
+    if (!shapes[i]) return false;
   }
   return true;
 }

@@ -478,7 +478,7 @@ class Encoder {
       args.pop_back();  // the reference axis: replaced by the cut
       args.push_back(cut);
       args.push_back(x);
-      // The shape rule's precondition (rules/ops/layout.cpp shape_split): 0 < cut < extent.
+      // The shape rule's precondition (shape_split, rules/ops/detail/layout_shape.h): 0 < cut < extent.
       scope.well_shaped.push_back(cut >= 1 && cut < dim(x, n.attrs[0]) && rank(x) > ctx_.int_val(n.attrs[0]));
       return op(n.op, n.attrs.size(), 1)(args);
     }
@@ -622,7 +622,7 @@ z3::expr_vector Encoder::shape_facts() {
       case OpKind::AvgPool:
         rank_is(ctx_.int_val(4));
         dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1));
-        // The same window_1d as a convolution's (rules/ops/pool.cpp, conv.cpp), as an uninterpreted
+        // The same window_1d as a convolution's (rules/ops/detail/common_shape.h), as an uninterpreted
         // function: laws that keep the spatial extents (a pool of a concat along channels) agree in shape.
         dim_at(2, window_(dim(opnd[0], 2), attr[0], attr[2], attr[4]));
         dim_at(3, window_(dim(opnd[0], 3), attr[1], attr[3], attr[5]));

@@ -620,15 +620,9 @@ class DimSearch {
     std::vector<Shape> in;
     in.reserve(n.children.size());
     for (ExprId c : n.children) in.push_back(shape_of(pr_.global(p, c)));
-    // The search meets the same operand shapes at a node again and again, and an ill-shaped one costs an
-    // exception with its message: each outcome is remembered.
+    // The search meets the same operand shapes at a node again and again: each outcome is remembered.
     auto [it, added] = inferred_.try_emplace(std::pair{g, in});
-    if (added) {
-      try {
-        it->second = infer_shape(n.op, n.attrs, in);
-      } catch (const ShapeError&) {
-      }
-    }
+    if (added) it->second = try_infer_shape(n.op, n.attrs, in);
     if (!it->second) return false;
     shapes_[g] = *it->second;
     if (num_elements(shapes_[g]) > opt_.max_elements) return false;

@@ -185,11 +185,9 @@ std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, cons
     }
     in.clear();
     for (uint32_t c : n.children) in.push_back(shapes[c]);
-    try {
-      shapes[i] = infer_shape(n.op, n.attrs, in);
-    } catch (const ShapeError&) {
-      return std::nullopt;
-    }
+    std::optional<Shape> shape = try_infer_shape(n.op, n.attrs, in);
+    if (!shape) return std::nullopt;
+    shapes[i] = std::move(*shape);
     // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
     if (n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) && pattern_has_free_shape(pattern, n.children[1]))
       return std::nullopt;

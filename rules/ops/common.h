@@ -25,15 +25,16 @@ S activate(const Arith<S>& ar, Activation act, const S& x) {
   return x;
 }
 
-/// Validates an activation attribute.
-Activation activation_attr(int64_t code, std::string_view op, Shapes in);
-
 /// One spatial axis of a sliding window: output extent and the padding before the first element.
 /// pad == -1 means SAME (TF/TASO convention: out = ceil(in/stride), extra padding at the end).
-struct Window {
-  int64_t out;
-  int64_t pad_before;
+/// Dim is a dimension policy's (rules/dims.h); the evaluators use int64_t.
+template <class Dim>
+struct WindowOf {
+  Dim out;
+  Dim pad_before;
 };
+using Window = WindowOf<int64_t>;
+/// The window rule of rules/ops/detail/common_shape.h on concrete values; throws ShapeError naming `shapes`.
 Window window_1d(int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::string_view op, Shapes shapes);
 
 /// `attrs` with the attribute that names an operand axis (concat's, slice's and softmax's first) made

@@ -11,9 +11,7 @@
 
 namespace teq::ops {
 
-Shape shape_ones(Shapes in);
-Shape shape_eye(Shapes in);
-Shape shape_kernel_constant(std::string_view op, AttrSpan attrs, Shapes in);
+// The shape rules: rules/ops/detail/constants_shape.h.
 /// iconv's and pool_kernel's kernel size.
 struct KernelSize {
   int64_t kh, kw;

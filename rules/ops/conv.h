@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "rules/dims.h"
 #include "rules/ops/common.h"
 
 namespace teq::ops {
@@ -41,12 +42,14 @@ struct EnlargeAttrs {
 inline EnlargeAttrs enlarge_attrs(AttrSpan a) { return {a[0], a[1]}; }
 /// merge's group count.
 inline int64_t merge_count(AttrSpan a) { return a[0]; }
-/// Rows (or columns) a kernel of k taps dilated by d spans.
-inline int64_t dilated_extent(int64_t k, int64_t d) { return (k - 1) * d + 1; }
+/// Rows (or columns) a kernel of k taps dilated by d spans, over a dimension policy (rules/dims.h).
+template <class P>
+typename P::Dim dilated_extent(const P& p, const typename P::Dim& k, int64_t d) {
+  return (k - p.k(1)) * p.k(d) + p.k(1);
+}
+inline int64_t dilated_extent(int64_t k, int64_t d) { return dilated_extent(ConcreteDims{}, k, d); }
 
-Shape shape_conv2d(AttrSpan attrs, Shapes in);
-Shape shape_enlarge(AttrSpan attrs, Shapes in);
-Shape shape_merge(AttrSpan attrs, Shapes in);
+// The shape rules: rules/ops/detail/conv_shape.h.
 
 template <class S>
 Tensor<S> eval_conv2d(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {

@@ -16,12 +16,7 @@ namespace teq::ops {
 
 enum class BinaryOp { Add, Sub, Mul, Div };
 
-Shape shape_binary(std::string_view op, Shapes in);      // equal shapes
-Shape shape_smul(Shapes in);                             // (x, s): s must be 0-d
-Shape shape_broadcast(AttrSpan target, Shapes in);       // in[0] broadcastable to target
-Shape shape_clip(AttrSpan attrs, Shapes in);             // validates the bounds; result has x's shape
-/// The shape of any element-wise operator (is_elementwise, rules/op.h): its first operand's, checked as above.
-Shape shape_elementwise(const OpInfo& info, AttrSpan attrs, Shapes in);
+// The shape rules: rules/ops/detail/elementwise_shape.h.
 
 /// The exponent attribute of a clip bound that is absent.
 inline constexpr int64_t kNoBound = -1;

@@ -14,12 +14,7 @@
 
 namespace teq::ops {
 
-Shape shape_concat(AttrSpan attrs, Shapes in);
-Shape shape_split(AttrSpan attrs, Shapes in);
-Shape shape_slice(AttrSpan attrs, Shapes in);
-Shape shape_transpose(AttrSpan attrs, Shapes in);
-Shape shape_reshape(AttrSpan attrs, Shapes in);
-Shape shape_pad(AttrSpan attrs, Shapes in);
+// The shape rules: rules/ops/detail/layout_shape.h.
 
 /// The attributes by name.
 inline int64_t concat_axis(AttrSpan a) { return a[0]; }
@@ -32,10 +27,14 @@ struct SliceAttrs {
 };
 inline SliceAttrs slice_attrs(AttrSpan a) { return {a[0], a[1], a[2]}; }
 
-/// [begin, end) of the part that a split selects (attributes already validated by shape_split).
-struct SplitRange {
-  int64_t axis, begin, end;
+/// [begin, end) of the part that a split selects (attributes already validated by shape_split); Dim is a
+/// dimension policy's (rules/dims.h), int64_t outside the shape rules.
+template <class Dim>
+struct SplitRangeOf {
+  int64_t axis;
+  Dim begin, end;
 };
+using SplitRange = SplitRangeOf<int64_t>;
 SplitRange split_range(AttrSpan attrs, const Shape& x, const Shape& ref);
 
 /// Copies [begin, end) along `axis` of x.

@@ -9,7 +9,7 @@ namespace teq::ops {
 /// matmul's fused activation.
 inline Activation matmul_activation(AttrSpan a) { return static_cast<Activation>(a[0]); }
 
-Shape shape_matmul(AttrSpan attrs, Shapes in);
+// The shape rule: rules/ops/detail/matmul_shape.h.
 
 template <class S>
 Tensor<S> eval_matmul(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {

@@ -9,8 +9,7 @@
 
 namespace teq::ops {
 
-Shape shape_batchnorm(Shapes in);
-Shape shape_softmax(AttrSpan attrs, Shapes in);
+// The shape rules: rules/ops/detail/norm_shape.h.
 inline int64_t softmax_axis(AttrSpan a) { return a[0]; }
 
 template <class S>

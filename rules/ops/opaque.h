@@ -7,7 +7,7 @@
 
 namespace teq::ops {
 
-Shape shape_opaque(AttrSpan attrs, Shapes in);
+// The shape rule: rules/ops/detail/opaque_shape.h.
 
 /// Which side-table entry and which of its outputs an opaque node is.
 struct OpaqueAttrs {

@@ -16,8 +16,7 @@ struct PoolAttrs {
 };
 inline PoolAttrs pool_attrs(AttrSpan a) { return {a[0], a[1], a[2], a[3], a[4], a[5], a.size() > 6 && a[6] != 0}; }
 
-Shape shape_pool(std::string_view op, AttrSpan attrs, Shapes in);
-Shape shape_global_avgpool(Shapes in);
+// The shape rules: rules/ops/detail/pool_shape.h.
 
 template <class S>
 Tensor<S> eval_pool(const Arith<S>& ar, bool is_max, AttrSpan attrs, Args<S> in, const Shape& out_shape) {

@@ -10,7 +10,7 @@
 
 namespace teq::ops {
 
-Shape shape_reduce_mean(AttrSpan attrs, Shapes in);
+// The shape rule: rules/ops/detail/reduce_shape.h.
 
 /// reduce_mean's attributes by name.
 struct ReduceMeanAttrs {

@@ -1,0 +1,30 @@
+// The constants' shape rules (rules/ops/constants.h), written once over a dimension policy (rules/dims.h).
+// ones has its reference's shape (infer_shape_with answers it directly).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "rules/dims.h"
+#include "rules/ops/constants.h"
+
+namespace teq::ops {
+
+template <DimPolicy P>
+ShapeOf<P> shape_eye(P& p, ShapesOf<P> in) {
+  TEQ_REQUIRE(p, !in[0].empty(), "eye", "reference must have rank >= 1");
+  return {in[0].back(), in[0].back()};
+}
+
+/// iconv's and pool_kernel's (`op` names which).
+template <DimPolicy P>
+ShapeOf<P> shape_kernel_constant(P& p, std::string_view op, AttrSpan attrs, ShapesOf<P> in) {
+  TEQ_REQUIRE(p, in[0].size() >= 2, op, "reference must have rank >= 2 (channels at dim 1)");
+  const KernelSize ks = kernel_constant_size(attrs);
+  TEQ_REQUIRE(p, ks.kh >= 1 && ks.kw >= 1 && ks.kh % 2 == 1 && ks.kw % 2 == 1, op,
+              "kernel size must be odd and positive, got " + std::to_string(ks.kh) + "x" + std::to_string(ks.kw));
+  const DimOf<P>& channels = in[0][1];
+  return {channels, op == "iconv" ? channels : p.k(1), p.k(ks.kh), p.k(ks.kw)};
+}
+
+}  // namespace teq::ops
