@@ -76,6 +76,16 @@ constexpr AxiomTemplate kAxioms[] = {
     {"conv-concat-weights", "(conv2d {C} {A} ?x (concat 0 ?w ?v))", "(concat 1 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?x ?v))"},
     {"conv-concat-channels", "(conv2d {C} 0 (concat 1 ?x ?y) (concat 1 ?w ?v))", "(ewadd (conv2d {C} 0 ?x ?w) (conv2d {C} 0 ?y ?v))"},
     {"conv-concat-batch", "(conv2d {C} {A} (concat 0 ?x ?y) ?w)", "(concat 0 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?y ?w))"},
+    // A grouped convolution (two inputs side by side on channels, one kernel twice) is the two convolutions
+    // side by side: each group reads one input with one copy of the kernel. Like conv-concat-weights, these
+    // two laws hold in verification's scope, where a convolution on a variable kernel is ungrouped
+    // (rules/rule_scope.h): here the right side's, which makes the left side's two groups match its two convs.
+    {"conv-grouped-concat", "(conv2d {C} {A} (concat 1 ?x ?y) (concat 0 ?w ?w))",
+     "(concat 1 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?y ?w))"},
+    // One input twice, two kernels: both groups read the same image, so each kernel meets all of it (with a
+    // grouped convolution on the right, kernel rows would meet other channels).
+    {"conv-grouped-same-input", "(conv2d {C} {A} (concat 1 ?x ?x) (concat 0 ?w ?v))",
+     "(concat 1 (conv2d {C} {A} ?x ?w) (conv2d {C} {A} ?x ?v))"},
     // The identity kernel and the pooling kernel depend on their operand's channel count only.
     {"conv-iconv", "(conv2d {C} 0 ?x (iconv {K} ?y))", "?x", "?x.1 = ?y.1"},
     {"conv-pool-kernel", "(conv2d {C} 0 ?x (pool_kernel {K} ?y))", "(avgpool {P} 1 ?x)", "?x.1 = ?y.1"},

@@ -91,6 +91,25 @@ TEST(AxiomLaws, AnIdentityOrPoolingKernelOfAnotherTensorOfTheSameChannels) {
   }
 }
 
+TEST(AxiomLaws, GroupedConvolutionsOfConcatenatedInputsAreProvedAndTheirNeighboursAreNot) {
+  z3::context ctx;
+  const std::string conv = "(conv2d 1 1 -1 -1 0 ";
+  for (auto [l, r, holds] : {
+           // One kernel twice over two inputs (rg-0184), two kernels over one input twice (rg-0222).
+           std::tuple{conv + "(concat 1 ?i1 ?i2) (concat 0 ?a1 ?a1))",
+                      "(concat 1 " + conv + "?i1 ?a1) " + conv + "?i2 ?a1))", true},
+           {conv + "(concat 1 ?i1 ?i1) (concat 0 ?a1 ?a2))", conv + "?i1 (concat 0 ?a1 ?a2))", true},
+           // Two kernels over two inputs: the groups split the rows of both kernels evenly, not kernel by
+           // kernel, so this is false where the kernels' output channels differ.
+           {conv + "(concat 1 ?i1 ?i2) (concat 0 ?a1 ?a2))",
+            "(concat 1 " + conv + "?i1 ?a1) " + conv + "?i2 ?a2))", false},
+           // The kernels' outputs in the other order.
+           {conv + "(concat 1 ?i1 ?i1) (concat 0 ?a1 ?a2))",
+            "(concat 1 " + conv + "?i1 ?a2) " + conv + "?i1 ?a1))", false}}) {
+    EXPECT_EQ(prove_from_axioms(make_rule("t", {l}, {r}), ctx).proved, holds) << l << " => " << r;
+  }
+}
+
 TEST(AxiomLaws, ProvesSplitRulesForAllShapes) {
   z3::context ctx;
   for (auto [l, r] : {std::pair{"(split 0 0 0 (concat 0 ?a1 ?a2) ?i1)", "(split 0 0 0 ?a1 ?i1)"},
