@@ -169,30 +169,16 @@ class Enumerator {
     return true;
   }
 
-  /// Quick rejections that save an exception from infer_shape; infer_shape decides the rest.
+  /// The generator's own restrictions, beyond the operators' shape rules (try_infer_shape decides those):
+  /// smul scales a tensor, not a scalar; matmul keeps to matrices as TASO does; a convolution's kernel is
+  /// no larger than its image (SAME padding would allow it); identity and pooling kernels are made for 4-d
+  /// images only (their rule takes any rank >= 2).
   static bool may_fit(const OpVariant& v, const Shape& a, const Shape* b) {
     switch (v.op) {
-      case OpKind::EwAdd: case OpKind::EwSub: case OpKind::EwMul: case OpKind::EwDiv: return *b == a;
-      case OpKind::Smul: return !a.empty() && b->empty();
+      case OpKind::Smul: return !a.empty();
       // Batched matmul exists, but the generator keeps to matrices as TASO does.
-      case OpKind::Matmul: return a.size() == 2 && b->size() == 2 && a.back() == (*b)[0];
-      case OpKind::Conv2d:
-        return a.size() == 4 && b->size() == 4 && a[1] % (*b)[1] == 0 && (*b)[2] <= a[2] && (*b)[3] <= a[3];
-      case OpKind::Concat: {
-        const int64_t axis = ops::concat_axis(v.attrs);
-        if (a.size() != b->size() || a.empty() || axis >= static_cast<int64_t>(a.size())) return false;
-        for (size_t d = 0; d < a.size(); ++d)
-          if (static_cast<int64_t>(d) != axis && a[d] != (*b)[d]) return false;
-        return true;
-      }
-      case OpKind::Split: {
-        const ops::SplitAttrs s = ops::split_attrs(v.attrs);
-        return !a.empty() && s.axis < static_cast<int64_t>(a.size()) && s.ref_axis < static_cast<int64_t>(b->size()) &&
-               (*b)[s.ref_axis] < a[s.axis];
-      }
-      case OpKind::Transpose: return a.size() == 2;
-      case OpKind::MaxPool: case OpKind::AvgPool: return a.size() == 4;
-      case OpKind::Enlarge: return a.size() == 4 && a[2] <= 3 && a[3] <= 3;
+      case OpKind::Matmul: return a.size() == 2 && b->size() == 2;
+      case OpKind::Conv2d: return a.size() == 4 && b->size() == 4 && (*b)[2] <= a[2] && (*b)[3] <= a[3];
       case OpKind::IConv: case OpKind::PoolKernel: return a.size() == 4;
       default: return true;
     }
