@@ -8,8 +8,8 @@
 // infer_shape runs it with ThrowingDims, try_infer_shape (rules/semantics.h: no message, no exception, for
 // the rewrite engines' "does it fit?") with CheckingDims; tests/rules/shape_policy_test.cpp compares the two
 // on every operator. The concrete window_1d, split_range, dilated_extent and normalize_axis that the
-// evaluators call wrap the templates. The planned third policy (dimensions as z3::expr for the axioms' shape
-// facts and shape_assign's search) does not exist yet; the rules are written for it (below).
+// evaluators call wrap the templates. A third policy, SymbolicDims (rules/symbolic_dims.h), runs the same
+// rules over dimension terms: the verifier's shape facts and the shape searches translate its terms.
 // A policy provides:
 //   Dim, Cond, Shape (std::vector<Dim>), Shapes (std::span<const Shape>);
 //   k(int64_t)          a constant dimension (attributes mixed with dimensions go through it);
@@ -32,6 +32,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "rules/shape.h"
 
@@ -114,10 +115,18 @@ int64_t normalize_axis(P& p, int64_t axis, size_t rank, std::string_view op) {
   return a;
 }
 
-/// Equal ranks and equal dimensions (a policy over non-bool conditions will need its own conjunction).
+/// Equal ranks and equal dimensions. Over conditions that are not bools (SymbolicDims, rules/symbolic_dims.h)
+/// the conjunction of the dimensions' equalities, false outright when the ranks differ.
 template <DimPolicy P>
-typename P::Cond same_shape(const P&, const ShapeOf<P>& a, const ShapeOf<P>& b) {
-  return a == b;
+typename P::Cond same_shape(const P& p, const ShapeOf<P>& a, const ShapeOf<P>& b) {
+  if constexpr (std::is_same_v<typename P::Cond, bool>) {
+    return a == b;
+  } else {
+    if (a.size() != b.size()) return p.k(0) == p.k(1);
+    typename P::Cond all = p.k(0) == p.k(0);
+    for (size_t d = 0; d < a.size(); ++d) all = all && a[d] == b[d];
+    return all;
+  }
 }
 
 }  // namespace teq

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"
+#include "rules/symbolic_dims.h"
 #include "verify/batches.h"
 
 namespace teq {
@@ -448,8 +450,7 @@ class Encoder {
       : ctx_(ctx),
         T_(ctx.uninterpreted_sort("Tensor")),
         dim_(ctx.function("dim", T_, ctx.int_sort(), ctx.int_sort())),
-        rank_(ctx.function("rank", T_, ctx.int_sort())),
-        window_(ctx.function("window", ctx.int_sort(), ctx.int_sort(), ctx.int_sort(), ctx.int_sort(), ctx.int_sort())) {}
+        rank_(ctx.function("rank", T_, ctx.int_sort())) {}
 
   z3::sort tensor_sort() const { return T_; }
   z3::context& context() { return ctx_; }
@@ -490,9 +491,11 @@ class Encoder {
       args.push_back(x);
       // The shape rule's precondition (shape_split, rules/ops/detail/layout_shape.h): 0 < cut < extent.
       scope.well_shaped.push_back(cut >= 1 && cut < dim(x, n.attrs[0]) && rank(x) > ctx_.int_val(n.attrs[0]));
+      applied_.emplace(n.op, std::vector<int64_t>(n.attrs.begin(), n.attrs.end() - 1), 1);
       return op(n.op, n.attrs.size(), 1)(args);
     }
     for (ExprId c : n.children) args.push_back(term(e, c, scope));
+    applied_.emplace(n.op, std::vector<int64_t>(n.attrs.begin(), n.attrs.end()), n.children.size());
     return op(n.op, n.attrs.size(), n.children.size())(args);
   }
 
@@ -507,6 +510,12 @@ class Encoder {
       return it->second;
     }
     return dim(term(e, n.children[1], scope), n.attrs[2]);
+  }
+
+  /// `kind` without attributes applied to `x` (its shape facts recorded, as term's are).
+  z3::expr unary(OpKind kind, const z3::expr& x) {
+    applied_.emplace(kind, std::vector<int64_t>{}, 1);
+    return op(kind, 0, 1)(x);
   }
 
   /// Shape facts for every operator function used so far, as quantified formulas (see shape_facts).
@@ -536,8 +545,10 @@ class Encoder {
   z3::context& ctx_;
   z3::sort T_;
   z3::func_decl dim_, rank_;
-  z3::func_decl window_;  // window(extent, kernel, stride, pad): a conv's or pool's output extent (window_1d)
   std::map<std::tuple<OpKind, size_t, size_t>, z3::func_decl> decls_;
+  /// Each operator applied so far, with its attributes (a split's without the reference axis, whose place
+  /// the cut takes) and operand count: shape_facts states the facts of each.
+  std::set<std::tuple<OpKind, std::vector<int64_t>, size_t>> applied_;
   friend class ShapeFacts;
 };
 
@@ -554,123 +565,153 @@ bool contains_all(const z3::expr& e, const std::map<std::string, z3::expr>& vars
   return true;
 }
 
+/// Ranks up to which the shape facts are stated: a rule whose ranks the checked shapes leave open is proved
+/// for every rank from the lowest they allow up to this one (rank_constraints).
+constexpr size_t kMaxFactRank = 6;
+
+/// An operator's shape rule at every tuple of operand ranks up to kMaxFactRank that its ranks and attributes
+/// accept: the output's dimensions as terms over the operands' (rules/symbolic_dims.h), in one arena.
+struct RankCases {
+  SymbolicArena arena;
+  std::vector<std::pair<std::vector<size_t>, std::vector<SymDim>>> cases;  // operand ranks, output dims
+};
+
+/// RankCases of (operator, attributes, operand count), computed once per process. A split's operands are its
+/// input and its cut, as Encoder::term encodes it: the reference is a rank-1 tensor whose one extent is the cut.
+const RankCases& rank_cases(OpKind kind, const std::vector<int64_t>& attrs, size_t operands) {
+  static std::mutex mu;
+  static std::map<std::tuple<OpKind, std::vector<int64_t>, size_t>, std::unique_ptr<RankCases>> cache;
+  std::lock_guard lock(mu);
+  std::unique_ptr<RankCases>& slot = cache[{kind, attrs, operands}];
+  if (slot) return *slot;
+  slot = std::make_unique<RankCases>();
+  const bool split = kind == OpKind::Split;
+  std::vector<int64_t> rule_attrs = attrs;
+  if (split) rule_attrs.push_back(0);  // the reference axis: the cut's one extent
+  std::vector<size_t> ranks(operands, 0);
+  while (true) {
+    std::vector<size_t> rule_ranks = ranks;
+    if (split) rule_ranks.push_back(1);
+    if (auto shape = symbolic_shape(slot->arena, kind, rule_attrs, rule_ranks)) slot->cases.emplace_back(ranks, shape->dims);
+    size_t j = 0;
+    while (j < operands && ++ranks[j] > kMaxFactRank) ranks[j++] = 0;
+    if (j == operands) break;
+  }
+  return *slot;
+}
+
+/// A shape rule that is the same at every rank it accepts (an element-wise operator's, a concat's, a split's):
+/// the output has operand `operand`'s rank and its dimensions, but at `axes`, where it is the same term at
+/// every rank (a concat's sum along its axis). Only where the rule accepts two ranks or more.
+struct RankPolymorphic {
+  size_t operand = 0;
+  std::map<size_t, uint32_t> axes;
+};
+
+std::optional<RankPolymorphic> rank_polymorphic(const RankCases& rc) {
+  if (rc.cases.size() < 2) return std::nullopt;
+  const size_t nc = rc.cases.front().first.size();
+  for (size_t j = 0; j < nc; ++j) {
+    auto same_rank = [&](const auto& c) { return c.second.size() == c.first[j]; };
+    if (!std::ranges::all_of(rc.cases, same_rank)) continue;
+    std::optional<std::map<size_t, uint32_t>> axes;
+    bool uniform = true;
+    for (const auto& [ranks, dims] : rc.cases) {
+      std::map<size_t, uint32_t> own;
+      for (size_t k = 0; k < dims.size(); ++k) {
+        const SymNode& t = rc.arena[dims[k].id];
+        if (t.op != SymOp::Operand || t.value != static_cast<int64_t>(j) || t.axis != k) own.emplace(k, dims[k].id);
+      }
+      if (axes && own != *axes) uniform = false;
+      axes = std::move(own);
+    }
+    if (uniform) return RankPolymorphic{j, *axes};
+  }
+  return std::nullopt;
+}
+
+/// Term `id` of `arena` as a Z3 expression, operand dimensions from `operand_dim`.
+template <class OperandDim>
+z3::expr to_z3(z3::context& ctx, const SymbolicArena& arena, uint32_t id, const OperandDim& operand_dim) {
+  const SymNode& n = arena[id];
+  auto arg = [&](uint32_t a) { return to_z3(ctx, arena, a, operand_dim); };
+  switch (n.op) {
+    case SymOp::Const: return ctx.int_val(n.value);
+    case SymOp::Operand: return operand_dim(static_cast<size_t>(n.value), n.axis);
+    case SymOp::Add: return arg(n.a) + arg(n.b);
+    case SymOp::Sub: return arg(n.a) - arg(n.b);
+    case SymOp::Mul: return arg(n.a) * arg(n.b);
+    case SymOp::Div: return arg(n.a) / arg(n.b);
+    case SymOp::Mod: return z3::mod(arg(n.a), arg(n.b));
+    case SymOp::Select: return z3::ite(arg(n.a), arg(n.b), arg(n.c));
+    case SymOp::Eq: return arg(n.a) == arg(n.b);
+    case SymOp::Lt: return arg(n.a) < arg(n.b);
+    case SymOp::Le: return arg(n.a) <= arg(n.b);
+    case SymOp::And: return arg(n.a) && arg(n.b);
+    case SymOp::Or: return arg(n.a) || arg(n.b);
+    case SymOp::Not: return !arg(n.a);
+  }
+  return ctx.int_val(0);
+}
+
+/// For every operator applied so far: forall operands (a split's cut too): for each tuple of operand ranks
+/// its shape rule accepts, those ranks imply the result's rank and each of its dimensions, the rule's terms
+/// (rank_cases) over dim(operand, k). Stated for every application, also where the rule's checks on
+/// dimensions fail: the laws and the goal assume well-shapedness where they need it.
 z3::expr_vector Encoder::shape_facts() {
   z3::expr_vector facts(ctx_);
-  z3::expr I = ctx_.int_const("i!");
-  for (const auto& [key, f] : decls_) {
-    auto [kind, na, nc] = key;
+  for (const auto& [kind, attrs, nc] : applied_) {
+    const RankCases& rc = rank_cases(kind, attrs, nc);
+    if (rc.cases.empty()) continue;
+    const bool split = kind == OpKind::Split;
     z3::expr_vector args(ctx_);
-    std::vector<z3::expr> attr, opnd;
-    for (size_t i = 0; i < na; ++i) attr.push_back(ctx_.int_const(("a!" + std::to_string(i)).c_str()));
-    for (size_t i = 0; i < nc; ++i) opnd.push_back(ctx_.constant(("t!" + std::to_string(i)).c_str(), T_));
-    for (auto& a : attr) args.push_back(a);
-    for (auto& t : opnd) args.push_back(t);
-    z3::expr app = f(args);
+    for (int64_t a : attrs) args.push_back(ctx_.int_val(a));
     std::map<std::string, z3::expr> vars;
-    for (size_t i = 0; i < na; ++i) vars.emplace("a" + std::to_string(i), attr[i]);
-    for (size_t i = 0; i < nc; ++i) vars.emplace("t" + std::to_string(i), opnd[i]);
-    auto with_i = vars;
-    with_i.emplace("i", I);
-    // dim(app, i) == value for every i; and fixed-index facts.
-    auto all_dims = [&](const z3::expr& value) {
+    std::vector<z3::expr> opnd;
+    if (split) {
+      z3::expr cut = ctx_.int_const("c!");
+      args.push_back(cut);
+      vars.emplace("c", cut);
+    }
+    for (size_t i = 0; i < nc; ++i) {
+      opnd.push_back(ctx_.constant(("t!" + std::to_string(i)).c_str(), T_));
+      args.push_back(opnd.back());
+      vars.emplace("t" + std::to_string(i), opnd.back());
+    }
+    const z3::expr app = op(kind, attrs.size() + (split ? 1 : 0), nc)(args);
+    auto operand_dim = [&](size_t j, size_t k) { return j < nc ? dim(opnd[j], static_cast<int64_t>(k)) : vars.at("c"); };
+    auto ranks_are = [&](const std::vector<size_t>& ranks) {
+      z3::expr_vector when(ctx_);
+      for (size_t j = 0; j < nc; ++j) when.push_back(rank_(opnd[j]) == ctx_.int_val(static_cast<int>(ranks[j])));
+      return z3::mk_and(when);
+    };
+    if (const std::optional<RankPolymorphic> poly = rank_polymorphic(rc)) {
+      // The same at every rank: stated for every rank, an index I for the axis (no case split on ranks).
+      z3::expr I = ctx_.int_const("i!");
+      z3::expr value = dim(opnd[poly->operand], I);
+      for (const auto& [axis, term] : poly->axes)
+        value = z3::ite(I == ctx_.int_val(static_cast<int64_t>(axis)), to_z3(ctx_, rc.arena, term, operand_dim), value);
+      auto with_i = vars;
+      with_i.emplace("i", I);
       facts.push_back(quantified(with_i, dim_(app, I) == value, {dim_(app, I)}));
-    };
-    auto dim_at = [&](int64_t i, const z3::expr& value) {
-      facts.push_back(quantified(vars, dim(app, i) == value, {dim(app, i)}));
-    };
-    auto rank_is = [&](const z3::expr& value) { facts.push_back(quantified(vars, rank_(app) == value, {rank_(app)})); };
-    if (is_elementwise(kind)) {  // the first operand's shape (smul's second is a scalar)
-      all_dims(dim_(opnd[0], I)), rank_is(rank_(opnd[0]));
+      facts.push_back(quantified(vars, rank_(app) == rank_(opnd[poly->operand]), {rank_(app)}));
       continue;
     }
-    switch (kind) {
-      case OpKind::Noop:
-      case OpKind::Ones:
-      case OpKind::Softmax:
-      case OpKind::BatchNorm:
-        all_dims(dim_(opnd[0], I)), rank_is(rank_(opnd[0]));
-        break;
-      case OpKind::Concat: {
-        z3::expr sum = dim_(opnd[0], attr[0]);
-        for (size_t k = 1; k < nc; ++k) sum = sum + dim_(opnd[k], attr[0]);
-        all_dims(z3::ite(I == attr[0], sum, dim_(opnd[0], I)));
-        rank_is(rank_(opnd[0]));
-        break;
-      }
-      case OpKind::Split: {  // (split X p cut t): the cut is an attribute (see Encoder::term)
-        z3::expr cut = attr[2];
-        z3::expr part = z3::ite(attr[1] == 0, cut, dim_(opnd[0], attr[0]) - cut);
-        all_dims(z3::ite(I == attr[0], part, dim_(opnd[0], I)));
-        rank_is(rank_(opnd[0]));
-        break;
-      }
-      case OpKind::Slice: all_dims(z3::ite(I == attr[0], attr[2] - attr[1], dim_(opnd[0], I))), rank_is(rank_(opnd[0])); break;
-      case OpKind::Matmul: {
-        // Only the matrix dims: batch dims may broadcast, so nothing is claimed about them.
-        z3::expr r = z3::ite(rank_(opnd[0]) >= rank_(opnd[1]), rank_(opnd[0]), rank_(opnd[1]));
-        rank_is(r);
-        z3::expr d = dim_(app, I);
-        facts.push_back(quantified(with_i,
-                                   z3::implies(I == r - 1, d == dim_(opnd[1], rank_(opnd[1]) - 1)) &&
-                                       z3::implies(I == r - 2, d == dim_(opnd[0], rank_(opnd[0]) - 2)),
-                                   {d}));
-        break;
-      }
-      case OpKind::Conv2d:
-        rank_is(ctx_.int_val(4));
-        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[1], 0));
-        // Stride 1 with SAME padding keeps the spatial size. Both facts hold for dilated convs too (7
-        // attributes: their own function symbol, since decls are keyed by the attribute count).
-        facts.push_back(quantified(vars, z3::implies(attr[0] == 1 && attr[2] == -1, dim(app, 2) == dim(opnd[0], 2)), {dim(app, 2)}));
-        facts.push_back(quantified(vars, z3::implies(attr[1] == 1 && attr[3] == -1, dim(app, 3) == dim(opnd[0], 3)), {dim(app, 3)}));
-        if (na == 5) {  // undilated: each spatial extent is window_1d of the image's, the kernel's, stride, padding
-          dim_at(2, window_(dim(opnd[0], 2), dim(opnd[1], 2), attr[0], attr[2]));
-          dim_at(3, window_(dim(opnd[0], 3), dim(opnd[1], 3), attr[1], attr[3]));
-        }
-        break;
-      case OpKind::MaxPool:
-      case OpKind::AvgPool:
-        rank_is(ctx_.int_val(4));
-        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1));
-        // The same window_1d as a convolution's (rules/ops/detail/common_shape.h), as an uninterpreted
-        // function: laws that keep the spatial extents (a pool of a concat along channels) agree in shape.
-        dim_at(2, window_(dim(opnd[0], 2), attr[0], attr[2], attr[4]));
-        dim_at(3, window_(dim(opnd[0], 3), attr[1], attr[3], attr[5]));
-        break;
-      case OpKind::GlobalAvgPool:
-        rank_is(ctx_.int_val(4));
-        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1));
-        dim_at(2, ctx_.int_val(1)), dim_at(3, ctx_.int_val(1));
-        break;
-      case OpKind::Enlarge:
-        rank_is(ctx_.int_val(4));
-        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1)), dim_at(2, attr[0]), dim_at(3, attr[1]);
-        break;
-      case OpKind::Merge:
-        rank_is(ctx_.int_val(4));
-        dim_at(0, dim(opnd[0], 0)), dim_at(1, dim(opnd[0], 1) * attr[0]);
-        dim_at(2, dim(opnd[0], 2)), dim_at(3, dim(opnd[0], 3));
-        break;
-      case OpKind::IConv:
-      case OpKind::PoolKernel:
-        rank_is(ctx_.int_val(4));
-        dim_at(0, dim(opnd[0], 1)), dim_at(1, kind == OpKind::IConv ? dim(opnd[0], 1) : ctx_.int_val(1));
-        dim_at(2, attr[0]), dim_at(3, attr[1]);
-        break;
-      case OpKind::Eye:
-        rank_is(ctx_.int_val(2));
-        dim_at(0, dim_(opnd[0], rank_(opnd[0]) - 1)), dim_at(1, dim_(opnd[0], rank_(opnd[0]) - 1));
-        break;
-      case OpKind::Transpose:
-        rank_is(ctx_.int_val(static_cast<int>(na)));
-        for (size_t k = 0; k < na; ++k) dim_at(static_cast<int64_t>(k), dim_(opnd[0], attr[k]));
-        break;
-      case OpKind::Reshape:
-      case OpKind::Broadcast:
-        rank_is(ctx_.int_val(static_cast<int>(na)));
-        for (size_t k = 0; k < na; ++k) dim_at(static_cast<int64_t>(k), attr[k]);
-        break;
-      default: break;
+    // One formula for the rank and one per output axis, the dimensions' each triggered by its own term
+    // (dim(app, k)): Z3 instantiates a dimension's cases only where a proof mentions that dimension.
+    z3::expr_vector rank_facts(ctx_);
+    size_t max_rank = 0;
+    for (const auto& [ranks, dims] : rc.cases) {
+      rank_facts.push_back(z3::implies(ranks_are(ranks), rank_(app) == ctx_.int_val(static_cast<int>(dims.size()))));
+      max_rank = std::max(max_rank, dims.size());
+    }
+    facts.push_back(quantified(vars, z3::mk_and(rank_facts), {app}));
+    for (size_t k = 0; k < max_rank; ++k) {
+      const z3::expr d = dim(app, static_cast<int64_t>(k));
+      z3::expr_vector dim_cases(ctx_);
+      for (const auto& [ranks, dims] : rc.cases)
+        if (k < dims.size()) dim_cases.push_back(z3::implies(ranks_are(ranks), d == to_z3(ctx_, rc.arena, dims[k].id, operand_dim)));
+      facts.push_back(quantified(vars, z3::mk_and(dim_cases), {d}));
     }
   }
   return facts;
@@ -717,8 +758,8 @@ z3::expr parse_guard(const std::string& guard, Encoder& enc, const Scope& scope,
   return out;
 }
 
-/// What the assignments say about the variables' ranks: exactly that rank when it never varied, at least
-/// the lowest one otherwise, and equal ranks for variables whose ranks were equal in every assignment.
+/// What the assignments say about the variables' ranks: exactly that rank when it never varied, from the
+/// lowest one up to kMaxFactRank (the ranks the shape facts cover) otherwise, and equal ranks for variables whose ranks were equal in every assignment.
 /// Without the ties, (matmul ?x (concat 1 ?y ?z)) = (concat 1 (matmul ?x ?y) (matmul ?x ?z)), checked at
 /// ranks 2 and 4, would also be stated for ?x of rank 3 and ?y, ?z of rank 2, where it is false (axis 1 is
 /// then the rows of the result, the columns of ?y).
@@ -731,7 +772,7 @@ std::vector<z3::expr> rank_constraints(const std::map<std::string, z3::expr>& va
     auto it = ranges.find(name);
     if (it == ranges.end() || v.get_sort().is_int()) continue;
     const auto [lo, hi] = it->second;
-    out.push_back(lo == hi ? enc.rank(v) == lo : enc.rank(v) >= lo);
+    out.push_back(lo == hi ? enc.rank(v) == lo : enc.rank(v) >= lo && enc.rank(v) <= static_cast<int>(kMaxFactRank));
     if (lo == hi) continue;
     // A named copy: clang before 16 cannot capture a structured binding in a lambda.
     const std::string& var = name;
@@ -766,7 +807,7 @@ std::vector<z3::expr> encode_law(const Instance& inst, const InstanceVerdict& ve
   z3::expr guard = parse_guard(inst.guard, enc, scope, ctx);
   for (const z3::expr& c : rank_constraints(scope.vars, verdict.shapes, enc)) guard = guard && c;
   for (const z3::expr& w : scope.well_shaped) guard = guard && w;
-  for (const std::string& v : inst.nonneg) guard = guard && enc.op(OpKind::Relu, 0, 1)(scope.vars.at(v)) == scope.vars.at(v);
+  for (const std::string& v : inst.nonneg) guard = guard && enc.unary(OpKind::Relu, scope.vars.at(v)) == scope.vars.at(v);
   std::vector<z3::expr> laws;
   for (int side : {0, 1}) {
     const z3::expr& t = side == 0 ? lt : rt;

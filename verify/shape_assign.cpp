@@ -9,12 +9,8 @@
 #include <tuple>
 #include <utility>
 
-#include "rules/ops/constants.h"
-#include "rules/ops/conv.h"
-#include "rules/ops/layout.h"
-#include "rules/ops/norm.h"
-#include "rules/ops/pool.h"
-#include "rules/ops/reduce.h"
+#include "rules/rank_signature.h"
+#include "rules/symbolic_dims.h"
 
 namespace teq {
 namespace {
@@ -91,8 +87,6 @@ class RankSolver {
   std::vector<int> fixed_, min_;
 };
 
-int axis_bound(int64_t axis) { return axis >= 0 ? static_cast<int>(axis) + 1 : static_cast<int>(-axis); }
-
 // Preferred sizes per dimension class, from the conv/pool axes in it (higher wins when they meet).
 enum class AxisRole { None, Batch, Spatial, Kernel };
 
@@ -153,7 +147,10 @@ Problem make_problem(std::span<const Expr* const> patterns) {
   return pr;
 }
 
-/// Rank constraints of every operator node (slots: nodes, then variables).
+/// Rank constraints of every operator node (slots: nodes, then variables), from each operator's rank
+/// signature (rules/rank_signature.h: read off its shape rule): fixed ranks, lower bounds, operands of equal
+/// rank, the output's rank; where the output's rank is some operand's in some cases only (a matmul's, a
+/// broadcast's), a soft constraint.
 void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
                      std::vector<std::pair<size_t, size_t>>& soft) {
   const size_t var_slot0 = pr.num_nodes;
@@ -163,58 +160,28 @@ void constrain_ranks(const Problem& pr, RankSolver& rs, bool equal_roots,
       const ExprNode& n = e.nodes()[i];
       const size_t g = pr.offset[p] + i;
       auto c = [&](size_t k) { return pr.global(p, n.children[k]); };
-      const int attrs = static_cast<int>(n.attrs.size());
-      if (is_elementwise(n.op)) {  // the output's rank, but smul's 0-d scalar
-        rs.equal(g, c(0));
-        if (n.children.size() > 1) n.op == OpKind::Smul ? rs.fix(c(1), 0) : rs.equal(g, c(1));
+      if (n.op == OpKind::Var) {
+        rs.equal(g, var_slot0 + pr.node_var[g]);
         continue;
       }
-      switch (n.op) {
-        case OpKind::Var: rs.equal(g, var_slot0 + pr.node_var[g]); break;
-        case OpKind::Input:
-        case OpKind::Weight: rs.fix(g, attrs); break;
-        case OpKind::Ones:
-        case OpKind::Noop: rs.equal(g, c(0)); break;
-        case OpKind::Pad: rs.fix(g, attrs / 2), rs.fix(c(0), attrs / 2); break;
-        case OpKind::ReduceMean:
-          // keepdims 1 keeps the rank; 0 drops one axis per listed axis (node_rank below).
-          if (attrs >= 2) rs.at_least(c(0), axis_bound(ops::reduce_mean_attrs(n.attrs).axes.back()));
-          if (attrs >= 1 && ops::reduce_mean_attrs(n.attrs).keepdims) rs.equal(g, c(0));
-          break;
-        case OpKind::Softmax: rs.equal(g, c(0)), rs.at_least(g, axis_bound(ops::softmax_axis(n.attrs))); break;
-        case OpKind::Broadcast: rs.fix(g, attrs), soft.emplace_back(c(0), g); break;
-        case OpKind::Matmul:
-          for (size_t s : {g, c(0), c(1)}) rs.at_least(s, 2);
-          soft.emplace_back(c(0), g), soft.emplace_back(c(1), g);
-          break;
-        case OpKind::Conv2d: rs.fix(g, 4), rs.fix(c(0), 4), rs.fix(c(1), 4); break;
-        case OpKind::Enlarge:
-        case OpKind::Merge:
-        case OpKind::MaxPool:
-        case OpKind::AvgPool:
-        case OpKind::GlobalAvgPool: rs.fix(g, 4), rs.fix(c(0), 4); break;
-        case OpKind::Concat:
-          for (size_t k = 0; k < n.children.size(); ++k) rs.equal(g, c(k));
-          rs.at_least(g, axis_bound(ops::concat_axis(n.attrs)));
-          break;
-        case OpKind::Split:
-          rs.equal(g, c(0)), rs.at_least(g, axis_bound(ops::split_attrs(n.attrs).axis));
-          rs.at_least(c(1), axis_bound(ops::split_attrs(n.attrs).ref_axis));
-          soft.emplace_back(c(1), g);
-          break;
-        case OpKind::Slice: rs.equal(g, c(0)), rs.at_least(g, axis_bound(ops::slice_attrs(n.attrs).axis)); break;
-        case OpKind::Transpose: rs.fix(g, attrs), rs.fix(c(0), attrs); break;
-        case OpKind::Reshape: rs.fix(g, attrs); break;
-        case OpKind::BatchNorm:
-          rs.equal(g, c(0)), rs.at_least(g, 2);
-          for (size_t k = 1; k < 5; ++k) rs.fix(c(k), 1);
-          break;
-        case OpKind::Eye: rs.fix(g, 2), rs.at_least(c(0), 1); break;
-        case OpKind::IConv:
-        case OpKind::PoolKernel: rs.fix(g, 4), rs.at_least(c(0), 2), soft.emplace_back(c(0), g); break;
-        case OpKind::Opaque: rs.fix(g, std::max(attrs - 2, 0)); break;
-        default: break;  // the element-wise operators, above
+      if (is_leaf(n.op)) {  // a named input or weight: its attributes are its shape
+        rs.fix(g, static_cast<int>(n.attrs.size()));
+        continue;
       }
+      const RankSignature& sig = rank_signature(n.op, n.attrs, n.children.size());
+      if (!sig.accepts) {
+        rs.conflict(std::string(op_name(n.op)) + " accepts no operand ranks with attributes " + to_string(n.attrs));
+        continue;
+      }
+      for (size_t k = 0; k < n.children.size(); ++k) {
+        if (sig.operands[k].fixed) rs.fix(c(k), *sig.operands[k].fixed);
+        else rs.at_least(c(k), sig.operands[k].at_least);
+      }
+      for (auto [a, b] : sig.equal_operands) rs.equal(c(a), c(b));
+      if (sig.output_fixed) rs.fix(g, *sig.output_fixed);
+      if (sig.output_equals) rs.equal(g, c(*sig.output_equals));
+      rs.at_least(g, sig.output_at_least);
+      for (size_t k : sig.output_may_equal) soft.emplace_back(c(k), g);
     }
   }
   if (equal_roots) {
@@ -275,33 +242,14 @@ class DimClasses {
   bool conflict = false;
 
  private:
+  /// The rank the node's shape rule gives its operands' ranks (0 where it refuses them: the search fails there).
   int node_rank(size_t g) {
     const ExprNode& n = pr_.node(g);
+    if (is_leaf(n.op)) return static_cast<int>(n.attrs.size());
     size_t p = pattern_of(g);
-    auto child = [&](size_t k) { return rank_[pr_.global(p, n.children[k])]; };
-    switch (n.op) {
-      case OpKind::Matmul: return std::max(child(0), child(1));
-      case OpKind::Conv2d:
-      case OpKind::Enlarge:
-      case OpKind::Merge:
-      case OpKind::MaxPool:
-      case OpKind::AvgPool:
-      case OpKind::GlobalAvgPool:
-      case OpKind::IConv:
-      case OpKind::PoolKernel: return 4;
-      case OpKind::Transpose:
-      case OpKind::Reshape:
-      case OpKind::Broadcast:
-      case OpKind::Input:
-      case OpKind::Weight: return static_cast<int>(n.attrs.size());
-      case OpKind::Eye: return 2;
-      case OpKind::Pad: return static_cast<int>(n.attrs.size() / 2);
-      case OpKind::ReduceMean:
-        if (n.attrs.empty() || ops::reduce_mean_attrs(n.attrs).keepdims) return child(0);
-        return child(0) - static_cast<int>(ops::reduce_mean_attrs(n.attrs).axes.size());
-      case OpKind::Opaque: return std::max(static_cast<int>(n.attrs.size()) - 2, 0);
-      default: return n.children.empty() ? 0 : child(0);
-    }
+    std::vector<size_t> ranks;
+    for (ExprId ch : n.children) ranks.push_back(static_cast<size_t>(std::max(rank_[pr_.global(p, ch)], 0)));
+    return static_cast<int>(symbolic_rank(n.op, n.attrs, ranks).value_or(0));
   }
   size_t pattern_of(size_t g) const {
     return std::upper_bound(pr_.offset.begin(), pr_.offset.end(), g) - pr_.offset.begin() - 1;
@@ -332,125 +280,60 @@ class DimClasses {
       if (d != axis) unite(slot(g, d), slot(h, d));
   }
 
+  /// The classes the node's shape rule (over dimension terms, rules/symbolic_dims.h) forces: an output
+  /// dimension that is an operand's, or a constant; the equalities it requires of its operands' dimensions,
+  /// and of a disjunction (a matmul's batch dimensions: equal, or one of them 1) its first alternative,
+  /// preferring equal to broadcasting; a selection between dimensions (the larger batch dimension) joins them.
+  /// Then the search hints of convolutions and pools: the roles of their axes, and, ungrouped, equal channels.
   void constrain(size_t g, ConvGroups groups) {
     const ExprNode& n = pr_.node(g);
     size_t p = pattern_of(g);
     auto c = [&](size_t k) { return pr_.global(p, n.children[k]); };
-    const int r = rank_[g];
-    if (is_elementwise(n.op)) {  // every operand of the output's shape, but smul's scalar
-      same(g, c(0));
-      if (n.op != OpKind::Smul && n.children.size() > 1) same(g, c(1));
+    if (is_leaf(n.op)) {  // a named input or weight: its attributes are its dimensions
+      for (int d = 0; d < rank_[g] && d < static_cast<int>(n.attrs.size()); ++d) pin(slot(g, d), n.attrs[d]);
       return;
     }
-    switch (n.op) {
-      case OpKind::Ones:
-      case OpKind::Noop:
-      case OpKind::Softmax:
-      case OpKind::BatchNorm: same(g, c(0)); break;
-      case OpKind::ReduceMean: {
-        // Kept axes are the operand's; a reduced axis is 1 (keepdims) or gone.
-        if (n.attrs.empty()) return;
-        const int rx = rank_[c(0)];
-        int out = 0;
-        for (int d = 0; d < rx; ++d) {
-          const ops::ReduceMeanAttrs rm = ops::reduce_mean_attrs(n.attrs);
-          const bool reduced = std::find(rm.axes.begin(), rm.axes.end(), d) != rm.axes.end();
-          if (reduced && !rm.keepdims) continue;
-          if (out >= r) return;
-          if (reduced) pin(slot(g, out), 1);
-          else unite(slot(g, out), slot(c(0), d));
-          ++out;
-        }
-        break;
-      }
-      case OpKind::Matmul: {
-        size_t a = c(0), b = c(1);
-        int ra = rank_[a], rb = rank_[b];
-        if (ra < 2 || rb < 2 || r < 2) return;
-        unite(slot(a, ra - 1), slot(b, rb - 2));
-        unite(slot(g, r - 2), slot(a, ra - 2));
-        unite(slot(g, r - 1), slot(b, rb - 1));
-        // Batch dims: prefer equal to broadcasting (a 1 would hide bugs).
-        for (int d = 0; d < r - 2; ++d) {
-          int da = d - (r - ra), db = d - (r - rb);
-          if (da >= 0) unite(slot(g, d), slot(a, da));
-          if (db >= 0) unite(slot(g, d), slot(b, db));
-        }
-        break;
-      }
-      case OpKind::Conv2d: {
-        size_t x = c(0), w = c(1);
-        if (rank_[x] != 4 || rank_[w] != 4) return;
-        unite(slot(g, 0), slot(x, 0));
-        unite(slot(g, 1), slot(w, 0));
-        roles_[slot(x, 0)] = AxisRole::Batch;
-        roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
-        roles_[slot(w, 2)] = roles_[slot(w, 3)] = AxisRole::Kernel;
-        if (groups == ConvGroups::Ungrouped && pr_.node_var[w] >= 0) unite(slot(x, 1), slot(w, 1));
-        const ops::ConvAttrs a = ops::conv_attrs(n.attrs);
-        if (a.sh == 1 && a.ph == -1) unite(slot(g, 2), slot(x, 2));
-        if (a.sw == 1 && a.pw == -1) unite(slot(g, 3), slot(x, 3));
-        break;
-      }
-      case OpKind::MaxPool:
-      case OpKind::AvgPool: {
-        size_t x = c(0);
-        if (rank_[x] != 4) return;
-        unite(slot(g, 0), slot(x, 0)), unite(slot(g, 1), slot(x, 1));
-        roles_[slot(x, 0)] = AxisRole::Batch;
-        roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
-        const ops::PoolAttrs a = ops::pool_attrs(n.attrs);
-        if (a.sh == 1 && a.ph == -1) unite(slot(g, 2), slot(x, 2));
-        if (a.sw == 1 && a.pw == -1) unite(slot(g, 3), slot(x, 3));
-        break;
-      }
-      case OpKind::GlobalAvgPool:
-        if (rank_[c(0)] != 4) return;
-        unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 1), slot(c(0), 1));
-        pin(slot(g, 2), 1), pin(slot(g, 3), 1);
-        break;
-      case OpKind::Enlarge:
-        if (rank_[c(0)] != 4) return;
-        unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 1), slot(c(0), 1));
-        pin(slot(g, 2), ops::enlarge_attrs(n.attrs).kh), pin(slot(g, 3), ops::enlarge_attrs(n.attrs).kw);
-        break;
-      case OpKind::Merge:  // [O, I, kh, kw] -> [O, I*count, kh, kw]
-        if (rank_[c(0)] != 4) return;
-        unite(slot(g, 0), slot(c(0), 0)), unite(slot(g, 2), slot(c(0), 2)), unite(slot(g, 3), slot(c(0), 3));
-        break;
-      case OpKind::Concat:
-        for (size_t k = 0; k < n.children.size(); ++k) same_except(g, c(k), ops::concat_axis(n.attrs));
-        break;
-      case OpKind::Split: same_except(g, c(0), ops::split_attrs(n.attrs).axis); break;
-      case OpKind::Slice: same_except(g, c(0), ops::slice_attrs(n.attrs).axis); break;
-      case OpKind::Transpose:
-        if (rank_[c(0)] != r) return;
-        for (int d = 0; const int64_t from : n.attrs) {  // out.dim(d) = x.dim(perm[d])
-          if (d < r && from >= 0 && from < r) unite(slot(g, d), slot(c(0), static_cast<int>(from)));
-          ++d;
-        }
-        break;
-      case OpKind::Reshape:
-      case OpKind::Broadcast:
-      case OpKind::Input:
-      case OpKind::Weight:
-        for (int d = 0; const int64_t extent : n.attrs)  // the target shape (a leaf's: its dims)
-          if (d < r) pin(slot(g, d++), extent);
-        break;
-      case OpKind::Eye:
-        if (rank_[c(0)] < 1) return;
-        unite(slot(g, 0), slot(g, 1)), unite(slot(g, 0), slot(c(0), rank_[c(0)] - 1));
-        break;
-      case OpKind::IConv:
-      case OpKind::PoolKernel:
-        if (rank_[c(0)] < 2) return;
-        unite(slot(g, 0), slot(c(0), 1));
-        if (n.op == OpKind::IConv) unite(slot(g, 1), slot(c(0), 1));
-        else pin(slot(g, 1), 1);
-        pin(slot(g, 2), ops::kernel_constant_size(n.attrs).kh);
-        pin(slot(g, 3), ops::kernel_constant_size(n.attrs).kw);
-        break;
-      default: break;
+    std::vector<size_t> ranks;
+    for (size_t k = 0; k < n.children.size(); ++k) ranks.push_back(static_cast<size_t>(rank_[c(k)]));
+    SymbolicArena arena;
+    const std::optional<SymbolicShape> sym = symbolic_shape(arena, n.op, n.attrs, ranks);
+    if (!sym || static_cast<int>(sym->dims.size()) != rank_[g]) return;
+    auto operand_slot = [&](uint32_t id) -> std::optional<size_t> {
+      const SymNode& t = arena[id];
+      if (t.op != SymOp::Operand) return std::nullopt;
+      return slot(c(static_cast<size_t>(t.value)), static_cast<int>(t.axis));
+    };
+    // x = y, x = constant: join or pin; a conjunction, each part; a disjunction, its first alternative when
+    // that joins two dimensions (a broadcast's first, x = 1, would pin every operand to the trivial case).
+    auto require = [&](auto& self, uint32_t id, bool pins) -> void {
+      const SymNode& t = arena[id];
+      if (t.op == SymOp::And) return self(self, t.a, pins), self(self, t.b, pins);
+      if (t.op == SymOp::Or) return self(self, t.a, false);
+      if (t.op != SymOp::Eq) return;
+      const auto x = operand_slot(t.a), y = operand_slot(t.b);
+      const auto kx = arena.constant_value(t.a), ky = arena.constant_value(t.b);
+      if (x && y) unite(*x, *y);
+      else if (pins && x && ky) pin(*x, *ky);
+      else if (pins && y && kx) pin(*y, *kx);
+    };
+    for (const SymCond& cond : sym->conditions) require(require, cond.id, true);
+    for (int d = 0; d < rank_[g]; ++d) {
+      const uint32_t id = sym->dims[d].id;
+      if (const auto from = operand_slot(id)) unite(slot(g, d), *from);
+      else if (const auto k = arena.constant_value(id)) pin(slot(g, d), *k);
+      else if (arena[id].op == SymOp::Select)
+        for (uint32_t branch : {arena[id].b, arena[id].c})
+          if (const auto from = operand_slot(branch)) unite(slot(g, d), *from);
+    }
+    if (n.op == OpKind::Conv2d || n.op == OpKind::MaxPool || n.op == OpKind::AvgPool) {
+      const size_t x = c(0);
+      roles_[slot(x, 0)] = AxisRole::Batch;
+      roles_[slot(x, 2)] = roles_[slot(x, 3)] = AxisRole::Spatial;
+    }
+    if (n.op == OpKind::Conv2d) {
+      const size_t x = c(0), w = c(1);
+      roles_[slot(w, 2)] = roles_[slot(w, 3)] = AxisRole::Kernel;
+      if (groups == ConvGroups::Ungrouped && pr_.node_var[w] >= 0) unite(slot(x, 1), slot(w, 1));
     }
   }
 
