@@ -6,6 +6,7 @@
 #include <optional>
 #include <tuple>
 
+#include "rules/rank_signature.h"
 #include "rules/sexpr.h"
 
 namespace teq::import_detail {
@@ -67,56 +68,37 @@ class RankSolver {
   std::vector<int> rank_;
 };
 
+/// The rank equalities and fixed ranks of each node, from its operator's rank signature (rules/
+/// rank_signature.h, read off the shape rule), but for the source formats' own conventions: TASO's and Tensat's
+/// matmuls take operands of equal rank (ours broadcast), their splits name no reference (the builder finds the
+/// cut, so a split has its input's rank), and their constants no operand (the builder adds the reference: only
+/// the output's rank is known). Attributes no rank fits add nothing; the built rule's shape check refuses it.
 std::vector<int> solve_ranks(const SourceRule& rule) {
   RankSolver s(rule.nodes.size());
   for (size_t i = 0; i < rule.nodes.size(); ++i) {
     const SourceNode& n = rule.nodes[i];
     int id = static_cast<int>(i);
     const auto& c = n.children;
-    switch (n.op) {
-      case OpKind::Var: break;  // ranks implied by the operators win over var_ranks (below)
-      case OpKind::EwAdd:
-      case OpKind::EwSub:
-      case OpKind::EwMul:
-      case OpKind::EwDiv:
-      case OpKind::Matmul:  // TASO and Tensat matmuls take operands of equal rank
-      case OpKind::Concat:
-        for (int ch : c) s.equal(id, ch);
-        break;
-      case OpKind::Relu:
-      case OpKind::Tanh:
-      case OpKind::Sigmoid:
-      case OpKind::Split:
-        s.equal(id, c[0]);
-        break;
-      case OpKind::Smul:
-        s.equal(id, c[0]);
-        s.fix(c[1], 0);
-        break;
-      case OpKind::Conv2d:
-      case OpKind::MaxPool:
-      case OpKind::AvgPool:
-      case OpKind::Enlarge:
-      case OpKind::Merge:
-        s.fix(id, 4);
-        for (int ch : c) s.fix(ch, 4);
-        break;
-      case OpKind::Transpose:
-        s.fix(id, static_cast<int>(n.attrs.size()));
-        s.fix(c[0], static_cast<int>(n.attrs.size()));
-        break;
-      case OpKind::Reshape: s.fix(id, static_cast<int>(n.attrs.size())); break;
-      case OpKind::Noop: s.equal(id, c[0]); break;
-      case OpKind::BatchNorm:  // x, then four per-channel vectors
-        s.equal(id, c[0]);
-        for (size_t k = 1; k < c.size(); ++k) s.fix(c[k], 1);
-        break;
-      case OpKind::Eye: s.fix(id, 2); break;
-      case OpKind::IConv:
-      case OpKind::PoolKernel: s.fix(id, 4); break;
-      default: break;
-    }
     if (n.rank_hint != -1) s.fix(id, n.rank_hint);
+    if (n.op == OpKind::Var) continue;  // ranks implied by the operators win over var_ranks (below)
+    if (n.op == OpKind::Matmul) {
+      for (int ch : c) s.equal(id, ch);
+      continue;
+    }
+    if (n.op == OpKind::Split) {
+      s.equal(id, c[0]);
+      continue;
+    }
+    const bool constant = is_constant(n.op);
+    const size_t operands = constant ? static_cast<size_t>(op_info(n.op).min_children) : c.size();
+    const RankSignature& sig = rank_signature(n.op, n.attrs, operands);
+    if (!sig.accepts) continue;
+    if (sig.output_fixed) s.fix(id, *sig.output_fixed);
+    if (constant) continue;
+    for (size_t k = 0; k < c.size(); ++k)
+      if (sig.operands[k].fixed) s.fix(c[k], *sig.operands[k].fixed);
+    for (auto [x, y] : sig.equal_operands) s.equal(c[x], c[y]);
+    if (sig.output_equals) s.equal(id, c[*sig.output_equals]);
   }
   // A variable the operators leave open takes its rank from var_ranks (TASO's generator inputs). The
   // operators come first because rule files from other generator setups reuse the names for other ranks.
