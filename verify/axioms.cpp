@@ -489,8 +489,7 @@ class Encoder {
       args.pop_back();  // the reference axis: replaced by the cut
       args.push_back(cut);
       args.push_back(x);
-      // The shape rule's precondition (shape_split, rules/ops/detail/layout_shape.h): 0 < cut < extent.
-      scope.well_shaped.push_back(cut >= 1 && cut < dim(x, n.attrs[0]) && rank(x) > ctx_.int_val(n.attrs[0]));
+      scope.well_shaped.push_back(split_well_shaped(x, cut, {n.attrs[0], n.attrs[1]}));
       applied_.emplace(n.op, std::vector<int64_t>(n.attrs.begin(), n.attrs.end() - 1), 1);
       return op(n.op, n.attrs.size(), 1)(args);
     }
@@ -517,6 +516,10 @@ class Encoder {
     applied_.emplace(kind, std::vector<int64_t>{}, 1);
     return op(kind, 0, 1)(x);
   }
+
+  /// A split's precondition, its shape rule's (shape_split: the cut inside the axis) read off at the lowest
+  /// rank it accepts, with that rank as a lower bound on x's and the cut a dimension (>= 1).
+  z3::expr split_well_shaped(const z3::expr& x, const z3::expr& cut, const std::vector<int64_t>& attrs);
 
   /// Shape facts for every operator function used so far, as quantified formulas (see shape_facts).
   z3::expr_vector shape_facts();
@@ -574,6 +577,7 @@ constexpr size_t kMaxFactRank = 6;
 struct RankCases {
   SymbolicArena arena;
   std::vector<std::pair<std::vector<size_t>, std::vector<SymDim>>> cases;  // operand ranks, output dims
+  std::vector<std::vector<SymCond>> conditions;                             // per case: what it requires
 };
 
 /// RankCases of (operator, attributes, operand count), computed once per process. A split's operands are its
@@ -592,12 +596,49 @@ const RankCases& rank_cases(OpKind kind, const std::vector<int64_t>& attrs, size
   while (true) {
     std::vector<size_t> rule_ranks = ranks;
     if (split) rule_ranks.push_back(1);
-    if (auto shape = symbolic_shape(slot->arena, kind, rule_attrs, rule_ranks)) slot->cases.emplace_back(ranks, shape->dims);
+    if (auto shape = symbolic_shape(slot->arena, kind, rule_attrs, rule_ranks)) {
+      slot->cases.emplace_back(ranks, shape->dims);
+      slot->conditions.push_back(shape->conditions);
+    }
     size_t j = 0;
     while (j < operands && ++ranks[j] > kMaxFactRank) ranks[j++] = 0;
     if (j == operands) break;
   }
   return *slot;
+}
+
+/// Term `id` of `arena` as a Z3 expression, operand dimensions from `operand_dim`.
+template <class OperandDim>
+z3::expr to_z3(z3::context& ctx, const SymbolicArena& arena, uint32_t id, const OperandDim& operand_dim) {
+  const SymNode& n = arena[id];
+  auto arg = [&](uint32_t a) { return to_z3(ctx, arena, a, operand_dim); };
+  switch (n.op) {
+    case SymOp::Const: return ctx.int_val(n.value);
+    case SymOp::Operand: return operand_dim(static_cast<size_t>(n.value), n.axis);
+    case SymOp::Add: return arg(n.a) + arg(n.b);
+    case SymOp::Sub: return arg(n.a) - arg(n.b);
+    case SymOp::Mul: return arg(n.a) * arg(n.b);
+    case SymOp::Div: return arg(n.a) / arg(n.b);
+    case SymOp::Mod: return z3::mod(arg(n.a), arg(n.b));
+    case SymOp::Select: return z3::ite(arg(n.a), arg(n.b), arg(n.c));
+    case SymOp::Eq: return arg(n.a) == arg(n.b);
+    case SymOp::Lt: return arg(n.a) < arg(n.b);
+    case SymOp::Le: return arg(n.a) <= arg(n.b);
+    case SymOp::And: return arg(n.a) && arg(n.b);
+    case SymOp::Or: return arg(n.a) || arg(n.b);
+    case SymOp::Not: return !arg(n.a);
+  }
+  return ctx.int_val(0);
+}
+
+z3::expr Encoder::split_well_shaped(const z3::expr& x, const z3::expr& cut, const std::vector<int64_t>& attrs) {
+  const RankCases& rc = rank_cases(OpKind::Split, attrs, 1);
+  if (rc.cases.empty()) return ctx_.bool_val(false);
+  const size_t lowest = rc.cases.front().first[0];  // the cases run from the lowest rank up
+  auto operand_dim = [&](size_t j, size_t k) { return j == 0 ? dim(x, static_cast<int64_t>(k)) : cut; };
+  z3::expr well = cut >= 1 && rank(x) >= ctx_.int_val(static_cast<int>(lowest));
+  for (const SymCond& c : rc.conditions.front()) well = well && to_z3(ctx_, rc.arena, c.id, operand_dim);
+  return well;
 }
 
 /// A shape rule that is the same at every rank it accepts (an element-wise operator's, a concat's, a split's):
@@ -630,29 +671,66 @@ std::optional<RankPolymorphic> rank_polymorphic(const RankCases& rc) {
   return std::nullopt;
 }
 
-/// Term `id` of `arena` as a Z3 expression, operand dimensions from `operand_dim`.
-template <class OperandDim>
-z3::expr to_z3(z3::context& ctx, const SymbolicArena& arena, uint32_t id, const OperandDim& operand_dim) {
-  const SymNode& n = arena[id];
-  auto arg = [&](uint32_t a) { return to_z3(ctx, arena, a, operand_dim); };
-  switch (n.op) {
-    case SymOp::Const: return ctx.int_val(n.value);
-    case SymOp::Operand: return operand_dim(static_cast<size_t>(n.value), n.axis);
-    case SymOp::Add: return arg(n.a) + arg(n.b);
-    case SymOp::Sub: return arg(n.a) - arg(n.b);
-    case SymOp::Mul: return arg(n.a) * arg(n.b);
-    case SymOp::Div: return arg(n.a) / arg(n.b);
-    case SymOp::Mod: return z3::mod(arg(n.a), arg(n.b));
-    case SymOp::Select: return z3::ite(arg(n.a), arg(n.b), arg(n.c));
-    case SymOp::Eq: return arg(n.a) == arg(n.b);
-    case SymOp::Lt: return arg(n.a) < arg(n.b);
-    case SymOp::Le: return arg(n.a) <= arg(n.b);
-    case SymOp::And: return arg(n.a) && arg(n.b);
-    case SymOp::Or: return arg(n.a) || arg(n.b);
-    case SymOp::Not: return !arg(n.a);
-  }
-  return ctx.int_val(0);
+/// Two operands that an operator's shape rule requires to agree (an element-wise operator's, a concat's):
+/// equal ranks in every case it accepts, and equal extents at every axis but `except` (a concat's axis), the
+/// same axes at every rank. Read off the rule's recorded conditions (x.k = y.k); the well-shapedness that the
+/// shape facts do not state, since they are stated for ill-shaped applications too.
+struct OperandAgreement {
+  size_t a = 0, b = 0;
+  std::set<int64_t> except;
+};
+
+/// The axes k with x_a.k = x_b.k among the conjuncts of `id`.
+void equal_axes(const SymbolicArena& arena, uint32_t id, size_t a, size_t b, std::set<int64_t>& out) {
+  const SymNode& t = arena[id];
+  if (t.op == SymOp::And) return equal_axes(arena, t.a, a, b, out), equal_axes(arena, t.b, a, b, out);
+  if (t.op != SymOp::Eq) return;
+  const SymNode &x = arena[t.a], &y = arena[t.b];
+  if (x.op != SymOp::Operand || y.op != SymOp::Operand || x.axis != y.axis) return;
+  const auto j = static_cast<int64_t>(a), k = static_cast<int64_t>(b);
+  if ((x.value == j && y.value == k) || (x.value == k && y.value == j)) out.insert(x.axis);
 }
+
+std::vector<OperandAgreement> find_operand_agreements(OpKind kind, const std::vector<int64_t>& attrs, size_t operands) {
+  if (kind == OpKind::Split) return {};  // its reference is encoded as its cut
+  const RankCases& rc = rank_cases(kind, attrs, operands);
+  std::vector<OperandAgreement> out;
+  if (rc.cases.empty()) return out;
+  for (size_t b = 1; b < operands; ++b)
+    for (size_t a = 0; a < b; ++a) {
+      std::optional<std::set<int64_t>> except;
+      bool uniform = true, some_axis = false;
+      for (size_t c = 0; c < rc.cases.size() && uniform; ++c) {
+        const std::vector<size_t>& ranks = rc.cases[c].first;
+        uniform = ranks[a] == ranks[b];
+        std::set<int64_t> same, own;
+        for (const SymCond& cond : rc.conditions[c]) equal_axes(rc.arena, cond.id, a, b, same);
+        for (int64_t k = 0; k < static_cast<int64_t>(ranks[a]); ++k)
+          if (!same.contains(k)) own.insert(k);
+        if (except && own != *except) uniform = false;
+        some_axis |= !same.empty();
+        except = std::move(own);
+      }
+      // Operands of fixed ranks with no extent in common (a convolution's) agree in nothing worth stating.
+      if (uniform && except && some_axis) out.push_back({a, b, *except});
+    }
+  return out;
+}
+
+/// find_operand_agreements, computed once per (operator, attributes, operand count) and process.
+const std::vector<OperandAgreement>& operand_agreements(OpKind kind, AttrSpan attrs, size_t operands) {
+  static std::mutex mu;
+  static std::map<std::tuple<OpKind, std::vector<int64_t>, size_t>, std::vector<OperandAgreement>> cache;
+  std::vector<int64_t> key_attrs(attrs.begin(), attrs.end());
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache.find({kind, key_attrs, operands}); it != cache.end()) return it->second;
+  }
+  std::vector<OperandAgreement> found = find_operand_agreements(kind, key_attrs, operands);
+  std::lock_guard lock(mu);
+  return cache.try_emplace({kind, std::move(key_attrs), operands}, std::move(found)).first->second;
+}
+
 
 /// For every operator applied so far: forall operands (a split's cut too): for each tuple of operand ranks
 /// its shape rule accepts, those ranks imply the result's rank and each of its dimensions, the rule's terms
@@ -823,11 +901,11 @@ std::vector<z3::expr> encode_law(const Instance& inst, const InstanceVerdict& ve
   return laws;
 }
 
-/// The operands of each binary element-wise node of `sides` have equal ranks and extents, those of a concat
-/// equal ranks and extents off its axis: their shape rules (shape_binary, shape_concat), which their shape
-/// facts do not state (they take the first operand's shape). A law's guard on its trigger side, an
-/// assumption of the agreement check and of the rule's goal. `shapes`: the checked assignments, which fix
-/// the ranks of most nodes.
+/// The operands of each node of `sides` that its shape rule requires to agree (operand_agreements: a binary
+/// element-wise operator's, equal ranks and extents; a concat's, equal ranks and extents off its axis), which
+/// the shape facts do not state (they hold for ill-shaped applications too). A law's guard on its trigger
+/// side, an assumption of the agreement check and of the rule's goal. `shapes`: the checked assignments,
+/// which fix the ranks of most nodes.
 std::vector<z3::expr> equal_operand_shapes(std::initializer_list<const std::vector<Expr>*> sides, Encoder& enc,
                                            Scope& scope, std::span<const VarShapes> shapes) {
   std::vector<z3::expr> out;
@@ -835,55 +913,60 @@ std::vector<z3::expr> equal_operand_shapes(std::initializer_list<const std::vect
     for (const Expr& e : *side)
       for (size_t i = 0; i < e.size(); ++i) {
         const ExprNode& n = e.nodes()[i];
-        const bool concat = n.op == OpKind::Concat;
-        if (!concat && (!is_elementwise(n.op) || n.children.size() != 2 || n.op == OpKind::Smul)) continue;
-        z3::expr x = enc.term(e, n.children[0], scope), y = enc.term(e, n.children[1], scope);
-        out.push_back(enc.rank(x) == enc.rank(y));
-        // At a rank the checked shapes fix, the extents one by one: ground equalities, much cheaper for Z3
-        // than a quantifier over the axis (and the same statement, since the rank facts fix that rank).
-        if (auto ranks = node_ranks(e, i, shapes); ranks && ranks->first == ranks->second) {
-          for (int k = 0; k < ranks->first; ++k)
-            if (!concat || k != n.attrs[0]) out.push_back(enc.dim(x, k) == enc.dim(y, k));
-          continue;
+        if (is_leaf(n.op)) continue;
+        for (const OperandAgreement& ag : operand_agreements(n.op, n.attrs, n.children.size())) {
+          z3::expr x = enc.term(e, n.children[ag.a], scope), y = enc.term(e, n.children[ag.b], scope);
+          out.push_back(enc.rank(x) == enc.rank(y));
+          // At a rank the checked shapes fix, the extents one by one: ground equalities, much cheaper for Z3
+          // than a quantifier over the axis (and the same statement, since the rank facts fix that rank).
+          if (auto ranks = node_ranks(e, n.children[ag.a].value, shapes); ranks && ranks->first == ranks->second) {
+            for (int k = 0; k < ranks->first; ++k)
+              if (!ag.except.contains(k)) out.push_back(enc.dim(x, k) == enc.dim(y, k));
+            continue;
+          }
+          z3::expr idx = enc.context().int_const("i!");
+          z3::expr off_axis = enc.context().bool_val(true);
+          for (int64_t k : ag.except) off_axis = off_axis && idx != enc.context().int_val(k);
+          out.push_back(enc.quantified({{"i", idx}}, z3::implies(off_axis, enc.dim(x, idx) == enc.dim(y, idx)),
+                                       {enc.dim(x, idx), enc.dim(y, idx)}));
         }
-        z3::expr idx = enc.context().int_const("i!");
-        z3::expr same = enc.dim(x, idx) == enc.dim(y, idx);
-        out.push_back(enc.quantified({{"i", idx}}, concat ? z3::implies(idx != enc.context().int_val(n.attrs[0]), same) : same,
-                                     {enc.dim(x, idx), enc.dim(y, idx)}));
       }
   return out;
 }
 
 /// `a` and `b` have the same extents below `lo` (the lowest rank they have in the checked shapes): every
 /// one at a fixed rank (lo == hi); where the rank is free, the trailing ones (a matmul's batch extents are
-/// unknown, they may broadcast; its matrix extents are the last two). `skip`: an axis that may differ.
+/// unknown, they may broadcast; its matrix extents are the last two). `skip`: axes that may differ.
 std::vector<z3::expr> same_extents(const z3::expr& a, const z3::expr& b, std::pair<int, int> ranks, Encoder& enc,
-                                   std::optional<int64_t> skip = std::nullopt) {
+                                   const std::set<int64_t>& skip = {}) {
   const auto [lo, hi] = ranks;
   std::vector<z3::expr> out;
   for (int k = 0; k < lo; ++k) {
-    if (lo == hi && skip == k) continue;
+    if (lo == hi && skip.contains(k)) continue;
     z3::expr ia = lo == hi ? enc.context().int_val(k) : enc.rank(a) - (k + 1);
     z3::expr ib = lo == hi ? enc.context().int_val(k) : enc.rank(b) - (k + 1);
     z3::expr eq = enc.dim(a, ia) == enc.dim(b, ib);
-    out.push_back(skip && lo != hi ? z3::implies(ia != enc.context().int_val(*skip), eq) : eq);
+    if (lo != hi)
+      for (int64_t axis : skip) eq = z3::implies(ia != enc.context().int_val(axis), eq);
+    out.push_back(eq);
   }
   return out;
 }
 
-/// What the other side needs of its element-wise operators' and concats' operands (as equal_operand_shapes
-/// assumes), to be shown from the triggering side's.
+/// What the other side needs of its nodes' agreeing operands (as equal_operand_shapes assumes), to be shown
+/// from the triggering side's.
 std::vector<z3::expr> operand_shape_goals(const Expr& e, std::span<const VarShapes> shapes, Encoder& enc, Scope& scope) {
   std::vector<z3::expr> out;
   for (size_t i = 0; i < e.size(); ++i) {
     const ExprNode& n = e.nodes()[i];
-    const bool concat = n.op == OpKind::Concat;
-    if (!concat && (!is_elementwise(n.op) || n.children.size() != 2 || n.op == OpKind::Smul)) continue;
-    z3::expr x = enc.term(e, n.children[0], scope), y = enc.term(e, n.children[1], scope);
-    out.push_back(enc.rank(x) == enc.rank(y));
-    for (const z3::expr& eq : same_extents(x, y, node_ranks(e, i, shapes).value_or(std::pair{0, 0}), enc,
-                                           concat ? std::optional<int64_t>(n.attrs[0]) : std::nullopt))
-      out.push_back(eq);
+    if (is_leaf(n.op)) continue;
+    for (const OperandAgreement& ag : operand_agreements(n.op, n.attrs, n.children.size())) {
+      z3::expr x = enc.term(e, n.children[ag.a], scope), y = enc.term(e, n.children[ag.b], scope);
+      out.push_back(enc.rank(x) == enc.rank(y));
+      for (const z3::expr& eq :
+           same_extents(x, y, node_ranks(e, n.children[ag.a].value, shapes).value_or(std::pair{0, 0}), enc, ag.except))
+        out.push_back(eq);
+    }
   }
   return out;
 }
