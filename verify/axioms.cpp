@@ -738,7 +738,11 @@ const std::vector<OperandAgreement>& operand_agreements(OpKind kind, AttrSpan at
 /// dimensions fail: the laws and the goal assume well-shapedness where they need it.
 z3::expr_vector Encoder::shape_facts() {
   z3::expr_vector facts(ctx_);
-  for (const auto& [kind, attrs, nc] : applied_) {
+  for (const auto& applied : applied_) {
+    // Named copies: clang before 16 cannot capture a structured binding in a lambda.
+    const OpKind kind = std::get<0>(applied);
+    const std::vector<int64_t>& attrs = std::get<1>(applied);
+    const size_t nc = std::get<2>(applied);
     const RankCases& rc = rank_cases(kind, attrs, nc);
     if (rc.cases.empty()) continue;
     const bool split = kind == OpKind::Split;
