@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--grouped-conv", opt.elementwise.grouped_conv, "also check an assignment with grouped convolutions");
   app.add_flag("--no-axioms", no_axioms, "skip the shape-generic proof from axioms");
+  app.add_flag("--elementwise-too", opt.elementwise_too,
+               "also prove element-wise on concrete shapes the rules proved for all shapes (cross-checks the axioms)");
   app.add_flag("--no-probe", no_probe, "let Z3 find every counterexample (no random probe in double first)");
   app.add_flag("--update", config.update, "write each rule's verification result back into its JSON corpus file");
   try {

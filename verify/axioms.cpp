@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "rules/evaluator.h"
+#include "rules/rank_signature.h"
 #include "rules/sexpr.h"
 #include "rules/symbolic_dims.h"
 #include "verify/batches.h"
@@ -569,8 +570,10 @@ bool contains_all(const z3::expr& e, const std::map<std::string, z3::expr>& vars
 }
 
 /// Ranks up to which the shape facts are stated: a rule whose ranks the checked shapes leave open is proved
-/// for every rank from the lowest they allow up to this one (rank_constraints).
-constexpr size_t kMaxFactRank = 6;
+/// for every rank from the lowest they allow up to this one (rank_constraints). The ranks the shape search and
+/// the importers probe the shape rules at (rules/rank_signature.h): one bound, so the facts cover every rank
+/// the search can pick.
+constexpr size_t kMaxFactRank = RankSignature::kMaxProbedRank;
 
 /// An operator's shape rule at every tuple of operand ranks up to kMaxFactRank that its ranks and attributes
 /// accept: the output's dimensions as terms over the operands' (rules/symbolic_dims.h), in one arena.

@@ -217,6 +217,21 @@ class ProvedCache {
   z3::expr_vector alive_;
 };
 
+/// Z3's default strategy for non-linear real arithmetic (qfnra) runs nlsat under a 5 s timer first and
+/// falls back to other engines when the timer fires: the same query and rlimit then got "verified" idle and
+/// "unknown" under load (Z3Prover/z3 issue #216). The idle path, without the timer: nlsat with inlined
+/// variables after the same preprocessing. nlsat answers "incomplete" on what it cannot take (uninterpreted
+/// tanh, sigmoid, exp): `fail-if-undecided` turns that into a failure, and the SMT core gets the query. Only
+/// the rlimit bounds either.
+z3::solver nonlinear_solver(z3::context& ctx) {
+  z3::params inline_vars(ctx);
+  inline_vars.set("inline_vars", true);
+  const z3::tactic nlsat = z3::tactic(ctx, "simplify") & z3::tactic(ctx, "propagate-values") &
+                           z3::with(z3::tactic(ctx, "qfnra-nlsat"), inline_vars) &
+                           z3::tactic(ctx, "fail-if-undecided");
+  return (nlsat | z3::tactic(ctx, "smt")).mk_solver();
+}
+
 AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const VarShapes& shapes,
                                    const WallClockGuard& guard, unsigned rlimit, ProvedCache& cache) {
   Arith<z3::expr> ar(ctx);
@@ -257,7 +272,7 @@ AssignmentOutcome check_assignment(const Rule& rule, z3::context& ctx, const Var
     if (guard.hit()) return {VerifyStatus::Unknown, std::nullopt, guard.detail("proving elements"), true};
     // A fresh solver (not push/pop): only then does Z3 pick its complete engine for non-linear terms.
     // Linear problems (relu, max, pooling) go to the SMT core directly, which is much faster on them.
-    z3::solver solver = is_linear(d.lhs) && is_linear(d.rhs) ? z3::tactic(ctx, "smt").mk_solver() : z3::solver(ctx);
+    z3::solver solver = is_linear(d.lhs) && is_linear(d.rhs) ? z3::tactic(ctx, "smt").mk_solver() : nonlinear_solver(ctx);
     // Never a Z3 timeout: the rlimit bounds the query deterministically (and Z3's timer threads have
     // deadlocked under several proving threads, libz3 4.8).
     if (rlimit != 0) {
@@ -403,8 +418,7 @@ ElementwiseResult wrong_by(Counterexample cex, ElementwiseResult result) {
 
 }  // namespace
 
-ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options) {
-  const WallClockGuard guard(options.timeout_ms);
+ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions& options) {
   ElementwiseResult result;
   std::vector<const Expr*> patterns = pattern_list(rule);
 
@@ -460,11 +474,19 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
     result.counterexample = std::move(probed);
     return result;
   }
+  result.refuted_in_double = false;
+  return result;
+}
+
+ElementwiseResult prove_unrefuted(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options,
+                                        ElementwiseResult result) {
+  if (result.refuted_in_double) return result;
+  const WallClockGuard guard(options.timeout_ms);
   ProvedCache cache(ctx);
   const size_t proved_by_z3 = options.z3_assignments > 0
-                                  ? std::min(found.assignments.size(), static_cast<size_t>(options.z3_assignments))
-                                  : found.assignments.size();
-  for (const VarShapes& shapes : std::span(found.assignments).first(proved_by_z3)) {
+                                  ? std::min(result.shapes.size(), static_cast<size_t>(options.z3_assignments))
+                                  : result.shapes.size();
+  for (const VarShapes& shapes : std::span(result.shapes).first(proved_by_z3)) {
     AssignmentOutcome out = check_assignment(rule, ctx, shapes, guard, options.rlimit, cache);
     result.solver_calls += out.used_solver;
     if (out.status == VerifyStatus::Verified) continue;
@@ -475,6 +497,10 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
   }
   result.status = VerifyStatus::Verified;
   return result;
+}
+
+ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options) {
+  return prove_unrefuted(rule, ctx, options, refute_elementwise(rule, options));
 }
 
 std::optional<Difference> find_difference(const Rule& rule, const std::map<std::string, Tensor<double>>& inputs,

@@ -11,6 +11,7 @@
 #include "rules/corpus.h"
 #include "rules/sexpr.h"
 #include "verify/elementwise.h"
+#include "verify/prover.h"
 
 namespace teq {
 namespace {
@@ -151,6 +152,39 @@ TEST(Mutation, CorpusMutantsAreDecidedAndCounterexamplesReplay) {
             << rules_with_decided_mutant.size() << "\n";
   EXPECT_GE(rules_with_decided_mutant.size(), 30u);
   EXPECT_GE(replayed, 30);
+}
+
+TEST(Mutation, AxiomsNeverProveAMutantZ3Refutes) {
+  // ruleverify tries the proof for all shapes before Z3 on concrete shapes and skips the latter when the axioms
+  // succeed, so an unsound law would let a wrong rule through. With the probes in double off, nothing but the
+  // axioms stands between a wrong mutant and "verified": every mutant Z3 refutes element-wise must come out
+  // wrong through the whole pipeline too, and no mutant may be proved from axioms and refuted by Z3.
+  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/corpus/seed.json");
+  z3::context ctx;
+  ElementwiseOptions ew;
+  ew.random_probe = false;
+  ew.shapes.max_assignments = 2;
+  VerifyOptions full;
+  full.elementwise = ew;
+  int wrong = 0, tried_by_axioms = 0;
+  for (const Rule& rule : corpus.rules) {
+    std::vector<Mutant> ms = mutants_of(rule);
+    if (ms.size() > 3) ms = {ms[0], ms[ms.size() / 2], ms.back()};
+    for (const Mutant& m : ms) {
+      SCOPED_TRACE(m.rule.id + ": " + text_of(m.rule));
+      if (prove_elementwise(m.rule, ctx, ew).status != VerifyStatus::Wrong) continue;
+      ++wrong;
+      const RuleReport r = verify_rule(m.rule, ctx, full);
+      if (!r.axiom_failure.empty() || r.method == kMethodAxioms) ++tried_by_axioms;
+      EXPECT_EQ(r.status, VerifyStatus::Wrong) << r.detail;
+      EXPECT_NE(r.method, kMethodAxioms) << "proved for all shapes, refuted element-wise: an unsound law";
+      EXPECT_EQ(r.detail.find("an axiom is unsound"), std::string::npos) << r.detail;
+      EXPECT_TRUE(r.counterexample.has_value());
+    }
+  }
+  std::cout << "wrong mutants: " << wrong << ", " << tried_by_axioms << " of them tried by the axioms first\n";
+  EXPECT_GE(wrong, 30);
+  EXPECT_GE(tried_by_axioms, 20) << "the axioms were not asked, so the test shows nothing";
 }
 
 }  // namespace
