@@ -8,10 +8,11 @@ if(TARGET ruleverify)
   set_tests_properties(ruleverify.seed_corpus PROPERTIES TIMEOUT 300)
   # The CI gate is ruleverify's default command, exactly as README documents it: rulegen's 700 rules (regenerated with the wide, neighbour and set-C checks), each
   # proved for all shapes from axioms where it can be and element-wise otherwise, 0 unknown. Budgets are Z3
-  # resource limits, so a busy CI machine gets the same verdicts, only later.
+  # resource limits, so a busy CI machine gets the same verdicts, only later: the counts by method are part of
+  # what must match, and ctest runs this test beside the others, so it is a run under load.
   add_test(NAME ruleverify.corpus COMMAND ruleverify corpus/rules.json WORKING_DIRECTORY ${TEQ_SOURCE_DIR})
   set_tests_properties(ruleverify.corpus PROPERTIES TIMEOUT 600
-                       PASS_REGULAR_EXPRESSION "700 rules: 700 verified .*, 0 wrong, 0 unknown")
+                       PASS_REGULAR_EXPRESSION "700 rules: 700 verified \\(562 for all shapes by axioms, 138 element-wise on concrete shapes\\), 0 wrong, 0 unknown")
   # The same verdicts alone on one thread and on two threads beside another CPU-bound ruleverify. The
   # budgets are tight on purpose: two maxpool rules exhaust their rlimit (unknown), and rg-0128-concat-concat's
   # method sits on the axiom budget (proved from axioms at 25000, element-wise only at 22500): outcomes a
