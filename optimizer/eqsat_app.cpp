@@ -16,6 +16,7 @@
 #include "optimizer/onnx/from_expr.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
+#include "rules/sexpr.h"
 
 namespace teq {
 
@@ -67,6 +68,19 @@ RuleCorpus load_rule_files(const std::vector<fs::path>& paths) {
       all.rules.push_back(std::move(r));
     }
   return all;
+}
+
+/// Appends each rule's reversal (reversed_rule) unless the corpus has that rule already; returns how many.
+size_t add_reversed_rules(RuleCorpus& corpus) {
+  auto text = [](const Rule& r) { return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()); };
+  std::set<std::string> present;
+  for (const Rule& r : corpus.rules)
+    if (!r.is_multi()) present.insert(text(r));
+  const size_t before = corpus.rules.size();
+  for (size_t i = 0; i < before; ++i)
+    if (std::optional<Rule> rev = reversed_rule(corpus.rules[i]); rev && present.insert(text(*rev)).second)
+      corpus.rules.push_back(std::move(*rev));
+  return corpus.rules.size() - before;
 }
 
 nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
@@ -481,7 +495,9 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     if (log) *log << "eqsat-run: wrote " << config.export_original.string() << data_note(data) << "\n";
     return result;
   }
-  const RuleCorpus rules = load_rule_files(rule_paths);
+  RuleCorpus rules = load_rule_files(rule_paths);
+  const size_t reversed = config.both_ways ? add_reversed_rules(rules) : 0;
+  if (config.both_ways) rules_text += " (+" + std::to_string(reversed) + " reversed)";
   const std::unique_ptr<CostModel> cost = load_cost_model(config, corpus_dir);
 
   result.model = load_model(config);

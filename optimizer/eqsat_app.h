@@ -43,6 +43,10 @@ struct EqsatConfig {
   SequentialConfig sequential;            // TASO-style baseline (--search sequential)
   bool measure = false;                   // time original and optimized end to end on the GPU
   bool check = false;                     // compare original and optimized numerically
+  /// Also apply each rule right to left where it can be (rules/corpus.h reversed_rule): rulegen writes each
+  /// equality once, in the direction its enumeration found it, so a rewrite such as zero-padding a 1x1
+  /// kernel to 3x3 (Tensat's enlarge) is in the generated corpus only as its inverse.
+  bool both_ways = false;
   onnx_io::CheckOptions check_options;
   onnx_io::ImportOptions import;
   /// With a db: cost model: write every node the DB lacked as a one-node ONNX model into this folder, with

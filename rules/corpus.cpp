@@ -55,6 +55,23 @@ void validate_rule(const Rule& rule) {
   }
 }
 
+std::optional<Rule> reversed_rule(const Rule& rule) {
+  if (rule.lhs.size() != 1 || rule.rhs.size() != 1) return std::nullopt;
+  const Expr& rhs = rule.rhs[0];
+  if (rhs[rhs.root()].op == OpKind::Var) return std::nullopt;
+  const std::vector<std::string> on_right = rhs.variables();
+  const std::set<std::string> right(on_right.begin(), on_right.end());
+  for (const std::string& v : rule.lhs[0].variables())
+    if (!right.contains(v)) return std::nullopt;
+  Rule out;
+  out.id = rule.id + "~rev";
+  out.lhs = rule.rhs;
+  out.rhs = rule.lhs;
+  out.verification = rule.verification;
+  out.source = rule.source;
+  return out;
+}
+
 Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs) {
   Rule rule;
   rule.id = std::move(id);

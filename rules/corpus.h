@@ -55,6 +55,14 @@ class CorpusError : public std::runtime_error {
 /// by the lhs. Throws CorpusError("rule '<id>': <field>: <problem>").
 void validate_rule(const Rule& rule);
 
+/// The rule right to left, for a rewriter that applies rules both ways (eqsat-run --both-ways): its patterns
+/// swapped and its id with "~rev" appended. Only where the swap is itself a rule a rewriter can apply and
+/// that adds no more than the rule did: one pattern a side, a right side that is not a bare variable (it
+/// would match everything), and every left-side variable on the right (else the reversal cannot instantiate
+/// them); nullopt otherwise. Equality is symmetric, so a verified rule's reversal holds in the same scope
+/// (rules/rule_scope.h guards the convolutions of whichever side is written).
+std::optional<Rule> reversed_rule(const Rule& rule);
+
 /// Builds a rule from pattern texts (parse + validate). Throws CorpusError naming id and field.
 Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs);
 

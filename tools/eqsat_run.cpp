@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   app.add_option("--rules", rules,
                  "rule corpus JSON, repeatable: the files are used together (default: corpus/seed.json; "
                  "corpus/rules.json is rulegen's)");
+  app.add_flag("--both-ways", c.both_ways,
+               "also apply each single-pattern rule right to left where it can be (a right side that is not a bare "
+               "variable and binds every variable): the generated corpus holds each equality in one direction");
   app.add_option("--cost", c.cost,
                  "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
       ->capture_default_str();

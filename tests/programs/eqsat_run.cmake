@@ -104,6 +104,11 @@ eqsat_run_case(min_gain_keeps_original 0 "only 19.97% cheaper read back from its
                ${EQSAT_RUN_MODELS}/attention.onnx ${ok_rules} --min-gain 0.25)
 eqsat_run_case(min_gain_below_the_gain 0 "speedup 1.249x"
                ${EQSAT_RUN_MODELS}/attention.onnx ${ok_rules} --min-gain 0.15)
+# --both-ways: rulegen's corpus holds the zero-padding of a 1x1 kernel only as the removal of an enlarge
+# (rg-0070); applied right to left it gives SqueezeNet's fire modules Tensat's merge (one way it finds nothing),
+# and the optimized graph computes what the original does.
+eqsat_run_case(both_ways_generated_corpus 0 "[+][1-9][0-9]* reversed.*speedup 1[.][1-9].*rules used: .*rg-0070-conv2d-conv2d~rev.*check: .*equal within tolerance"
+               --model squeezenet --rules ${PROJECT_SOURCE_DIR}/corpus/rules.json --both-ways --check)
 # The ORT cost DB loop (bench/ort_cost_db.py): every node the DB lacks becomes a one-node model to time.
 eqsat_run_case(cost_misses 0 "cost DB misses: [1-9][0-9]* one-node models in .*misses"
                ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES} --cost db:${EQSAT_RUN_DATA}/empty_cost_db.json

@@ -43,6 +43,28 @@ void expect_same_corpus(const RuleCorpus& a, const RuleCorpus& b) {
   }
 }
 
+TEST(Corpus, ReversedRuleSwapsTheSidesOnlyWhereARewriterCanApplyIt) {
+  // Zero-padding a 1x1 kernel: rulegen finds it as the removal of an enlarge.
+  Rule drop = make_rule("drop-enlarge", {"(conv2d 1 1 -1 -1 0 ?x (enlarge 3 3 ?w))"}, {"(conv2d 1 1 -1 -1 0 ?x ?w)"});
+  drop.verification = Verification{"verified", "axioms", 3};
+  std::optional<Rule> pad = reversed_rule(drop);
+  ASSERT_TRUE(pad.has_value());
+  EXPECT_EQ(pad->id, "drop-enlarge~rev");
+  EXPECT_EQ(pad->lhs, drop.rhs);
+  EXPECT_EQ(pad->rhs, drop.lhs);
+  ASSERT_TRUE(pad->verification.has_value());
+  EXPECT_EQ(pad->verification->status, "verified");
+  EXPECT_NO_THROW(validate_rule(*pad));
+  // Growing the right side back is fine: an e-graph keeps relu(relu(x)) in relu(x)'s class.
+  EXPECT_TRUE(reversed_rule(make_rule("relu-idem", {"(relu (relu ?x))"}, {"(relu ?x)"})).has_value());
+  // A right side that is a bare variable would match every e-class.
+  EXPECT_FALSE(reversed_rule(make_rule("split-concat", {"(split 0 0 0 (concat 0 ?a ?b) ?a)"}, {"?a"})).has_value());
+  EXPECT_FALSE(reversed_rule(make_rule("x-times-zero", {"(ewmul ?x (ewsub ?y ?y))"}, {"(ewsub ?y ?y)"})).has_value())
+      << "?x is not on the right: the reversal could not instantiate it";
+  // Multi-pattern rules stay one way.
+  EXPECT_FALSE(reversed_rule(sample_corpus().rules[1]).has_value());
+}
+
 TEST(Corpus, RoundTripsThroughJson) {
   const RuleCorpus c = sample_corpus();
   const std::string text = dump_corpus(c);
