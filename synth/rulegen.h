@@ -24,7 +24,8 @@ namespace teq::synth {
 
 /// The default cap on distinct shapes the enumeration interns (a count: EnumerateConfig::max_shapes).
 inline constexpr uint64_t kDefaultMaxShapes = 0;
-/// The default of RulegenConfig::max_last_size_candidates: above size 3's (about 65 k), so size 3 is whole.
+/// The default of RulegenConfig::max_last_size_candidates: above all of size 3's distinct candidates (78,910),
+/// so size 3 is whole; at size 4 it keeps 200 k of 2.33 M.
 inline constexpr uint64_t kDefaultMaxLastSizeCandidates = 200'000;
 
 struct RulegenConfig {
