@@ -361,6 +361,9 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
       part.classes = s.value("fingerprint_classes", 0ull);
       part.candidates = s.value("candidates", 0ull);
       part.separated_by_second_set = s.value("separated_by_second_set", 0ull);
+      part.shapes = s.value("shapes", 0ull);
+      part.shapes_refused = s.value("shapes_refused", 0ull);
+      part.candidates_capped = s.value("candidates_capped", 0ull);
       part.pruned_renaming = s.value("pruned_renaming", 0ull);
       part.pruned_common_subgraph = s.value("pruned_common_subgraph", 0ull);
       part.refuted_cheaply = s.value("refuted_cheaply", 0ull);
