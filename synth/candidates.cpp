@@ -62,23 +62,93 @@ std::string key_of(const std::vector<const Expr*>& lhs, const std::vector<const 
 
 }  // namespace
 
+namespace {
+
+/// The oriented pattern equations of one enumerated equation (0 to 2), appended to `out`.
+void equations_of(const Enumeration& e, const Equation& q, std::vector<PatternEquation>& out) {
+  Expr t = e.term_pattern(q.member);
+  Expr r = e.class_pattern(q.cls);
+  const bool r_leaf = e.classes[q.cls].rep.variant == kLeafVariant;
+  auto vt = var_set(t), vr = var_set(r);
+  int size = std::max(pattern_size(t), pattern_size(r));
+  if (vt == vr) {
+    out.push_back({std::move(t), std::move(r), true, size});
+  } else if (subset(vr, vt)) {
+    if (!r_leaf) out.push_back({r, t, false, size});
+    out.push_back({std::move(t), std::move(r), true, size});
+  } else if (subset(vt, vr)) {
+    out.push_back({t, r, false, size});
+    if (!r_leaf) out.push_back({std::move(r), std::move(t), true, size});
+  }
+}
+
+/// drop_renamings' key: equal for equations equal up to variable renaming (leaf types kept apart).
+std::string renaming_key(const PatternEquation& q) {
+  const bool both = q.bound && var_set(q.lhs) == var_set(q.rhs);
+  return (q.bound ? "B" : "U") + canonical_key({q.lhs}, {q.rhs}, both, /*keep_types=*/true);
+}
+
+/// FNV-1a: a hash fixed by its definition (std::hash may differ between standard libraries).
+uint64_t stable_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return mix64(h);
+}
+
+}  // namespace
+
 std::vector<PatternEquation> collect_equations(const Enumeration& e) {
   std::vector<PatternEquation> out;
-  for (const Equation& q : e.equations) {
-    Expr t = e.term_pattern(q.member);
-    Expr r = e.class_pattern(q.cls);
-    const bool r_leaf = e.classes[q.cls].rep.variant == kLeafVariant;
-    auto vt = var_set(t), vr = var_set(r);
-    int size = std::max(pattern_size(t), pattern_size(r));
-    if (vt == vr) {
-      out.push_back({std::move(t), std::move(r), true, size});
-    } else if (subset(vr, vt)) {
-      if (!r_leaf) out.push_back({r, t, false, size});
-      out.push_back({std::move(t), std::move(r), true, size});
-    } else if (subset(vt, vr)) {
-      out.push_back({t, r, false, size});
-      if (!r_leaf) out.push_back({std::move(r), std::move(t), true, size});
+  for (const Equation& q : e.equations) equations_of(e, q, out);
+  return out;
+}
+
+std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
+                                                      uint64_t& dropped, uint64_t& capped) {
+  const int last_level = e.levels.empty() ? 0 : e.levels.back().level;
+  // Pass 1: which of each equation's (at most two) pattern equations are new up to renaming; only keys
+  // are held, not the patterns.
+  std::vector<uint8_t> keep(e.equations.size(), 0);
+  struct Last {
+    uint64_t hash;
+    uint32_t equation;
+    uint8_t part;
+    auto operator<=>(const Last&) const = default;
+  };
+  std::vector<Last> last;
+  {
+    std::unordered_set<std::string> seen;
+    std::vector<PatternEquation> parts;
+    for (size_t i = 0; i < e.equations.size(); ++i) {
+      parts.clear();
+      equations_of(e, e.equations[i], parts);
+      for (size_t k = 0; k < parts.size(); ++k) {
+        std::string key = renaming_key(parts[k]);
+        const uint64_t h = e.equations[i].size == last_level ? stable_hash(key) : 0;
+        if (!seen.insert(std::move(key)).second) {
+          ++dropped;
+          continue;
+        }
+        keep[i] |= static_cast<uint8_t>(1u << k);
+        if (e.equations[i].size == last_level) last.push_back({h, static_cast<uint32_t>(i), static_cast<uint8_t>(k)});
+      }
     }
+  }
+  if (max_last_level > 0 && last.size() > max_last_level) {
+    std::nth_element(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(max_last_level), last.end());
+    for (auto it = last.begin() + static_cast<std::ptrdiff_t>(max_last_level); it != last.end(); ++it)
+      keep[it->equation] &= static_cast<uint8_t>(~(1u << it->part));
+    capped += last.size() - max_last_level;
+  }
+  last = {};
+  // Pass 2: the patterns of the kept ones, in the enumeration's order.
+  std::vector<PatternEquation> out, parts;
+  for (size_t i = 0; i < e.equations.size(); ++i) {
+    if (!keep[i]) continue;
+    parts.clear();
+    equations_of(e, e.equations[i], parts);
+    for (size_t k = 0; k < parts.size(); ++k)
+      if (keep[i] & (1u << k)) out.push_back(std::move(parts[k]));
   }
   return out;
 }
@@ -214,10 +284,8 @@ std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equatio
   std::vector<PatternEquation> kept;
   std::unordered_set<std::string> seen;
   for (PatternEquation& q : equations) {
-    const bool both = q.bound && var_set(q.lhs) == var_set(q.rhs);
     // Types kept: which leaf type represents a rule is decided after pairing, the same way for shards.
-    std::string key = (q.bound ? "B" : "U") + canonical_key({q.lhs}, {q.rhs}, both, /*keep_types=*/true);
-    if (!seen.insert(key).second) {
+    if (!seen.insert(renaming_key(q)).second) {
       ++dropped;
       continue;
     }

@@ -51,6 +51,14 @@ Rule single_rule(const std::string& id, const PatternEquation& eq);
 
 // ---- pruning and order, before and after the proofs (rulegen.h drives them) ----------------------------
 
+/// drop_renamings(collect_equations(e)) without holding every equation's patterns at once (at size 4 they
+/// were tens of GB), and with a count cap: when `max_last_level` > 0 and more unique equations than that were
+/// found at the enumeration's last level, only the `max_last_level` whose canonical texts hash lowest are
+/// kept (a sample fixed by the hash: the same on every machine and at any load); `capped` counts the others.
+/// Equations of smaller sizes are all kept. `dropped` counts the renamings.
+std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
+                                                      uint64_t& dropped, uint64_t& capped);
+
 /// The equations less those equal to an earlier one up to variable renaming (leaf types kept apart, so
 /// that shards and one whole run drop the same ones); `dropped` counts the others.
 std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equations, uint64_t& dropped);

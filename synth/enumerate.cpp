@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -87,7 +88,7 @@ struct Produced {
   TermNode node;
   OpSet ops;  // children's operator nodes
   uint32_t vars;
-  uint16_t shape;
+  uint32_t shape;
   bool canonical;
   bool weight_only;
   uint64_t hash_a, hash_b;
@@ -115,12 +116,18 @@ class Enumerator {
  private:
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
-  uint16_t intern_shape(const Shape& a, const Shape& b) {
+  /// The id of shape pair (a, b), interned if new; -1 when it is new and EnumerateConfig::max_shapes is
+  /// reached (called in a fixed order, from one thread).
+  int64_t intern_shape(const Shape& a, const Shape& b) {
     auto key = std::make_pair(a, b);
     auto it = shape_ids_.find(key);
     if (it != shape_ids_.end()) return it->second;
-    if (out_.shapes.size() >= 65535) throw std::runtime_error("rulegen: too many distinct shapes");
-    uint16_t id = static_cast<uint16_t>(out_.shapes.size());
+    if (cfg_.max_shapes > 0 && out_.shapes.size() >= cfg_.max_shapes) {
+      ++out_.shapes_refused;
+      return -1;
+    }
+    if (out_.shapes.size() >= UINT32_MAX) throw std::runtime_error("rulegen: too many distinct shapes");
+    const auto id = static_cast<uint32_t>(out_.shapes.size());
     out_.shapes.push_back({a, b});
     shape_ids_.emplace(std::move(key), id);
     buckets_.emplace_back();
@@ -134,7 +141,9 @@ class Enumerator {
       type_ranges_.push_back({index, static_cast<uint32_t>(t.count)});
       for (int k = 1; k <= t.count; ++k, ++index) {
         out_.leaf_names.push_back(t.prefix + std::to_string(k));
-        uint16_t shape = intern_shape(t.shape_a, t.shape_b);
+        const int64_t interned = intern_shape(t.shape_a, t.shape_b);
+        if (interned < 0) throw std::invalid_argument("max_shapes is below the leaf types' shapes");
+        const auto shape = static_cast<uint32_t>(interned);
         out_.leaf_shape.push_back(shape);
         EquivClass c;
         c.rep.child[0] = index;
@@ -184,7 +193,7 @@ class Enumerator {
     }
   }
 
-  int32_t fit(const OpVariant& v, uint16_t s1, int32_t s2) {
+  int64_t fit(const OpVariant& v, uint32_t s1, int64_t s2) {
     const ShapePair& p1 = out_.shapes[s1];
     const ShapePair* p2 = s2 >= 0 ? &out_.shapes[s2] : nullptr;
     if (!may_fit(v, p1.a, p2 ? &p2->a : nullptr)) return -1;
@@ -201,40 +210,87 @@ class Enumerator {
     return intern_shape(*oa, *ob);
   }
 
-  /// For each variant and operand shape, the second-operand shapes that fit and the output shape;
-  /// only shapes that some representative has are considered.
+  /// For each variant and live operand shape, the second-operand shapes that fit and the output shape
+  /// (compat_), as rows of a table per variant over the live shapes (those some representative has). The
+  /// second operands are looked up in an index of what the shape rule requires to match
+  /// (operand_index.h) instead of being tried against every live shape, and only shapes that expand() can
+  /// use are offered: a leaf's where the operand must be a leaf (split's reference, a constant's `like`), a
+  /// weight-only representative's where it must be a weight (a convolution's kernel), an activation's as
+  /// the image of a convolution or pooling. Rows are tried in ascending shape order, so shapes are interned
+  /// in a fixed order.
   void build_compat() {
-    std::vector<uint16_t> live;
-    for (size_t s = 0; s < buckets_.size(); ++s)
+    std::vector<uint32_t> live, leaf_shapes, weight_shapes;
+    std::vector<char> has_activation(buckets_.size(), 0);
+    for (size_t s = 0; s < buckets_.size(); ++s) {
+      bool any = false, weight = false;
       for (const auto& b : buckets_[s])
-        if (!b.empty()) { live.push_back(static_cast<uint16_t>(s)); break; }
+        for (uint32_t c : b) {
+          any = true;
+          if (out_.classes[c].weight_only) weight = true;
+          else has_activation[s] = 1;
+        }
+      if (!any) continue;
+      live.push_back(static_cast<uint32_t>(s));
+      if (!buckets_[s][0].empty()) leaf_shapes.push_back(static_cast<uint32_t>(s));
+      if (weight) weight_shapes.push_back(static_cast<uint32_t>(s));
+    }
+    live_row_.assign(out_.shapes.size(), -1);
+    for (size_t r = 0; r < live.size(); ++r) live_row_[live[r]] = static_cast<int32_t>(r);
+    live_shapes_ = live.size();
+    operand_pairs_ = 0;
     const size_t V = out_.vocab.variants.size();
-    compat_list_.assign(V, std::vector<std::vector<std::pair<uint16_t, uint16_t>>>(buckets_.size()));
-    compat_map_.clear();
+    compat_.assign(V, {});
+    std::vector<uint32_t> seconds;
     for (size_t v = 0; v < V; ++v) {
       const OpVariant& var = out_.vocab.variants[v];
-      for (uint16_t s1 : live) {
-        if (var.arity == 1) {
-          int32_t o = fit(var, s1, -1);
-          if (o >= 0) compat_list_[v][s1].emplace_back(0xFFFF, static_cast<uint16_t>(o));
-          continue;
+      CompatTable& table = compat_[v];
+      table.offset.assign(live.size() + 1, 0);
+      // What expand() may apply the variant to (it checks the same per class); brute force offers all.
+      const bool brute = cfg_.brute_force_operands;
+      const bool leaf_first = !brute && var.arity == 1 && var.last == LastChild::Leaf;
+      const bool activation_first = !brute && reads_activation(var.op);
+      const std::vector<uint32_t>& offered = brute                         ? live
+                                             : var.last == LastChild::Leaf ? leaf_shapes
+                                             : var.weight_operand          ? weight_shapes
+                                                                           : live;
+      std::optional<SecondOperandIndex> index;
+      if (var.arity == 2 && !brute) index.emplace(var, out_.shapes, offered);
+      for (size_t r = 0; r < live.size(); ++r) {
+        const uint32_t s1 = live[r];
+        const bool usable = (!leaf_first || !buckets_[s1][0].empty()) && (!activation_first || has_activation[s1]);
+        if (usable && var.arity == 1) {
+          if (int64_t o = fit(var, s1, -1); o >= 0) table.entries.push_back({kNoShape, static_cast<uint32_t>(o)});
+        } else if (usable) {
+          if (index) index->candidates(out_.shapes[s1], seconds);
+          for (uint32_t s2 : index ? seconds : offered)
+            if (int64_t o = fit(var, s1, s2); o >= 0) table.entries.push_back({s2, static_cast<uint32_t>(o)});
         }
-        for (uint16_t s2 : live) {
-          int32_t o = fit(var, s1, s2);
-          if (o < 0) continue;
-          compat_list_[v][s1].emplace_back(s2, static_cast<uint16_t>(o));
-          compat_map_.emplace(compat_key(v, s1, s2), static_cast<uint16_t>(o));
-        }
+        table.offset[r + 1] = table.entries.size();
       }
+      operand_pairs_ += table.entries.size();
     }
   }
-  static uint64_t compat_key(uint64_t v, uint64_t s1, uint64_t s2) { return (v << 32) | (s1 << 16) | s2; }
-  int32_t compat(uint32_t v, uint16_t s1, uint16_t s2) const {
-    auto it = compat_map_.find(compat_key(v, s1, s2));
-    return it == compat_map_.end() ? -1 : it->second;
+
+  /// Convolution and pooling read activations; on a weight they only restate the kernel's own shape.
+  static bool reads_activation(OpKind op) {
+    return op == OpKind::Conv2d || op == OpKind::MaxPool || op == OpKind::AvgPool;
   }
 
-  int shard_of(uint16_t shape) const {
+  /// compat_'s row of (second shape, output shape) for variant v and first shape s1, ascending by second.
+  std::span<const std::pair<uint32_t, uint32_t>> fits(uint32_t v, uint32_t s1) const {
+    if (s1 >= live_row_.size() || live_row_[s1] < 0) return {};
+    const CompatTable& t = compat_[v];
+    const auto r = static_cast<size_t>(live_row_[s1]);
+    return std::span(t.entries.data() + t.offset[r], t.offset[r + 1] - t.offset[r]);
+  }
+  int64_t compat(uint32_t v, uint32_t s1, uint32_t s2) const {
+    auto row = fits(v, s1);
+    auto it = std::lower_bound(row.begin(), row.end(), std::pair<uint32_t, uint32_t>{s2, 0},
+                               [](const auto& x, const auto& y) { return x.first < y.first; });
+    return it != row.end() && it->first == s2 ? static_cast<int64_t>(it->second) : -1;
+  }
+
+  int shard_of(uint32_t shape) const {
     const ShapePair& p = out_.shapes[shape];
     uint64_t h = 7;
     for (int64_t d : p.a) h = mix64(h ^ static_cast<uint64_t>(d));
@@ -243,7 +299,7 @@ class Enumerator {
   }
 
   /// Evaluates one term on both input sets and appends it to `out`.
-  void produce(int n, uint32_t v, uint32_t c1, uint32_t c2, uint16_t shape, std::vector<Produced>& out) {
+  void produce(int n, uint32_t v, uint32_t c1, uint32_t c2, uint32_t shape, std::vector<Produced>& out) {
     const OpVariant& var = out_.vocab.variants[v];
     const EquivClass& a = out_.classes[c1];
     uint32_t vars = a.vars;
@@ -282,10 +338,8 @@ class Enumerator {
   void expand(int n, uint32_t v, uint32_t c1, std::vector<Produced>& out) {
     const OpVariant& var = out_.vocab.variants[v];
     const EquivClass& a = out_.classes[c1];
-    if (a.shape >= compat_list_[v].size()) return;
-    const auto& fits = compat_list_[v][a.shape];
-    // Convolution and pooling read activations; on a weight they only restate the kernel's own shape.
-    if ((var.op == OpKind::Conv2d || var.op == OpKind::MaxPool || var.op == OpKind::AvgPool) && a.weight_only) return;
+    const auto fits = this->fits(v, a.shape);
+    if (reads_activation(var.op) && a.weight_only) return;
     if (var.arity == 1) {
       if (a.size != n - 1) return;
       if (var.last == LastChild::Leaf && c1 >= leaf_count_) return;
@@ -315,9 +369,9 @@ class Enumerator {
         for (uint32_t c2 : containing_[o]) {
           const EquivClass& b = out_.classes[c2];
           if (b.size > n - 1 || first_shared(a.ops, b.ops) != o || !operand_ok(c2)) continue;
-          int32_t s = compat(v, a.shape, b.shape);
+          const int64_t s = compat(v, a.shape, b.shape);
           if (s < 0) continue;
-          produce(n, v, c1, c2, static_cast<uint16_t>(s), out);
+          produce(n, v, c1, c2, static_cast<uint32_t>(s), out);
         }
       }
     }
@@ -370,6 +424,8 @@ class Enumerator {
     LevelStats stats;
     stats.level = n;
     build_compat();
+    stats.live_shapes = live_shapes_;
+    stats.operand_pairs = operand_pairs_;
     std::vector<std::pair<uint32_t, uint32_t>> items;  // (variant, first operand), in a fixed order
     const uint32_t num_classes = static_cast<uint32_t>(out_.classes.size());
     for (uint32_t v = 0; v < out_.vocab.variants.size(); ++v)
@@ -401,14 +457,21 @@ class Enumerator {
       for (auto& r : results) merge(n, r, stats);
       if (cfg_.on_progress && Clock::now() - last_report > std::chrono::seconds(1)) {
         last_report = Clock::now();
-        cfg_.on_progress(EnumerateProgress{n, out_.total_terms() + stats.terms, out_.classes.size(),
-                                           out_.equations.size(), seconds()});
+        report(n, stats, static_cast<double>(end) / static_cast<double>(items.size()), level_start);
       }
     }
     stats.seconds = std::chrono::duration<double>(Clock::now() - level_start).count();
     out_.levels.push_back(stats);
-    if (cfg_.on_progress)
-      cfg_.on_progress(EnumerateProgress{n, out_.total_terms(), out_.classes.size(), out_.equations.size(), seconds()});
+    if (cfg_.on_progress) report(n, stats, 1, level_start);
+  }
+
+  /// Progress of level n (`stats` not yet in out_.levels unless done == 1).
+  void report(int n, const LevelStats& stats, double done, Clock::time_point level_start) const {
+    const uint64_t pending = done < 1 ? stats.terms : 0;
+    cfg_.on_progress(EnumerateProgress{n, out_.total_terms() + pending, out_.classes.size(), out_.equations.size(),
+                                       out_.shapes.size(), stats.live_shapes, stats.operand_pairs,
+                                       out_.shapes_refused, done, seconds(),
+                                       std::chrono::duration<double>(Clock::now() - level_start).count()});
   }
 
   EnumerateConfig cfg_;
@@ -416,15 +479,21 @@ class Enumerator {
   Clock::time_point start_;
   uint32_t leaf_count_ = 0;
   std::vector<std::pair<uint32_t, uint32_t>> type_ranges_;  // (first leaf, count) per leaf type
-  std::map<std::pair<Shape, Shape>, uint16_t> shape_ids_;
+  std::map<std::pair<Shape, Shape>, uint32_t> shape_ids_;
   std::vector<std::array<std::vector<uint32_t>, kMaxOps + 1>> buckets_;  // [shape][size] -> classes
   std::vector<std::vector<uint32_t>> containing_;  // [op node] -> representatives whose DAG has it
   std::vector<int32_t> slot_;                      // [class] -> values index, -1 if not kept
   std::vector<Tensor<ModInt>> values_a_, values_b_;
   std::unordered_map<uint64_t, uint32_t> class_of_key_;
   std::unordered_map<uint64_t, uint64_t> key_of_hash_a_;
-  std::vector<std::vector<std::vector<std::pair<uint16_t, uint16_t>>>> compat_list_;  // [v][s1] -> (s2, out)
-  std::unordered_map<uint64_t, uint16_t> compat_map_;
+  static constexpr uint32_t kNoShape = UINT32_MAX;  // a unary variant's second operand
+  struct CompatTable {
+    std::vector<size_t> offset;  // [live row] -> first entry; one more at the end
+    std::vector<std::pair<uint32_t, uint32_t>> entries;  // (second shape, output shape), rows ascending
+  };
+  std::vector<CompatTable> compat_;  // [variant]
+  std::vector<int32_t> live_row_;    // [shape] -> row of compat_'s tables, -1 if not live
+  uint64_t live_shapes_ = 0, operand_pairs_ = 0;
 };
 
 }  // namespace

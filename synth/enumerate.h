@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rules/expr.h"
+#include "synth/operand_index.h"
 #include "synth/vocabulary.h"
 
 namespace teq::synth {
@@ -41,7 +42,7 @@ struct EquivClass {
   TermNode rep;
   OpSet ops;          // includes the rep's own id unless it is a leaf
   uint32_t vars = 0;  // bitmask of the leaves it uses
-  uint16_t shape = 0; // index into Enumeration::shapes
+  uint32_t shape = 0; // index into Enumeration::shapes
   uint8_t size = 0;   // operator count of the rep's DAG
   bool weight_only = false;  // built from weight leaves and constants only
 };
@@ -55,10 +56,6 @@ struct Equation {
   uint8_t size = 0;
 };
 
-struct ShapePair {
-  Shape a, b;
-};
-
 struct EnumerateConfig {
   int max_ops = 3;
   int max_inputs = 4;     // distinct leaves in one term
@@ -67,13 +64,25 @@ struct EnumerateConfig {
   double time_limit_s = 0;  // 0 = none; on expiry the current level stops and `truncated` is set
   int shard_index = 0;      // the last level is split by output shape: equal terms share a shard
   int shard_count = 1;
+  /// At most this many distinct (set A, set B) shapes (a count, so the result does not depend on the
+  /// machine). Shapes are interned in a fixed order, so the cap drops the same operand pairs on every run:
+  /// an application whose output would need a shape beyond it is not enumerated (counted in
+  /// Enumeration::shapes_refused). 0 = no cap.
+  uint64_t max_shapes = 0;
+  /// Tries every pair of live shapes, instead of the second-operand index (operand_index.h) over the shapes
+  /// expand() can use: the quadratic table the index replaced, kept for the tests that compare the two
+  /// (same terms, classes and equations; more shapes interned, so other shape ids).
+  bool brute_force_operands = false;
   std::function<void(const struct EnumerateProgress&)> on_progress = {};  // may be empty
 };
 
 struct EnumerateProgress {
   int level = 0;
   uint64_t terms = 0, classes = 0, candidates = 0;
-  double seconds = 0;
+  uint64_t shapes = 0, live_shapes = 0, operand_pairs = 0, shapes_refused = 0;
+  double done = 0;  // share of the level's (variant, first operand) items expanded, 0..1
+  double seconds = 0;        // since the enumeration began
+  double level_seconds = 0;  // since this level began
 };
 
 struct LevelStats {
@@ -82,14 +91,17 @@ struct LevelStats {
   uint64_t new_classes = 0;
   uint64_t candidates = 0;    // equations recorded
   uint64_t separated = 0;     // terms whose set-A fingerprint matched a class that set B told apart
+  uint64_t live_shapes = 0;   // shapes of the representatives it grows from
+  uint64_t operand_pairs = 0; // (variant, first shape, second shape) applications that fit
   double seconds = 0;
 };
 
 struct Enumeration {
   Vocabulary vocab;
   std::vector<std::string> leaf_names;  // "x1", "w2", ...
-  std::vector<uint16_t> leaf_shape;     // shape id of each leaf
+  std::vector<uint32_t> leaf_shape;     // shape id of each leaf
   std::vector<ShapePair> shapes;
+  uint64_t shapes_refused = 0;          // applications not enumerated for EnumerateConfig::max_shapes
   std::vector<EquivClass> classes;      // leaves first (class id == leaf index)
   std::vector<Equation> equations;
   std::vector<std::pair<TermNode, uint32_t>> separated_examples;  // a few (term, class) pairs B told apart

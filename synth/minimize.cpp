@@ -277,6 +277,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+/// ", about N s left" at the rate so far (an estimate for the log; candidates are checked smallest first, so
+/// it tends to be low), or nothing before a tenth of the work.
+std::string time_left(size_t done, size_t total, double seconds) {
+  if (total == 0 || done * 10 < total || done >= total) return "";
+  const double left = seconds / static_cast<double>(done) * static_cast<double>(total - done);
+  return ", about " + std::to_string(static_cast<int64_t>(left)) + " s left";
+}
+
 void log_line(const RulegenConfig& c, const std::string& s) {
   if (c.log) c.log(s);
 }
@@ -356,7 +364,8 @@ class Minimization {
                           " checked, " + std::to_string(kept.size()) + " kept, " +
                           std::to_string(result_.stats.pruned_derivable) + " derivable, " +
                           std::to_string(result_.stats.wrong + result_.stats.unknown) + " unproved, " +
-                          std::to_string(static_cast<int>(since(start))) + " s");
+                          std::to_string(static_cast<int>(since(start))) + " s" +
+                          time_left(checked, unique_.size(), since(start)));
   }
 
   /// One round over `pending` (indices into the candidates): the derivable ones dropped, the first slice of
@@ -581,7 +590,8 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
     if (since(last_log) < 30) return;
     last_log = Clock::now();
     log_line(config, "rulegen: final pass: " + stage + " " + std::to_string(done) + "/" + std::to_string(total) +
-                         ", " + std::to_string(static_cast<int>(since(start))) + " s");
+                         ", " + std::to_string(static_cast<int>(since(start))) + " s" +
+                         (stage == "flagged" ? time_left(done, total, since(start)) : ""));
   };
   if (kept.size() < 2) return 0;
   const FinalPassCheck check(kept, types, config.derive);

@@ -18,6 +18,9 @@ nlohmann::json RulegenStats::to_json() const {
           {"fingerprint_classes", classes},
           {"candidates", candidates},
           {"separated_by_second_set", separated_by_second_set},
+          {"shapes", shapes},
+          {"shapes_refused", shapes_refused},
+          {"candidates_capped", candidates_capped},
           {"pruned_renaming", pruned_renaming},
           {"pruned_common_subgraph", pruned_common_subgraph},
           {"pruned_unpaired", pruned_unpaired},
@@ -50,6 +53,8 @@ nlohmann::json RulegenStats::phases_json() const {
 RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
   enumerated += o.enumerated, classes += o.classes, candidates += o.candidates;
   separated_by_second_set += o.separated_by_second_set;
+  shapes = std::max(shapes, o.shapes), shapes_refused += o.shapes_refused;
+  candidates_capped += o.candidates_capped;
   pruned_renaming += o.pruned_renaming, pruned_common_subgraph += o.pruned_common_subgraph;
   pruned_unpaired += o.pruned_unpaired;
   refuted_cheaply += o.refuted_cheaply, refute_s += o.refute_s;
@@ -195,15 +200,25 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   ec.time_limit_s = config.time_limit_s;
   ec.shard_index = config.shard_index;
   ec.shard_count = config.shard_count;
+  ec.max_shapes = config.max_shapes;
   double last_t = 0;
   uint64_t last_terms = 0;
   ec.on_progress = [&](const EnumerateProgress& p) {
     double rate = p.seconds > last_t ? (p.terms - last_terms) / (p.seconds - last_t) : 0;
     last_t = p.seconds, last_terms = p.terms;
-    log_line(config, "rulegen: size " + std::to_string(p.level) + ": " + std::to_string(p.terms) + " graphs (" +
-                         std::to_string(static_cast<uint64_t>(rate)) + "/s), " + std::to_string(p.classes) +
-                         " classes, " + std::to_string(p.candidates) + " candidates, " +
-                         std::to_string(static_cast<int>(p.seconds)) + " s");
+    std::string line = "rulegen: size " + std::to_string(p.level) + ": " + std::to_string(p.terms) + " graphs (" +
+                       std::to_string(static_cast<uint64_t>(rate)) + "/s), " + std::to_string(p.classes) +
+                       " classes, " + std::to_string(p.candidates) + " candidates, " + std::to_string(p.shapes) +
+                       " shapes (" + std::to_string(p.live_shapes) + " live, " + std::to_string(p.operand_pairs) +
+                       " operand pairs" +
+                       (p.shapes_refused ? ", " + std::to_string(p.shapes_refused) + " refused by --max-shapes" : "") +
+                       "), " + std::to_string(static_cast<int>(p.seconds)) + " s";
+    if (p.done > 0.01 && p.done < 1) {
+      const double spent = p.level_seconds;
+      line += ", " + std::to_string(static_cast<int>(100 * p.done)) + "% of the size, about " +
+              std::to_string(static_cast<int>(spent / p.done - spent)) + " s left";
+    }
+    log_line(config, line);
   };
   Enumeration e = enumerate_terms(vocab, ec);
   RulegenResult result;
@@ -212,6 +227,11 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   st.enumerated = e.total_terms();
   st.classes = e.classes.size();
   st.candidates = e.equations.size();
+  st.shapes = e.shapes.size();
+  st.shapes_refused = e.shapes_refused;
+  if (e.shapes_refused > 0)
+    log_line(config, "rulegen: " + std::to_string(e.shapes_refused) + " applications not enumerated: their output " +
+                         "would exceed --max-shapes " + std::to_string(config.max_shapes) + " distinct shapes");
   st.truncated = e.truncated;
   for (const LevelStats& l : e.levels) st.separated_by_second_set += l.separated;
   st.enumerate_s = e.seconds;
@@ -220,7 +240,14 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   mark_phase(st, config, "fingerprint", st.classes, 0);  // computed in enumeration's pass: its seconds are there
   auto prune_start = Clock::now();
   // Renamings and common subgraphs are dropped before proving: proofs are the expensive part.
-  std::vector<PatternEquation> todo = drop_renamings(collect_equations(e), st.pruned_renaming);
+  log_line(config, "rulegen: turning " + std::to_string(e.equations.size()) + " equations into patterns, renamings dropped");
+  std::vector<PatternEquation> todo =
+      collect_unique_equations(e, config.max_last_size_candidates, st.pruned_renaming, st.candidates_capped);
+  if (st.candidates_capped > 0)
+    log_line(config, "rulegen: " + std::to_string(st.candidates_capped) + " distinct candidates of size " +
+                         std::to_string(config.max_ops) + " left out by --max-last-size-candidates " +
+                         std::to_string(config.max_last_size_candidates) + " (kept: the lowest hashes of their text)");
+  e = Enumeration{};  // its classes and equations are not needed any more
   std::vector<char> common(todo.size(), 0);
   parallel_for(todo.size(), ec.threads, [&](size_t i) {
     common[i] = todo[i].bound && has_common_subgraph(todo[i], vocab.leaf_types, config.seed);
@@ -251,7 +278,12 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   parallel_for(eager.size(), ec.threads, [&](size_t i) {
     proofs[i] = prove_rule(single_rule({}, eager[i]), config.prove);
     size_t d = ++done;
-    if (d % 2000 == 0) log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eager.size()));
+    if (d % 2000 == 0) {
+      const double spent = since(prove_start);
+      log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eager.size()) + ", " +
+                           std::to_string(static_cast<int>(spent)) + " s, about " +
+                           std::to_string(static_cast<int>(spent / d * (eager.size() - d))) + " s left");
+    }
   });
   st.prove_s = since(prove_start);
   for (size_t i = 0; i < eager.size(); ++i) {
@@ -329,6 +361,9 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
       part.classes = s.value("fingerprint_classes", 0ull);
       part.candidates = s.value("candidates", 0ull);
       part.separated_by_second_set = s.value("separated_by_second_set", 0ull);
+      part.shapes = s.value("shapes", 0ull);
+      part.shapes_refused = s.value("shapes_refused", 0ull);
+      part.candidates_capped = s.value("candidates_capped", 0ull);
       part.pruned_renaming = s.value("pruned_renaming", 0ull);
       part.pruned_common_subgraph = s.value("pruned_common_subgraph", 0ull);
       part.refuted_cheaply = s.value("refuted_cheaply", 0ull);

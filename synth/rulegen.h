@@ -22,6 +22,12 @@
 
 namespace teq::synth {
 
+/// The default cap on distinct shapes the enumeration interns (a count: EnumerateConfig::max_shapes).
+inline constexpr uint64_t kDefaultMaxShapes = 0;
+/// The default of RulegenConfig::max_last_size_candidates: above all of size 3's distinct candidates (78,910),
+/// so size 3 is whole; at size 4 it keeps 200 k of 2.33 M.
+inline constexpr uint64_t kDefaultMaxLastSizeCandidates = 200'000;
+
 struct RulegenConfig {
   std::vector<std::string> ops = default_op_names();
   int max_ops = 3;
@@ -30,6 +36,10 @@ struct RulegenConfig {
   uint64_t seed = 7;
   double time_limit_s = 0;  // enumeration budget; 0 = none
   int shard_index = 0, shard_count = 1;
+  uint64_t max_shapes = kDefaultMaxShapes;  // EnumerateConfig::max_shapes (0 = no cap)
+  // At most this many distinct candidate equations (up to renaming) from the last size, max_ops: a sample
+  // fixed by the hash of their text (collect_unique_equations, candidates.h); 0 = all. Per process with shards.
+  uint64_t max_last_size_candidates = kDefaultMaxLastSizeCandidates;
   int leaves_per_type = 3;
   std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
@@ -56,6 +66,9 @@ struct PhaseStats {
 
 struct RulegenStats {
   uint64_t enumerated = 0, classes = 0, candidates = 0, separated_by_second_set = 0;
+  uint64_t shapes = 0;          // distinct (set A, set B) shapes interned by the enumeration
+  uint64_t shapes_refused = 0;  // applications not enumerated because RulegenConfig::max_shapes was reached
+  uint64_t candidates_capped = 0;  // last-size candidates left out by RulegenConfig::max_last_size_candidates
   uint64_t pruned_renaming = 0, pruned_common_subgraph = 0;
   uint64_t pruned_unpaired = 0;  // unbound equations no other equation pairs with
   uint64_t refuted_cheaply = 0;  // false on fingerprint set C (refute_on_third_set): never sent to Z3

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Coverage of a rule corpus against TASO's and Tensat's rule sets (issue 5's acceptance): runs
-# `rulegen derive --using CORPUS` on each anchor set and prints one line per set, plus the share of the
-# TASO-generated rules that TASO's own verifier proves (verify_generated_619.tsv). The full outputs (each
-# rule not derived, with the reason) are kept in OUT_DIR.
+# Coverage of a rule corpus against TASO's and Tensat's rule sets (issue 5's acceptance) and the hand-written
+# seed (corpus/seed.json): runs `rulegen derive --using CORPUS` on each set and prints one line per set, plus
+# the share of the TASO-generated rules that TASO's own verifier proves (verify_generated_619.tsv). The full
+# outputs (each rule not derived, with the reason) are kept in OUT_DIR.
 #   tools/coverage.sh [CORPUS] [OUT_DIR]      defaults: corpus/rules.json, build/coverage
-# Environment: TEQ_BUILD_DIR (default build/, must hold bin/rulegen), TEQ_THREADS (default: all cores).
+# Environment: TEQ_BUILD_DIR (default build/, must hold bin/rulegen), TEQ_THREADS (default: all cores),
+# TEQ_COVERAGE_SETS (default: all of "tensat-single tensat-multi taso-shipped taso-generated seed").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 corpus=${1:-$root/corpus/rules.json}
@@ -21,9 +22,12 @@ declare -A targets=(
   [tensat-multi]=$anchors/tensat/converted_multi.txt
   [taso-shipped]=$anchors/taso/graph_subst.pb
   [taso-generated]=$anchors/taso/generated_graph_subst_f11782c.pb
+  [seed]=$root/corpus/seed.json
 )
+sets=${TEQ_COVERAGE_SETS:-tensat-single tensat-multi taso-shipped taso-generated seed}
 echo "coverage of $corpus ($(grep -c '"lhs"' "$corpus") rules)"
-for name in tensat-single tensat-multi taso-shipped taso-generated; do
+for name in $sets; do
+  [[ -n ${targets[$name]:-} ]] || { echo "coverage.sh: unknown set $name" >&2; exit 2; }
   start=$(date +%s)
   "$rulegen" derive --using "$corpus" --target "${targets[$name]}" --threads "$threads" >"$out/$name.txt" 2>&1 || {
     tail -5 "$out/$name.txt" >&2
@@ -34,6 +38,7 @@ for name in tensat-single tensat-multi taso-shipped taso-generated; do
 done
 
 # Of the generated rules TASO's verifier proves, how many are derived (rules are named taso-<row>).
+[[ -f $out/taso-generated.txt && " $sets " == *" taso-generated "* ]] || { echo "per-rule results: $out/"; exit 0; }
 tsv=$anchors/taso/verify_generated_619.tsv
 proved=$(awk -F'\t' 'NR > 1 && $2 == "proved" { n++ } END { print n }' "$tsv")
 missed=$(grep -o '^not derived: taso-[0-9]*' "$out/taso-generated.txt" | sed 's/.*taso-//' |

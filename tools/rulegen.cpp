@@ -21,6 +21,8 @@ using teq::cli::split_list;
 void print_summary(const RulegenStats& s) {
   std::cerr << "rulegen: summary: " << s.enumerated << " graphs enumerated, " << s.classes << " fingerprint classes, "
             << s.candidates << " candidates (" << s.separated_by_second_set << " separated by the second input set), "
+            << s.shapes << " shapes (" << s.shapes_refused << " applications refused by --max-shapes), "
+            << s.candidates_capped << " last-size candidates left out by --max-last-size-candidates, "
             << s.pruned_renaming << " pruned as renamings, " << s.pruned_common_subgraph
             << " pruned for a common subgraph, " << s.pruned_unpaired << " unbound equations without a pair, "
             << s.refuted_cheaply << " refuted cheaply (fingerprint set C), " << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
@@ -46,6 +48,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", config.seed, "seed of the fingerprint inputs");
   app.add_option("--time-limit", config.time_limit_s, "enumeration time limit in seconds (0 = none)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-shapes", config.max_shapes,
+                 "at most this many distinct shapes in the enumeration (0 = no cap); applications beyond it are "
+                 "not enumerated, counted in generator.stats.shapes_refused")
+      ->capture_default_str();
+  app.add_option("--max-last-size-candidates", config.max_last_size_candidates,
+                 "at most this many distinct candidate equations of the largest size (--max-ops), a sample fixed by "
+                 "the hash of their text (0 = all); the rest are counted in generator.stats.candidates_capped")
+      ->capture_default_str();
   app.add_option("--shard", shard, "i/n: this process's part of the last enumeration level");
   app.add_option("--rejected", rejected, "side file for unproved candidates (default: OUT.rejected.json)");
   app.add_flag("!--no-minimize", config.minimize, "keep rules derivable from smaller ones");
@@ -77,7 +87,7 @@ int main(int argc, char** argv) {
   // The top-level options drive generation; merge and derive have their own, so a generation option given
   // with a subcommand would be silently ignored.
   if (CLI::App* sub = *merge ? merge : *derive ? derive : nullptr)
-    for (const char* name : {"--out", "--ops", "--max-ops", "--max-inputs", "--seed", "--time-limit", "--shard",
+    for (const char* name : {"--out", "--ops", "--max-ops", "--max-inputs", "--seed", "--time-limit", "--shard", "--max-shapes", "--max-last-size-candidates",
                              "--rejected", "--no-minimize"})
       if (app.count(name) > 0) {
         std::cerr << "rulegen: " << name << " is a generation option; it cannot be combined with '" << sub->get_name()
