@@ -393,6 +393,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"saturation_cost", f.plan.claimed_cost},
                       {"exported_cost", f.plan.exported_cost},
                       {"kept_original", f.plan.kept_original},
+                      {"rounds_stopped_by_clock", r.rounds_stopped_by_clock},
                       {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", f.total_seconds}}},
                       {"iterations", r.iterations},
                       {"rounds", r.rounds},
@@ -454,6 +455,13 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
   if (std::abs(f.plan.claimed_cost - f.plan.exported_cost) > 1e-9 * std::abs(f.plan.claimed_cost))
     log << "  read back from the ONNX export the optimized graph costs " << fmt("%.6g", f.plan.exported_cost)
         << " (extraction's figure: " << fmt("%.6g", f.plan.claimed_cost) << ")\n";
+  if (!r.rounds_stopped_by_clock.empty()) {
+    log << "  note: the saturation's wall-clock guard (--time-limit " << fmt("%g", config.optimize.saturation.time_limit_s)
+        << " s, shared by all rounds) stopped round(s)";
+    for (size_t round : r.rounds_stopped_by_clock) log << " " << round;
+    log << ": this result may differ on a faster or slower machine; lower --node-limit or --iter-limit so that a "
+           "count decides\n";
+  }
   for (const std::string& note : r.notes)
     if (note.starts_with("kept the original")) log << "  " << note << "\n";
   log << "  rules used:";

@@ -124,6 +124,7 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
 
   OptimizeReport report = optimize_round(graph, rules, cost, config);
   report.rounds = 1;
+  if (report.stop.reason == SearchStop::Reason::TimeLimit) report.rounds_stopped_by_clock.push_back(1);
   // Further rounds start from the extracted graph: a multi-pattern rule applies only in the first k_multi
   // iterations, so pairs that appear only after other rewrites (a batched matmul whose halves meet a second
   // batching) are matched in the next round, on a small e-graph, instead of in one e-graph past its limits.
@@ -141,6 +142,7 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
     report.eclasses = std::max(report.eclasses, next.eclasses);
     report.blacklisted += next.blacklisted;
     ++report.rounds;
+    if (next.stop.reason == SearchStop::Reason::TimeLimit) report.rounds_stopped_by_clock.push_back(report.rounds);
     const bool improved = next.optimized_cost < report.optimized_cost;
     if (improved) {
       report.optimized = std::move(next.optimized);

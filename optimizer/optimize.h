@@ -68,6 +68,9 @@ struct OptimizeReport {
   ExtractionStats extraction;
   size_t blacklisted = 0;                    // e-nodes removed to break cycles before extraction
   std::vector<std::string> notes;            // rules not used, extraction fallbacks, ...
+  /// Rounds whose saturation the wall-clock guard (SaturationConfig::time_limit_s) stopped, 1-based: their
+  /// result may depend on the machine's speed, so eqsat-run says so (the counts decide everywhere else).
+  std::vector<size_t> rounds_stopped_by_clock;
 };
 
 /// Optimizes `graph` (leaves are inputs and weights; several roots allowed). Throws ShapeError if the

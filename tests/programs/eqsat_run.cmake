@@ -109,6 +109,9 @@ eqsat_run_case(min_gain_below_the_gain 0 "speedup 1.249x"
 # and the optimized graph computes what the original does.
 eqsat_run_case(both_ways_generated_corpus 0 "[+][1-9][0-9]* reversed.*speedup 1[.][1-9].*rules used: .*rg-0070-conv2d-conv2d~rev.*check: .*equal within tolerance"
                --model squeezenet --rules ${PROJECT_SOURCE_DIR}/corpus/rules.json --both-ways --check)
+# A saturation that the wall-clock guard stops is reported as such (its result may depend on the machine).
+eqsat_run_case(time_guard_is_reported 0 "stop reason: time-limit.*note: the saturation's wall-clock guard \\(--time-limit 1e-06 s, shared by all rounds\\) stopped round\\(s\\) 1: this result may differ"
+               --model squeezenet --time-limit 0.000001)
 # The ORT cost DB loop (bench/ort_cost_db.py): every node the DB lacks becomes a one-node model to time.
 eqsat_run_case(cost_misses 0 "cost DB misses: [1-9][0-9]* one-node models in .*misses"
                ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES} --cost db:${EQSAT_RUN_DATA}/empty_cost_db.json
