@@ -474,13 +474,13 @@ ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions&
     result.counterexample = std::move(probed);
     return result;
   }
-  result.refuted_in_double = false;
+  result.awaiting_proof = true;
   return result;
 }
 
 ElementwiseResult prove_unrefuted(const Rule& rule, z3::context& ctx, const ElementwiseOptions& options,
                                         ElementwiseResult result) {
-  if (result.refuted_in_double) return result;
+  if (!result.awaiting_proof) return result;
   const WallClockGuard guard(options.timeout_ms);
   ProvedCache cache(ctx);
   const size_t proved_by_z3 = options.z3_assignments > 0

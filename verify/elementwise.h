@@ -64,9 +64,9 @@ struct ElementwiseResult {
   std::optional<Counterexample> counterexample;
   std::string detail;                       // why unknown (resource limit, guard, no shapes) or what was wrong
   int solver_calls = 0;                     // assignments that simplify() alone did not close
-  /// From refute_elementwise: true unless shapes were found and no probe refuted the rule (then status is
-  /// still Unknown: not proved yet).
-  bool refuted_in_double = true;
+  /// From refute_elementwise: shapes were found and no probe refuted the rule, so it awaits a proof (its
+  /// status is still Unknown); false when the first stage decided (Wrong) or could not go on (no shapes, guard).
+  bool awaiting_proof = false;
 };
 
 /// Proves rule.lhs[i] == rule.rhs[i] for every i, element by element, on several shape assignments.
@@ -80,7 +80,7 @@ ElementwiseResult prove_elementwise(const Rule& rule, z3::context& ctx, const El
 
 /// prove_elementwise in its two stages. The first searches the shape assignments and looks for a
 /// counterexample in double (no Z3): Wrong with a counterexample, Unknown with a detail (no shapes, guard),
-/// or Unknown with `refuted_in_double == false` and the assignments in `shapes`, which the second stage
+/// or Unknown with `awaiting_proof` and the assignments in `shapes`, which the second stage
 /// then proves with Z3. Between them ruleverify tries the shape-generic proof (verify/prover.h), which makes
 /// the second stage unnecessary when it succeeds.
 ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions& options = {});
