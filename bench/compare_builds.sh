@@ -16,7 +16,7 @@ for exe in "$1" "$2"; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-limits=(--rules "$root/corpus/seed.json" --time-limit 100000 --iter-limit 30 --node-limit 10000 --rounds 8
+limits=(--rules "$root/tests/data/seed.json" --time-limit 100000 --iter-limit 30 --node-limit 10000 --rounds 8
         --extract greedy -q)
 
 summary() {  # report.json label -> one line

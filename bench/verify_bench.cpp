@@ -1,4 +1,4 @@
-// Verifier throughput: the hand-written seed corpus (corpus/seed.json) verified on 1 and 2 threads, element-wise only
+// Verifier throughput: the hand-written seed corpus (tests/data/seed.json) verified on 1 and 2 threads, element-wise only
 // and with the axiom proofs; reports rules per second as a counter. The goal is the full corpus in under
 // two minutes on two cores. Prints figures only.
 #include <benchmark/benchmark.h>
@@ -12,17 +12,17 @@
 namespace teq {
 namespace {
 
-/// $TEQ_CORPUS, else corpus/seed.json below the working directory, else beside the build tree
-/// (<root>/<build>/bin/verify_bench -> <root>/corpus/seed.json).
+/// $TEQ_CORPUS, else tests/data/seed.json below the working directory, else beside the build tree
+/// (<root>/<build>/bin/verify_bench -> <root>/tests/data/seed.json).
 const RuleCorpus& corpus() {
   static const RuleCorpus c = [] {
     namespace fs = std::filesystem;
     std::vector<fs::path> candidates;
     if (const char* env = std::getenv("TEQ_CORPUS")) candidates.emplace_back(env);
-    candidates.emplace_back("corpus/seed.json");
+    candidates.emplace_back("tests/data/seed.json");
     std::error_code ec;
     fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) candidates.push_back(exe.parent_path().parent_path().parent_path() / "corpus/seed.json");
+    if (!ec) candidates.push_back(exe.parent_path().parent_path().parent_path() / "tests/data/seed.json");
     for (const fs::path& p : candidates)
       if (fs::exists(p)) return load_corpus(p);
     return load_corpus(candidates.front());  // throws with the file name

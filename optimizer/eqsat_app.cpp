@@ -70,19 +70,6 @@ RuleCorpus load_rule_files(const std::vector<fs::path>& paths) {
   return all;
 }
 
-/// Appends each rule's reversal (reversed_rule) unless the corpus has that rule already; returns how many.
-size_t add_reversed_rules(RuleCorpus& corpus) {
-  auto text = [](const Rule& r) { return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()); };
-  std::set<std::string> present;
-  for (const Rule& r : corpus.rules)
-    if (!r.is_multi()) present.insert(text(r));
-  const size_t before = corpus.rules.size();
-  for (size_t i = 0; i < before; ++i)
-    if (std::optional<Rule> rev = reversed_rule(corpus.rules[i]); rev && present.insert(text(*rev)).second)
-      corpus.rules.push_back(std::move(*rev));
-  return corpus.rules.size() - before;
-}
-
 nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
   nlohmann::json j = {{"evaluated", c.evaluated}, {"passed", c.passed}, {"max_abs_diff", c.max_abs_diff},
                       {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
@@ -192,13 +179,13 @@ fs::path find_corpus_dir() {
 
 namespace {
 
-/// The rule files eqsat-run loads: --rules, or the corpus's seed.
+/// The rule files eqsat-run loads: --rules, or rulegen's corpus.
 std::vector<fs::path> rule_files(const EqsatConfig& config, const fs::path& corpus_dir) {
   if (!config.rules.empty()) return config.rules;
   if (corpus_dir.empty())
     throw EqsatError("no rule file given and no corpus/ folder found (looked in the current directory and above "
                      "the executable); pass --rules FILE");
-  return {corpus_dir / "seed.json"};
+  return {corpus_dir / "rules.json"};
 }
 
 std::unique_ptr<CostModel> load_cost_model(const EqsatConfig& config, const fs::path& corpus_dir) {

@@ -30,7 +30,7 @@ struct EqsatConfig {
   std::filesystem::path export_original;  // write the input model as ONNX here and stop (no optimization)
   std::filesystem::path output;           // the optimized .onnx to write; empty: write nothing
   /// Rule files, used together (rules of later files follow; an id seen before gets "<file stem>/" in
-  /// front). Empty: <corpus>/seed.json (find_corpus_dir).
+  /// front). Empty: <corpus>/rules.json (find_corpus_dir), rulegen's corpus.
   std::vector<std::filesystem::path> rules;
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
@@ -39,14 +39,16 @@ struct EqsatConfig {
   /// by more, and neither sees the runtime's own cross-node fusions, which a tiny rewrite can break).
   double min_gain = 0.005;
   SearchMethod search = SearchMethod::Saturation;
-  OptimizeConfig optimize{.rounds = 8};   // limits and extraction; saturation.on_iteration is set by the app
+  // Limits and extraction; saturation.on_iteration is set by the app.
+  OptimizeConfig optimize{.saturation = {.iter_limit = kDefaultIterationsPerRound}, .rounds = kDefaultRounds};
   SequentialConfig sequential;            // TASO-style baseline (--search sequential)
   bool measure = false;                   // time original and optimized end to end on the GPU
   bool check = false;                     // compare original and optimized numerically
   /// Also apply each rule right to left where it can be (rules/corpus.h reversed_rule): rulegen writes each
   /// equality once, in the direction its enumeration found it, so a rewrite such as zero-padding a 1x1
-  /// kernel to 3x3 (Tensat's enlarge) is in the generated corpus only as its inverse.
-  bool both_ways = false;
+  /// kernel to 3x3 (Tensat's enlarge) is in the generated corpus only as its inverse. On by default
+  /// (eqsat-run --one-way turns it off).
+  bool both_ways = true;
   onnx_io::CheckOptions check_options;
   onnx_io::ImportOptions import;
   /// With a db: cost model: write every node the DB lacked as a one-node ONNX model into this folder, with

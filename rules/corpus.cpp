@@ -72,6 +72,18 @@ std::optional<Rule> reversed_rule(const Rule& rule) {
   return out;
 }
 
+size_t add_reversed_rules(RuleCorpus& corpus) {
+  auto text = [](const Rule& r) { return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()); };
+  std::set<std::string> present;
+  for (const Rule& r : corpus.rules)
+    if (!r.is_multi()) present.insert(text(r));
+  const size_t before = corpus.rules.size();
+  for (size_t i = 0; i < before; ++i)
+    if (std::optional<Rule> rev = reversed_rule(corpus.rules[i]); rev && present.insert(text(*rev)).second)
+      corpus.rules.push_back(std::move(*rev));
+  return corpus.rules.size() - before;
+}
+
 Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs) {
   Rule rule;
   rule.id = std::move(id);

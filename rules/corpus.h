@@ -62,6 +62,9 @@ void validate_rule(const Rule& rule);
 /// them); nullopt otherwise. Equality is symmetric, so a verified rule's reversal holds in the same scope
 /// (rules/rule_scope.h guards the convolutions of whichever side is written).
 std::optional<Rule> reversed_rule(const Rule& rule);
+/// Appends each rule's reversal (reversed_rule) after the rules, unless the corpus holds that rule already
+/// (the same sides, in any id); returns how many were added.
+size_t add_reversed_rules(RuleCorpus& corpus);
 
 /// Builds a rule from pattern texts (parse + validate). Throws CorpusError naming id and field.
 Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs);

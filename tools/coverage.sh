@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coverage of a rule corpus against TASO's and Tensat's rule sets (issue 5's acceptance) and the hand-written
-# seed (corpus/seed.json): runs `rulegen derive --using CORPUS` on each set and prints one line per set, plus
+# seed (tests/data/seed.json): runs `rulegen derive --using CORPUS` on each set and prints one line per set, plus
 # the share of the TASO-generated rules that TASO's own verifier proves (verify_generated_619.tsv). The full
 # outputs (each rule not derived, with the reason) are kept in OUT_DIR.
 #   tools/coverage.sh [CORPUS] [OUT_DIR]      defaults: corpus/rules.json, build/coverage
@@ -22,7 +22,7 @@ declare -A targets=(
   [tensat-multi]=$anchors/tensat/converted_multi.txt
   [taso-shipped]=$anchors/taso/graph_subst.pb
   [taso-generated]=$anchors/taso/generated_graph_subst_f11782c.pb
-  [seed]=$root/corpus/seed.json
+  [seed]=$root/tests/data/seed.json
 )
 sets=${TEQ_COVERAGE_SETS:-tensat-single tensat-multi taso-shipped taso-generated seed}
 echo "coverage of $corpus ($(grep -c '"lhs"' "$corpus") rules)"

@@ -19,7 +19,7 @@ if [[ ! -x "$root/build/bin/eqsat-run" ]]; then
 fi
 mkdir -p "$root/out"
 "$root/build/bin/eqsat-run" "$model" -o "$root/out/optimized.onnx" \
-  --rules "$root/corpus/seed.json" --report "$root/out/report.json" --check "${options[@]}"
+  --report "$root/out/report.json" --check "${options[@]}"
 echo "demo: wrote out/optimized.onnx and out/report.json"
 if [[ -x $root/.venv/bin/python ]]; then
   echo "demo: timing the original and the optimized model in onnxruntime (CPU, 1 thread, 3 interleaved passes; a ratio below 1 is faster)"

@@ -73,11 +73,12 @@ int main(int argc, char** argv) {
   auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
   app.add_option("-o,--output", output, "where to write the optimized ONNX model");
   app.add_option("--rules", rules,
-                 "rule corpus JSON, repeatable: the files are used together (default: corpus/seed.json; "
-                 "corpus/rules.json is rulegen's)");
-  app.add_flag("--both-ways", c.both_ways,
-               "also apply each single-pattern rule right to left where it can be (a right side that is not a bare "
-               "variable and binds every variable): the generated corpus holds each equality in one direction");
+                 "rule corpus JSON, repeatable: the files are used together (default: corpus/rules.json, "
+                 "rulegen's)");
+  app.add_flag("--both-ways,!--one-way", c.both_ways,
+               "apply each single-pattern rule also right to left where it can be (a right side that is not a bare "
+               "variable and binds every variable), the default: rulegen writes each equality in one direction; "
+               "--one-way: as written only");
   app.add_option("--cost", c.cost,
                  "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
       ->capture_default_str();

@@ -1133,7 +1133,7 @@ AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOpti
   // One query per output, each with the whole budget: a two-pattern rule's outputs are usually proved by
   // different laws, and one query that must refute their disjunction ran out of budget on rules whose every
   // step is a law (two-pattern splits of a pool or conv of a concat). Each in a reset solver, not after a
-  // push: Z3's incremental solver ignored the resource limit on some rules of corpus/seed.json.
+  // push: Z3's incremental solver ignored the resource limit on some rules of tests/data/seed.json.
   for (const z3::expr& equal : goal.equal) {
     solver.reset();
     solver.set(p);

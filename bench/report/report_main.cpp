@@ -46,7 +46,9 @@ struct Options {
   // seconds are last-resort guards, and a run they stop says "time-limit". Sized so that all eight models
   // finish in a few minutes on 2 cores.
   double sat_time = 60, ilp_time = 60, seq_time = 120, alpha = 1.05;
-  size_t node_limit = 10'000, iter_limit = 30, seq_budget = 1'000, seq_graphs = 20'000, rounds = 8;
+  size_t node_limit = 10'000, iter_limit = kDefaultIterationsPerRound, seq_budget = 1'000, seq_graphs = 20'000,
+         rounds = kDefaultRounds;
+  bool both_ways = true;  // as eqsat-run: each rule also right to left where it can be (add_reversed_rules)
 };
 
 struct Run {
@@ -172,9 +174,13 @@ std::string render_page(const std::vector<ModelResult>& results, const RuleCorpu
      << "- Command: `" << command << "`\n"
      << "- Date: " << date << "; machine: " << machine() << "; whole run " << fmt(total_seconds, "%.0f")
      << " s, one process, models one after another; load average (1 min) " << load << "\n"
-     << "- Rules: `" << std::filesystem::path(o.rules).lexically_proximate(TEQ_SOURCE_DIR).string() << "`, " << rules.rules.size() << " rules (" << multi << " multi-pattern)\n"
+     << "- Rules: `" << std::filesystem::path(o.rules).lexically_proximate(TEQ_SOURCE_DIR).string() << "`, " << rules.rules.size() << " rules (" << multi << " multi-pattern"
+     << (o.both_ways ? "; with the reversals of the single-pattern rules that can be applied right to left, as "
+                       "eqsat-run does by default"
+                     : "; as written only (--one-way)")
+     << ")\n"
      << "- Cost model: `" << cost.name() << "` (docs/cost-model.md): estimated GPU time of the graph, batch 1\n"
-     << "- Saturation limits (counts decide): " << o.iter_limit << " iterations, " << o.node_limit
+     << "- Saturation limits (counts decide): " << o.iter_limit << " iterations per round, " << o.node_limit
      << " e-nodes; up to " << o.rounds << " round(s); the ILP's default B&B-node and LP-iteration limits; "
      << "wall-clock guards " << o.sat_time << " s (saturation) and " << o.ilp_time << " s (ILP)\n"
      << "- Sequential baseline: alpha " << o.alpha << ", budget " << o.seq_budget << " graphs expanded, at most "
@@ -299,12 +305,14 @@ BarChart speedup_chart(const std::vector<ModelResult>& results, const std::strin
 int run(int argc, char** argv) {
   const std::filesystem::path src = TEQ_SOURCE_DIR;
   Options o;
-  o.rules = (src / "corpus" / "seed.json").string();
+  o.rules = (src / "corpus" / "rules.json").string();
   o.corpus_dir = (src / "corpus").string();
   o.out = (src / "docs" / "benchmarks.md").string();
   o.notes = (src / "bench" / "report" / "notes.md").string();
   CLI::App app{"Runs the built-in models with saturation and the sequential baseline; writes the report."};
   app.add_option("--rules", o.rules, "rule corpus JSON")->capture_default_str();
+  app.add_flag("--both-ways,!--one-way", o.both_ways,
+               "apply the rules also right to left where they can be (the default, as eqsat-run); --one-way: as written");
   app.add_option("--corpus-dir", o.corpus_dir, "corpus folder with devices/*.json")->capture_default_str();
   app.add_option("--cost", o.cost, "cost model spec")->capture_default_str();
   app.add_option("--models", o.models, "comma-separated model names, or all")->capture_default_str();
@@ -326,6 +334,8 @@ int run(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string load_start = load_average();
   RuleCorpus rules = load_corpus(o.rules);
+  const size_t reversed = o.both_ways ? add_reversed_rules(rules) : 0;
+  std::cerr << "bench_report: " << rules.rules.size() << " rules from " << o.rules << " (" << reversed << " of them reversed)\n";
   std::unique_ptr<CostModel> cost = make_cost_model(o.cost, o.corpus_dir);
   std::vector<std::string> models = o.models == "all" ? builtin_model_names() : split_list(o.models);
   std::vector<ModelResult> results;

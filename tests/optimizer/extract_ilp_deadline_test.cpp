@@ -27,7 +27,7 @@ namespace {
 const std::filesystem::path kCorpus = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus";
 
 TEST(Extract, IlpKeepsItsTimeLimitOnASaturatedModel) {
-  RuleCorpus rules = load_corpus(kCorpus / "seed.json");
+  RuleCorpus rules = load_corpus(std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "data" / "seed.json");
   // Without enlarge-idempotent, conv-enlarge enlarges its own output's kernel again every iteration: the
   // e-graph grows past the 15,000 e-nodes this test needs (with it NasNet-A saturates at about 3,000).
   std::erase_if(rules.rules, [](const Rule& r) { return r.id == "enlarge-idempotent"; });

@@ -26,7 +26,7 @@ std::vector<Shape> root_shapes(const Expr& g) {
 class OptimizedModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OptimizedModel, WellShapedSameOutputsNoCostlier) {
-  RuleCorpus rules = load_corpus(kCorpus / "seed.json");
+  RuleCorpus rules = load_corpus(std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "data" / "seed.json");
   auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
   Expr g = build_builtin_model(GetParam());
   OptimizeReport sat = optimize_graph(g, rules, *cost,
@@ -68,7 +68,7 @@ void expect_same_values(const Expr& optimized, const std::map<std::string, Tenso
 }
 
 TEST(OptimizedModels, NasRnnKeepsItsValues) {
-  RuleCorpus rules = load_corpus(kCorpus / "seed.json");
+  RuleCorpus rules = load_corpus(std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "data" / "seed.json");
   auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
   Expr g = build_builtin_model("nasrnn");
   const auto leaves = random_leaves(g, 3);
@@ -95,7 +95,7 @@ class FreeSplitCost final : public CostModel {
 };
 
 TEST(OptimizedModels, NasRnnFurtherRoundsLowerTheCostAndKeepValues) {
-  RuleCorpus rules = load_corpus(kCorpus / "seed.json");
+  RuleCorpus rules = load_corpus(std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "data" / "seed.json");
   auto cost = std::make_unique<FreeSplitCost>();
   Expr g = build_builtin_model("nasrnn");
   const OptimizeConfig one{.saturation = {.node_limit = 10'000, .time_limit_s = 20}, .rounds = 1,

@@ -51,7 +51,7 @@ double read_back_cost(const onnx_io::OnnxModel& model, const Expr& graph, const 
 class RoundTripCost : public ::testing::TestWithParam<Case> {};
 
 TEST_P(RoundTripCost, ExportedFileCostsWhatTheOptimizerClaims) {
-  const RuleCorpus rules = load_corpus(kCorpus / "seed.json");
+  const RuleCorpus rules = load_corpus(std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "data" / "seed.json");
   const auto cost = make_cost_model(kDefaultCostSpec, kCorpus);
   const onnx_io::OnnxModel model = load(GetParam());
   // Small count limits keep the suite fast; the property holds for any extracted graph.

@@ -14,7 +14,7 @@ namespace teq {
 namespace {
 
 RuleCorpus share_input_rule() {
-  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/corpus/seed.json");
+  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/tests/data/seed.json");
   const Rule* rule = corpus.find("conv-share-input");
   EXPECT_NE(rule, nullptr);
   RuleCorpus one;

@@ -277,7 +277,7 @@ TEST(SaturationProperty, ExtractedGraphsComputeTheSameValues) {
 }
 
 TEST(SaturationProperty, ProjectCorpusKeepsValues) {
-  const std::filesystem::path path = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus" / "seed.json";
+  const std::filesystem::path path = std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "data" / "seed.json";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
   const RuleCorpus corpus = load_corpus(path);
   PropertyCounts n;

@@ -4,7 +4,7 @@ if(TARGET ruleverify)
   set(_rv_data ${TEQ_SOURCE_DIR}/tests/verify/data)
   # The hand-written seed (eqsat-run's default), with the axiom proofs too.
   add_test(NAME ruleverify.seed_corpus
-           COMMAND ruleverify ${TEQ_SOURCE_DIR}/corpus/seed.json --jobs 2)
+           COMMAND ruleverify ${TEQ_SOURCE_DIR}/tests/data/seed.json --jobs 2)
   set_tests_properties(ruleverify.seed_corpus PROPERTIES TIMEOUT 300)
   # The CI gate is ruleverify's default command, exactly as README documents it: rulegen's 700 rules (regenerated with the wide, neighbour and set-C checks), each
   # proved for all shapes from axioms where it can be and element-wise otherwise, 0 unknown. Budgets are Z3
@@ -23,7 +23,7 @@ if(TARGET ruleverify)
   add_test(NAME ruleverify.same_verdicts_under_load
            COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${TEQ_SOURCE_DIR}/corpus/rules.json
                    "-DARGS=${_rv_border}"
-                   "-DLOAD=$<TARGET_FILE:ruleverify> ${TEQ_SOURCE_DIR}/corpus/seed.json --no-axioms --jobs 2"
+                   "-DLOAD=$<TARGET_FILE:ruleverify> ${TEQ_SOURCE_DIR}/tests/data/seed.json --no-axioms --jobs 2"
                    "-DEXPECT_STDOUT=rg-0643-maxpool-ewmul +unknown.*rlimit 1000000 per query.*8 rules: 6 verified .*2 unknown"
                    -P ${TEQ_SOURCE_DIR}/tests/verify/same_verdicts.cmake)
   set_tests_properties(ruleverify.same_verdicts_under_load PROPERTIES TIMEOUT 300)
@@ -32,7 +32,7 @@ if(TARGET ruleverify)
     list(GET case 0 _flag)
     list(GET case 1 _new)
     add_test(NAME ruleverify.removed_flag_${_flag}
-             COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${TEQ_SOURCE_DIR}/corpus/seed.json
+             COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${TEQ_SOURCE_DIR}/tests/data/seed.json
                      -DEXPECT_CODE=2 "-DEXPECT_TEXT=--${_flag} was removed: .* use ${_new}" "-DEXTRA_ARGS=--${_flag};60000"
                      -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
   endforeach()

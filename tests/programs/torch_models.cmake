@@ -1,5 +1,5 @@
 # PyTorch exports in corpus/models/torch/ (tools/make_torch_models.py; weights are graph inputs) through
-# eqsat-run with the default rules (corpus/seed.json) and cost model, then onnx.checker and onnxruntime
+# eqsat-run with the default rules (corpus/rules.json, both ways) and cost model, then onnx.checker and onnxruntime
 # (tests/python/test_models.py --weights-as-inputs): one test per model, eqsat_run.torch.NAME. Needs only the
 # .venv of tools/setup-python.sh (onnx, onnxruntime), not torch; skipped (77) without it.
 # Limits: --ilp-time-limit 3 (MobileNet-v2's ILP does not close its gap in minutes) and --node-limit 10000 (the
@@ -18,7 +18,7 @@ foreach(model ${TEQ_TORCH_MODELS})
   add_test(NAME eqsat_run.torch.${name}
            COMMAND sh -c "if [ -x '${TEQ_TORCH_MODELS_VENV}' ]; then exec '${TEQ_TORCH_MODELS_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
                    sh ${PROJECT_SOURCE_DIR}/tests/python/test_models.py $<TARGET_FILE:eqsat-run> ${TEQ_TORCH_MODELS_DIR}
-                   ${PROJECT_SOURCE_DIR}/corpus/seed.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch ${model}
+                   ${PROJECT_SOURCE_DIR}/corpus/rules.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch ${model}
                    --weights-as-inputs "--eqsat-args=--node-limit 10000 --ilp-time-limit 3")
   set_tests_properties(eqsat_run.torch.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
@@ -46,7 +46,7 @@ foreach(model ${TEQ_TORCH_DYNAMIC_MODELS})
   add_test(NAME eqsat_run.torch_variants.${name}
            COMMAND sh -c "if [ -x '${TEQ_TORCH_MODELS_VENV}' ]; then exec '${TEQ_TORCH_MODELS_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
                    sh ${PROJECT_SOURCE_DIR}/tests/python/test_variants.py $<TARGET_FILE:eqsat-run> ${model}
-                   ${PROJECT_SOURCE_DIR}/corpus/seed.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch_variants
+                   ${PROJECT_SOURCE_DIR}/corpus/rules.json ${CMAKE_CURRENT_BINARY_DIR}/eqsat_run/torch_variants
                    --variants ${variants} --fixed ${TEQ_TORCH_MODELS_DIR}/${name}.onnx
                    "--eqsat-args=--node-limit 10000 --extract greedy")
   set_tests_properties(eqsat_run.torch_variants.${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)

@@ -100,7 +100,7 @@ std::vector<Mutant> mutants_of(const Rule& rule) {
 }
 
 TEST(Mutation, CorpusMutantsAreDecidedAndCounterexamplesReplay) {
-  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/corpus/seed.json");
+  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/tests/data/seed.json");
   z3::context ctx;
   ElementwiseOptions opt;
   opt.random_probe = false;  // every counterexample below is a Z3 model
@@ -159,7 +159,7 @@ TEST(Mutation, AxiomsNeverProveAMutantZ3Refutes) {
   // succeed, so an unsound law would let a wrong rule through. With the probes in double off, nothing but the
   // axioms stands between a wrong mutant and "verified": every mutant Z3 refutes element-wise must come out
   // wrong through the whole pipeline too, and no mutant may be proved from axioms and refuted by Z3.
-  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/corpus/seed.json");
+  RuleCorpus corpus = load_corpus(std::string(TEQ_SOURCE_DIR) + "/tests/data/seed.json");
   z3::context ctx;
   ElementwiseOptions ew;
   ew.random_probe = false;
