@@ -355,10 +355,6 @@ bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>&
   return false;
 }
 
-namespace {
-
-/// Small non-zero integers as doubles: sums and products of them stay exact, so only avgpool's division
-/// rounds; a true equation differs by rounding alone. `negative` is the chance of a negative value.
 Tensor<double> random_double_tensor(const Shape& shape, std::mt19937_64& rng, double negative) {
   std::uniform_int_distribution<int64_t> dist(1, 9);
   std::bernoulli_distribution sign(1 - negative);
@@ -366,8 +362,6 @@ Tensor<double> random_double_tensor(const Shape& shape, std::mt19937_64& rng, do
   for (double& v : data) v = static_cast<double>(sign(rng) ? dist(rng) : -dist(rng));
   return Tensor<double>(shape, std::move(data));
 }
-
-}  // namespace
 
 std::optional<std::string> refute_on_third_set(const PatternEquation& eq, const std::vector<LeafType>& types,
                                                uint64_t seed) {

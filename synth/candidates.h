@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "rules/corpus.h"
+#include "rules/tensor.h"
 #include "synth/enumerate.h"
 #include "synth/vocabulary.h"
 
@@ -80,6 +82,10 @@ bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>&
 /// can be ill-shaped at C). A returned reason is a concrete counterexample, so no true rule is refuted.
 std::optional<std::string> refute_on_third_set(const PatternEquation& eq, const std::vector<LeafType>& types,
                                                uint64_t seed);
+
+/// Small non-zero integers as doubles: sums and products of them stay exact, so only avgpool's division
+/// rounds; a true equation differs by rounding alone. `negative` is the chance of a negative value.
+Tensor<double> random_double_tensor(const Shape& shape, std::mt19937_64& rng, double negative);
 
 /// A rule's size for minimization order: operators of the larger side, counted as trees. Counted as
 /// DAGs, a special case that repeats a variable ((conv (ewadd i i) k) = (ewadd (conv i k) (conv i k)))

@@ -31,6 +31,11 @@ nlohmann::json RulegenStats::to_json() const {
           {"multi_candidates", multi_candidates},
           {"pruned_derivable", pruned_derivable},
           {"pruned_final", pruned_final},
+          {"generalized", generalized},
+          {"pruned_instances", pruned_instances},
+          {"generalize_proofs", generalize_proofs},
+          {"generalize_proved", generalize_proved},
+          {"generalize_s", generalize_s},
           {"derivations_stopped_by_clock", derivations_stopped_by_clock},
           {"kept", kept},
           {"kept_multi", kept_multi},
@@ -112,7 +117,8 @@ std::vector<std::optional<std::string>> refute_all(const std::vector<PatternEqua
 /// (proofs are made lazily there), so the minimized phase's seconds are its saturations alone.
 void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_prove_s, double total_s) {
   mark_phase(st, c, "proved", st.proved, st.prove_s);
-  mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final, st.minimize_s - lazy_prove_s);
+  mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final, st.minimize_s - lazy_prove_s - st.generalize_s);
+  if (c.minimize && c.generalize) mark_phase(st, c, "generalized", st.generalized, st.generalize_s);
   mark_phase(st, c, "kept", st.kept, total_s);
 }
 
@@ -141,6 +147,25 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
     result.stats.pruned_final = drop_derivable_from_the_rest(kept, types, config);
     log_line(config, "rulegen: final pass dropped " + std::to_string(result.stats.pruned_final) + " rules in " +
                          std::to_string(static_cast<int>(since(final_start))) + " s");
+  }
+  if (config.minimize && config.generalize) {
+    // After both minimization passes, so that only the rules kept are tried (a few hundred), and each
+    // generalization replaces rules the corpus would otherwise keep as special cases.
+    auto gen_start = Clock::now();
+    GeneralizeConfig gc = config.generalization;
+    gc.seed = config.seed;
+    gc.prove = config.prove;
+    GeneralizeStats gs;
+    kept = generalize_rules(std::move(kept), types, gc, thread_count(config.threads), gs);
+    result.stats.generalized = gs.generalized;
+    result.stats.pruned_instances = gs.dropped;
+    result.stats.generalize_proofs = gs.proofs;
+    result.stats.generalize_proved = gs.proved;
+    result.stats.generalize_s = since(gen_start);
+    log_line(config, "rulegen: generalized " + std::to_string(gs.generalized) + " rules by splitting variables (" +
+                         std::to_string(gs.proofs) + " proofs, " + std::to_string(gs.proved) + " verified), dropped " +
+                         std::to_string(gs.dropped) + " instances of them, in " +
+                         std::to_string(static_cast<int>(result.stats.generalize_s)) + " s");
   }
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].id = rule_id(i, kept[i]);

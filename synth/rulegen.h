@@ -1,6 +1,6 @@
 // rulegen's pipeline: enumerate -> candidate equations -> drop renamings and common-subgraph rules ->
 // prove (prove.h) -> pair unbound equations into two-pattern rules -> minimize by derivability
-// (minimize.h) -> corpus. A sharded run stops before pairing and minimizing and writes its verified
+// (minimize.h) -> generalize repeated variables (generalize.h) -> corpus. A sharded run stops before pairing and minimizing and writes its verified
 // equations; `merge` unions shard files (or corpora) and finishes the pipeline, so that shards merged
 // give what one run gives. tools/rulegen.cpp is the command line over this header.
 // Usage:
@@ -17,6 +17,7 @@
 
 #include "rules/corpus.h"
 #include "synth/candidates.h"
+#include "synth/generalize.h"
 #include "synth/minimize.h"
 #include "synth/prove.h"
 
@@ -44,6 +45,10 @@ struct RulegenConfig {
   std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
   bool final_pass = true;  // then drop kept rules derivable from all the other kept rules (largest first)
+  // Then split repeated variables apart where the prover allows (generalize.h) and drop the special rules
+  // the generalizations cover.
+  bool generalize = true;
+  GeneralizeConfig generalization;
   ProveConfig prove;
   DeriveLimits derive;
   size_t minimize_chunk = 256;          // candidates sharing one e-graph during minimization
@@ -75,6 +80,10 @@ struct RulegenStats {
   uint64_t proved = 0, wrong = 0, unknown = 0;  // Z3's verdicts (wrong: not counting refuted_cheaply)
   uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
   uint64_t pruned_final = 0;  // dropped by the final pass: derivable from the rules kept after them
+  uint64_t generalized = 0;           // kept rules replaced by a proved generalization (generalize.h)
+  uint64_t pruned_instances = 0;      // kept rules dropped as instances of a generalized rule
+  uint64_t generalize_proofs = 0, generalize_proved = 0;  // prover calls on split candidates, verified ones
+  double generalize_s = 0;
   uint64_t derivations_stopped_by_clock = 0;  // saturations DeriveLimits::time_limit_s cut (load-dependent)
   double enumerate_s = 0, refute_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
   bool truncated = false;

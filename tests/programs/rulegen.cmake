@@ -30,4 +30,10 @@ if(TARGET rulegen)
   set_tests_properties(rulegen.derive_tensat_pooling_enlarge PROPERTIES
                        PASS_REGULAR_EXPRESSION "derived [0-9]+/4 "
                        FAIL_REGULAR_EXPRESSION "not imported|not derived: tensat-[134]:")
+  # Laws over four tensors of one type (the seed's concat-ewadd-channels and ewadd-batch) are found only
+  # through rulegen's generalization step (docs/rulegen.md step 8): the committed corpus derives both.
+  add_test(NAME rulegen.derive_four_variable_laws
+           COMMAND ${_rg} derive --using ${TEQ_SOURCE_DIR}/corpus/rules.json
+                   --target ${TEQ_SOURCE_DIR}/tests/synth/four_variable_seed_rules.json --threads 2)
+  set_tests_properties(rulegen.derive_four_variable_laws PROPERTIES PASS_REGULAR_EXPRESSION "derived 2/2 ")
 endif()
