@@ -5,8 +5,8 @@
 namespace teq::synth {
 
 std::vector<std::string> default_op_names() {
-  return {"matmul", "ewadd",   "ewmul",   "relu",    "smul", "transpose", "concat", "split",
-          "conv2d", "maxpool", "avgpool", "enlarge", "ones", "eye",       "iconv",  "pool_kernel"};
+  return {"matmul",  "ewadd",   "ewmul",   "relu", "tanh", "smul",  "transpose", "concat", "split",
+          "conv2d",  "maxpool", "avgpool", "enlarge", "ones", "eye", "iconv", "pool_kernel"};
 }
 
 std::vector<std::string> known_op_names() {
@@ -37,7 +37,7 @@ std::vector<LeafType> default_leaf_types(int per_type) {
       {"a", {6, 4, 1, 3}, {5, 3, 1, 3}, n, true, Shape{8, 6, 1, 3}},
       {"b", {6, 4, 3, 1}, {5, 3, 3, 1}, n, true, Shape{8, 6, 3, 1}},
       {"d", {4, 1, 3, 3}, {3, 1, 3, 3}, 1, true, Shape{6, 1, 3, 3}},
-      {"s", {}, {}, 1, true, Shape{}},
+      {"s", {}, {}, std::min(n, 2), true, Shape{}},
   };
 }
 

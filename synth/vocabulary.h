@@ -58,12 +58,14 @@ class VocabularyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The default --ops list: TASO's generator vocabulary.
+/// The default --ops list: TASO's generator vocabulary, and tanh (NasRNN's and LSTM-like cells' activation:
+/// its concat/split rules are not relu's, whose fused forms in conv and matmul tanh does not have).
 std::vector<std::string> default_op_names();
 /// Every name make_vocabulary accepts (operators and the aliases "pooling", "constants").
 std::vector<std::string> known_op_names();
 /// TASO-like typed inputs: 2-d matrices x (2x4) and w (4x4), NCHW activations i, OIHW kernels k (3x3),
-/// a (1x3), b (3x1), a depthwise kernel d and a 0-d scalar s; set B uses other dimensions.
+/// a (1x3), b (3x1), a depthwise kernel d and two 0-d scalars s (one when `per_type` is 1: two are what
+/// reordering scalings needs, smul(smul(x, s1), s2) = smul(smul(x, s2), s1)); set B uses other dimensions.
 /// `per_type` caps the interchangeable leaves of each type (at most 3).
 std::vector<LeafType> default_leaf_types(int per_type = 3);
 
