@@ -55,14 +55,19 @@ void validate_rule(const Rule& rule) {
   }
 }
 
-std::optional<Rule> reversed_rule(const Rule& rule) {
-  if (rule.lhs.size() != 1 || rule.rhs.size() != 1) return std::nullopt;
+bool is_reversible(const Rule& rule) {
+  if (rule.lhs.size() != 1 || rule.rhs.size() != 1) return false;
   const Expr& rhs = rule.rhs[0];
-  if (rhs[rhs.root()].op == OpKind::Var) return std::nullopt;
+  if (rhs[rhs.root()].op == OpKind::Var) return false;
   const std::vector<std::string> on_right = rhs.variables();
   const std::set<std::string> right(on_right.begin(), on_right.end());
   for (const std::string& v : rule.lhs[0].variables())
-    if (!right.contains(v)) return std::nullopt;
+    if (!right.contains(v)) return false;
+  return true;
+}
+
+std::optional<Rule> reversed_rule(const Rule& rule) {
+  if (!is_reversible(rule)) return std::nullopt;
   Rule out;
   out.id = rule.id + "~rev";
   out.lhs = rule.rhs;

@@ -62,6 +62,8 @@ void validate_rule(const Rule& rule);
 /// them); nullopt otherwise. Equality is symmetric, so a verified rule's reversal holds in the same scope
 /// (rules/rule_scope.h guards the convolutions of whichever side is written).
 std::optional<Rule> reversed_rule(const Rule& rule);
+/// Whether reversed_rule(rule) exists: the rule is usable right to left as well.
+bool is_reversible(const Rule& rule);
 /// Appends each rule's reversal (reversed_rule) after the rules, unless the corpus holds that rule already
 /// (the same sides, in any id); returns how many were added.
 size_t add_reversed_rules(RuleCorpus& corpus);

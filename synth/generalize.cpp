@@ -48,19 +48,6 @@ std::map<std::string, std::vector<Occurrence>> occurrences(const std::vector<std
   return out;
 }
 
-std::set<std::string> vars_of(const std::vector<Expr>& patterns) {
-  std::set<std::string> out;
-  for (const Expr& p : patterns)
-    for (const std::string& v : p.variables()) out.insert(v);
-  return out;
-}
-
-/// Valid both ways, as both_directions (minimize.h) and reversed_rule (rules/corpus.h) use a rule: one
-/// pattern a side, the same variables on both, a right side that is not a bare variable.
-bool valid_both_ways(const Rule& r) {
-  return r.lhs.size() == 1 && r.rhs[0][r.rhs[0].root()].op != OpKind::Var && vars_of(r.lhs) == vars_of(r.rhs);
-}
-
 /// Distinct operator subterms over all patterns: fewer means more sharing (a two-pattern rule whose right
 /// sides are two parts of one joint term).
 size_t distinct_subterms(const Rule& r) {
@@ -163,7 +150,7 @@ std::vector<Rule> variable_splits(const Rule& rule, const std::vector<LeafType>&
   const size_t nl = rule.lhs.size();
   std::vector<std::string> order;
   const auto occ = occurrences(texts, order);
-  const bool both_ways = valid_both_ways(rule);
+  const bool both_ways = is_reversible(rule);
 
   struct Entry {
     size_t sharing;
@@ -209,7 +196,7 @@ std::vector<Rule> variable_splits(const Rule& rule, const std::vector<LeafType>&
       } catch (const std::exception&) {
         continue;
       }
-      if (both_ways && !valid_both_ways(r)) continue;
+      if (both_ways && !is_reversible(r)) continue;
       r.id = rule.id;
       entries.push_back({distinct_subterms(r), std::popcount(mask), vi, value, std::move(r)});
     }
@@ -249,7 +236,7 @@ std::optional<Rule> generalize_rule(const Rule& rule, const std::vector<LeafType
 
 bool is_instance_of(const Rule& special, const Rule& general) {
   if (special.lhs.size() != general.lhs.size()) return false;
-  const bool special_two_way = valid_both_ways(special), general_two_way = valid_both_ways(general);
+  const bool special_two_way = is_reversible(special), general_two_way = is_reversible(general);
   if (special_two_way && !general_two_way) return false;
   std::vector<size_t> perm(special.lhs.size());
   for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
