@@ -9,8 +9,13 @@ products of the sizes the benchmark models use, and the bandwidth from large ele
 Every measured point and the model's prediction for it are printed (and stored in the profile), so the fit can
 be judged: the profile is only as good as its worst points.
 
+It also fits weight_stream_gbs, the rate at which a matrix-vector product reads a weight that is not in cache
+(a model whose weights outgrow the last-level cache, cache_bytes, reads every weight from memory on every run),
+from 1-row matrix products timed with their weights cold (bench/ort_cost_db.py's streamed timing).
+
 Writes a device profile (format tensor-eqsat-device) that `eqsat-run --cost analytical:NAME` reads from
 corpus/devices/NAME.json. Usage: fit_cpu_profile.py [--out corpus/devices/cpu-ort.json] [--runs 30]
+[--streamed-only: refit only cache_bytes and weight_stream_gbs of the existing --out profile]
 """
 import argparse
 import datetime
@@ -32,7 +37,8 @@ except ImportError as e:  # pragma: no cover
 
 OPSET = 17
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_cost_db import op_seconds, run_overhead, session  # noqa: E402  (one timing method for both)
+from ort_cost_db import (cache_bytes, identity_chain, op_seconds, op_seconds_streamed, run_overhead,  # noqa: E402
+                         session, streamed_copies)  # (one timing method for both)
 
 
 def model_of(op, in_shapes, out_shape, attrs=None, const_inputs=None):
@@ -118,15 +124,64 @@ def cases():
     return out
 
 
+def fit_streamed(runs, rng, cache, overhead):
+    """weight_stream_gbs from 1-row matrix products whose [K, N] weight is read from memory: the median of
+    weight bytes / (time - per-operator overhead) over the points, and the points."""
+    ref = session(identity_chain(1))
+    points = []
+    for k, n in ((512, 512), (1024, 512), (512, 1024), (1024, 1024), (2048, 1024)):
+        model = model_of("MatMul", [[1, k]], [1, n])
+        w = helper.make_tensor("w", TensorProto.FLOAT, [k, n], rng.uniform(-1, 1, (k, n)).astype(np.float32).ravel())
+        model.graph.initializer.append(w)
+        model.graph.node[0].input.append("w")
+        copies = streamed_copies(model.SerializeToString(), cache, rng)
+        t, t_ref = op_seconds_streamed([session(c) for c in copies], ref, runs, rng)
+        seconds = max(t - t_ref, 1e-9) + overhead
+        points.append({"label": f"matmul 1x{k}x{n}, weight cold", "kind": "streamed", "flops": 2 * k * n,
+                       "bytes": 4 * k * n, "seconds": seconds})
+        print(f"  {points[-1]['label']:40s} {seconds * 1e6:10.1f} us", file=sys.stderr)
+    rate = statistics.median(pt["bytes"] / max(pt["seconds"] - overhead, 1e-9) for pt in points)
+    for pt in points:
+        pt["predicted_seconds"] = pt["bytes"] / rate + overhead
+    return rate, points
+
+
+def streamed_only(a, rng):
+    with open(a.out) as f:
+        profile = json.load(f)
+    cache = cache_bytes()
+    if not cache:
+        print("fit_cpu_profile: error: sysfs reports no CPU cache size", file=sys.stderr)
+        return 1
+    overhead = profile["launch_overhead_us"] * 1e-6
+    rate, points = fit_streamed(a.runs, rng, cache, overhead)
+    profile["cache_bytes"] = cache
+    profile["weight_stream_gbs"] = rate / 1e9
+    profile["fit_points"] = [pt for pt in profile.get("fit_points", []) if pt.get("kind") != "streamed"] + points
+    profile["sources"] = [s for s in profile["sources"] if "weight_stream_gbs" not in s] + [
+        f"bench/fit_cpu_profile.py --streamed-only, {datetime.date.today().isoformat()}: weight_stream_gbs from "
+        f"{len(points)} 1-row matrix products with their weights cold (median run over copies filling twice the "
+        f"{cache // 2**20} MiB cache)"]
+    with open(a.out, "w") as f:
+        json.dump(profile, f, indent=2)
+        f.write("\n")
+    print(f"fit_cpu_profile: wrote {a.out}: weights read from memory at {rate / 1e9:.1f} GB/s, cache {cache} bytes")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="corpus/devices/cpu-ort.json")
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--streamed-only", action="store_true",
+                   help="refit only cache_bytes and weight_stream_gbs of the existing --out profile")
     a = p.parse_args()
     rng = np.random.default_rng(a.seed)
+    if a.streamed_only:
+        return streamed_only(a, rng)
     # A graph pays session.run's own overhead once, not per operator: take it off every point.
-    run_cost, dispatch = run_overhead(a.runs, rng)
+    run_cost, dispatch, _ = run_overhead(a.runs, rng)
     print(f"  session.run overhead {run_cost * 1e6:.1f} us, per-node dispatch {dispatch * 1e6:.2f} us", file=sys.stderr)
     points = []
     for label, kind, model, flops, byts in cases():
@@ -145,6 +200,9 @@ def main():
         worst = max(worst, abs(err))
         print(f"  {pt['label']:40s} measured {pt['seconds'] * 1e6:9.1f} us, predicted {pt['predicted_seconds'] * 1e6:9.1f} us "
               f"({err:+.0%})", file=sys.stderr)
+    cache = cache_bytes()
+    stream_rate, stream_points = fit_streamed(a.runs, rng, cache, overhead) if cache else (0, [])
+    points += stream_points
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -163,12 +221,18 @@ def main():
         "fp16_tensor_tflops": 0,
         "memory_bandwidth_gbs": bandwidth / 1e9,
         "launch_overhead_us": overhead * 1e6,
+        **({"cache_bytes": cache, "weight_stream_gbs": stream_rate / 1e9} if cache else {}),
+        # onnxruntime's CPU FusedConv and FusedGemm (ConvActivationFusion, GemmActivationFusion) take tanh and
+        # sigmoid as well as relu: a fact of the runtime, not a fit.
+        "fuses_tanh_sigmoid": True,
         "sources": [f"bench/fit_cpu_profile.py, {datetime.date.today().isoformat()}: fastest of {a.runs} runs of each of "
                     f"{len(points)} single-operator models in onnxruntime {ort.__version__}, less the "
                     f"{run_cost * 1e6:.1f} us overhead of a session.run call"],
         "notes": "Fitted, not a data sheet: fp32_tflops is the achieved matmul/conv rate of ORT's CPU kernels (MLAS) "
                  "at the benchmark models' sizes, memory_bandwidth_gbs the achieved rate of element-wise and copy "
-                 f"operators, launch_overhead_us the time of a tiny operator inside a graph (session.run's own overhead, paid once per run, taken off). Worst point error {worst:.0%}.",
+                 f"operators, launch_overhead_us the time of a tiny operator inside a graph (session.run's own overhead, paid once per run, taken off), "
+                 "weight_stream_gbs the rate of a 1-row matrix product reading its weight from memory. "
+                 f"Worst point error {worst:.0%} (before the streamed points).",
         "fit_points": points,
     }
     with open(a.out, "w") as f:

@@ -87,6 +87,64 @@ def op_seconds_against(sess, ref, runs, rng, min_seconds=0.05, max_runs=5000):
     return best, best_ref
 
 
+def op_seconds_streamed(sessions, ref, runs, rng, min_seconds=0.05, max_runs=5000):
+    """The median run of `sessions` (copies of one node with different weights, taken in turn so that each
+    finds its weight evicted by the others) and the median of `ref` alternated with them: a node that reads its
+    weight from memory, as it does in a model whose weights outgrow the cache."""
+    feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in sessions[0].get_inputs()}
+    ref_feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in ref.get_inputs()}
+    for sess in sessions:
+        sess.run(None, feeds)
+    times, ref_times = [], []
+    start = time.perf_counter()
+    n = 0
+    while n < max(runs, 2 * len(sessions)) or (time.perf_counter() - start < min_seconds and n < max_runs):
+        t = clock()
+        sessions[n % len(sessions)].run(None, feeds)
+        times.append(clock() - t)
+        t = clock()
+        ref.run(None, ref_feeds)
+        ref_times.append(clock() - t)
+        n += 1
+    return float(np.median(times)), float(np.median(ref_times))
+
+
+def cache_bytes():
+    """The largest CPU cache sysfs reports (the last level), in bytes; 0 when it reports none."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            with open(os.path.join(base, entry, "size")) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best
+
+
+STREAMED_MIN_BYTES = 64 * 1024  # kStreamedWeightMinBytes (optimizer/engine/cost_model.h)
+
+
+def streamed_copies(model_bytes, cache, rng):
+    """Copies of a one-node model whose initializers of at least STREAMED_MIN_BYTES get new random values,
+    as many as fill twice the cache (at least 4, at most 256)."""
+    model = onnx.load_from_string(model_bytes)
+    weights = [t for t in model.graph.initializer if onnx.numpy_helper.to_array(t).nbytes >= STREAMED_MIN_BYTES]
+    per_copy = sum(onnx.numpy_helper.to_array(t).nbytes for t in weights)
+    count = min(256, max(4, -(-2 * cache // max(per_copy, 1))))
+    copies = []
+    for _ in range(count):
+        for t in weights:
+            shape = list(t.dims)
+            t.CopyFrom(onnx.numpy_helper.from_array(rng.uniform(-1, 1, shape).astype(np.float32), t.name))
+        copies.append(model.SerializeToString())
+    return copies
+
+
 # The calling thread's CPU time: with one intra-op thread onnxruntime computes on the thread that calls run,
 # and a run the scheduler interrupts (every run of an operator longer than a time slice, on a loaded machine)
 # is not charged for the time another process had the core.
@@ -142,10 +200,25 @@ def floats(name, shape, rng):
     return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.uniform(0.5, 1.5, shape).astype(np.float32).ravel())
 
 
+# A 2-d matmul, the add after it and the activation after that as onnxruntime runs them (MatMulAddFusion,
+# GemmActivationFusion): kind -> the activation of its FusedGemm (None: a plain Gemm).
+GEMM_2D = {"Gemm2d": None, "FusedGemmRelu": "Relu", "FusedGemmTanh": "Tanh", "FusedGemmSigmoid": "Sigmoid"}
+
+
 def fused_kernel(kind, shapes, rng):
     """A model of the kernel onnxruntime runs for a fused unit, timed at ORT_DISABLE_ALL like any node: the
     contrib operator itself; for MatMulAddFusion's Gemm the Reshape, Gemm, Reshape it writes around it; a
-    FusedMatMul of the two operands as the matmul reads them (its absorbed transposes not modelled)."""
+    FusedMatMul of the two operands as the matmul reads them (its absorbed transposes not modelled); for a
+    2-d Gemm the Gemm (or FusedGemm) of the operand, the weight and the added tensor."""
+    if kind in GEMM_2D:
+        (m, k), (_, n), c = shapes
+        act = GEMM_2D[kind]
+        if act:
+            node = helper.make_node("FusedGemm", ["a", "w", "c"], ["y"], domain="com.microsoft", activation=act)
+        else:
+            node = helper.make_node("Gemm", ["a", "w", "c"], ["y"])
+        return fused_model([node], [("a", [m, k]), ("c", list(c))], ("y", [m, n]), [floats("w", [k, n], rng)],
+                           "com.microsoft" if act else "")
     if kind == "Gemm":
         (m, k), (_, n) = shapes
         ints = helper.make_tensor("in2d", TensorProto.INT64, [2], [m, k])
@@ -211,6 +284,8 @@ def main():
     p.add_argument("--eqsat", default=os.path.join(ROOT, "build", "bin", "eqsat-run"))
     p.add_argument("--eqsat-args", default="", help="more eqsat-run options (limits, --rules ...)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cache-bytes", type=int, default=None,
+                   help="last-level cache size to record (default: the largest cache sysfs reports)")
     p.add_argument("--refresh", action="store_true",
                    help="time every node of the models' e-graphs again, replacing the entries the DB has")
     a = p.parse_args()
@@ -222,6 +297,11 @@ def main():
     db["timing"]["repeats"] = a.runs
     db["timing"]["statistic"] = "min thread CPU time, less the min of a reference session alternated with it"
     db["timing"]["min_seconds"] = 0.05
+    db["timing"]["streamed_statistic"] = ("median thread CPU time over copies with different weights taken in turn, "
+                                          "less the median of a reference session alternated with them")
+    cache = a.cache_bytes if a.cache_bytes is not None else cache_bytes()
+    if cache:
+        db["cache_bytes"] = cache
     save_db(db, a.db)
     overhead, per_node, per_input = run_overhead(a.runs, rng)
     db["session_input_overhead_ms"] = per_input * 1e3
@@ -248,7 +328,7 @@ def main():
                 db_arg = a.db
                 if a.refresh:
                     db_arg = os.path.join(scratch, f"refresh-{round_}.json")
-                    fused_keys = {k for k in timed if k.startswith("ort:")}
+                    fused_keys = {k for k in timed if k.startswith(("ort:", "streamed:ort:"))}
                     save_db({**db, "entries": {k: v for k, v in timed.items() if k not in fused_keys},
                              "fused_entries": {k: timed[k] for k in fused_keys}}, db_arg)
                 cmd = [a.eqsat, *source, "--cost", f"db:{db_arg}", "--cost-misses", work, "-q",
@@ -261,22 +341,33 @@ def main():
                 with open(os.path.join(work, "index.json")) as f:
                     index = json.load(f)
                 nodes = index["nodes"]
-                def time_model(model_bytes):
+                def time_model(model_bytes, copies=None):
+                    """copies: the same node with other weights, for a streamed entry."""
                     sess = session(model_bytes)
                     n_in = len(sess.get_inputs())
                     if n_in not in refs:
                         refs[n_in] = session(sum_of_inputs(n_in) if n_in > 1 else identity_chain(1))
-                    t, ref = op_seconds_against(sess, refs[n_in], a.runs, rng)
+                    if copies:
+                        if not cache:
+                            raise SystemExit("ort_cost_db: error: eqsat-run asked for streamed entries but the cache "
+                                             "size is unknown (pass --cache-bytes)")
+                        t, ref = op_seconds_streamed([session(c) for c in copies], refs[n_in], a.runs, rng)
+                    else:
+                        t, ref = op_seconds_against(sess, refs[n_in], a.runs, rng)
                     return max(t - ref + per_node, per_node) * 1e3
                 for k, node in enumerate(nodes):
                     with open(os.path.join(work, node["file"]), "rb") as f:
-                        db["entries"][node["key"]] = time_model(f.read())
+                        model_bytes = f.read()
+                    copies = streamed_copies(model_bytes, cache, rng) if node.get("streamed") else None
+                    db["entries"][node["key"]] = time_model(model_bytes, copies)
                     timed[node["key"]] = db["entries"][node["key"]]
                     if (k + 1) % 50 == 0:
                         print(f"  {model}: {k + 1}/{len(nodes)} nodes timed", file=sys.stderr)
                 fused = index.get("fused", [])  # absent from an older eqsat-run's index
                 for unit in fused:
-                    db.setdefault("fused_entries", {})[unit["key"]] = time_model(fused_kernel(unit["kind"], unit["shapes"], rng))
+                    kernel = fused_kernel(unit["kind"], unit["shapes"], rng)
+                    copies = streamed_copies(kernel, cache, rng) if unit.get("streamed") else None
+                    db.setdefault("fused_entries", {})[unit["key"]] = time_model(kernel, copies)
                     timed[unit["key"]] = db["fused_entries"][unit["key"]]
                 save_db(db, a.db)
                 print(f"ort_cost_db: {model}: pass {round_}: {len(nodes)} new nodes and {len(fused)} fused units "

@@ -48,9 +48,13 @@ if [[ -x $root/.venv/bin/python && ${TEQ_MEASURE:-1} != 0 ]]; then
     cat <<'TEXT'
 **Why the CPU runtime cannot profit.** On onnxruntime's CPU execution provider (one thread) a matmul or
 convolution costs its multiply-adds and the bytes it reads, and a merge changes neither: the merged GEMM does
-the same multiply-adds over the same weights (NasRNN's 80 matrix-vector products stream 80 MB of weights
-however they are grouped; BERT's Q, K and V projections are 3 x 67 M multiply-adds merged or not). What a
-merge saves is nodes, and a node's dispatch costs about 1.6 µs here (bench/fit_cpu_profile.py), microseconds
+the same multiply-adds over the same weights (NasRNN's 80 matrix-vector products read 84 MB of weights from
+memory, more than the 32 MiB cache holds, however they are grouped: 56-60 µs for each 1 MB weight in the model
+against 19 µs timed alone with the weight in cache; BERT's Q, K and V projections are 3 x 67 M multiply-adds
+merged or not). Merging `x W1 + y W2` also loses what onnxruntime does with it: a MatMul and its Add are one
+Gemm there, with the tanh or sigmoid after it fused in (FusedGemm), and `[x y] [W1; W2]` is a bare MatMul and
+a separate activation. The cost models price both (docs/cost-model.md, "Weights read from memory"), so the
+ORT DB and `analytical:cpu-ort` leave NasRNN as it is. What a merge saves is nodes, and a node's dispatch costs about 1.6 µs here (bench/fit_cpu_profile.py), microseconds
 against milliseconds; what it adds is a Slice per output, which onnxruntime runs as a copy, and for SqueezeNet's
 enlarge + merge a zero-padded kernel, +48% multiply-adds that the CPU pays in full. The same rewrites pay on a
 GPU at batch 1, where a launch costs microseconds and a larger GEMM reaches more of the peak; measuring that

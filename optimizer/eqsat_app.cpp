@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <optional>
 #include <set>
 
@@ -149,14 +150,15 @@ void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::
     } catch (const std::exception& e) {
       throw EqsatError("--cost-misses: cannot write a model for " + key.text + ": " + e.what(), 3);
     }
-    nodes.push_back({{"file", file}, {"key", key.text}});
+    nodes.push_back({{"file", file}, {"key", key.text}, {"streamed", key.streamed}});
   }
   std::ofstream index(dir / "index.json");
   if (!index) throw EqsatError("--cost-misses: cannot write " + (dir / "index.json").string());
   // Fused units as onnxruntime runs them: bench/ort_cost_db.py builds and times the fused kernel itself.
   nlohmann::json fused = nlohmann::json::array();
   for (const FusedUnit& unit : cost.missed_fused())
-    fused.push_back({{"key", unit.key}, {"kind", ort_fusion_name(unit.kind)}, {"shapes", unit.shapes}});
+    fused.push_back({{"key", unit.key}, {"kind", ort_fusion_name(unit.kind)}, {"shapes", unit.shapes},
+                     {"streamed", unit.streamed}});
   index << nlohmann::json{{"nodes", nodes}, {"fused", fused}}.dump(2) << "\n";
   if (log)
     *log << "  cost DB misses: " << nodes.size() << " one-node models in " << dir.string() << " (" << skipped
@@ -188,10 +190,11 @@ std::vector<fs::path> rule_files(const EqsatConfig& config, const fs::path& corp
   return {corpus_dir / "rules.json"};
 }
 
-std::unique_ptr<CostModel> load_cost_model(const EqsatConfig& config, const fs::path& corpus_dir) {
+std::unique_ptr<CostModel> load_cost_model(const EqsatConfig& config, const fs::path& corpus_dir,
+                                           const ModelFootprint& footprint) {
   std::unique_ptr<CostModel> cost;
   try {
-    cost = make_cost_model(config.cost, corpus_dir);
+    cost = make_cost_model(config.cost, corpus_dir, footprint);
   } catch (const std::exception& e) {
     throw EqsatError(std::string("--cost: ") + e.what());
   }
@@ -377,6 +380,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"optimized_cost", r.optimized_cost},
                       {"speedup", speedup},
                       {"cost_model", f.cost.name()},
+                      {"weights_streamed", f.cost.streams_weights()},
                       {"saturation_cost", f.plan.claimed_cost},
                       {"exported_cost", f.plan.exported_cost},
                       {"kept_original", f.plan.kept_original},
@@ -493,10 +497,14 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   RuleCorpus rules = load_rule_files(rule_paths);
   const size_t reversed = config.both_ways ? add_reversed_rules(rules) : 0;
   if (config.both_ways) rules_text += " (+" + std::to_string(reversed) + " reversed)";
-  const std::unique_ptr<CostModel> cost = load_cost_model(config, corpus_dir);
+  // Built once before the model is read, so that a wrong --cost fails before a large model is loaded, and
+  // again for the model: whether its weights outgrow the cache the cost model knows of.
+  std::unique_ptr<CostModel> cost = load_cost_model(config, corpus_dir, {});
 
   result.model = load_model(config);
   const onnx_io::OnnxModel& model = result.model;
+  const ModelFootprint footprint{.weight_bytes = weight_bytes(model.graph)};
+  if (footprint.weight_bytes > 0) cost = load_cost_model(config, corpus_dir, footprint);
   const std::string model_name = config.builtin.empty() ? config.model.string() : config.builtin;
   if (log) {
     *log << "eqsat-run: " << model_name << ": " << model.graph.num_ops() << " operators ("
@@ -504,6 +512,10 @@ EqsatResult optimize_model(const EqsatConfig& config) {
          << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name() << "\n";
     for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
     for (const std::string& f : model.folded) *log << "  import: " << f << "\n";
+    if (cost->streams_weights())
+      *log << "  cost: " << std::fixed << std::setprecision(1) << footprint.weight_bytes / 1e6 << std::defaultfloat
+           << " MB of weights outgrow the cache " << cost->name()
+           << " knows of: weights are priced as read from memory on every run\n";
   }
 
   OptimizeReport& r = result.report;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +33,7 @@ struct Graph {
   std::vector<double> raw_cost;     // the cost model's figure (0 for leaves)
   std::vector<bool> precomputable;  // depends only on weights and constants: free at run time
   std::vector<bool> anchor;         // a fusion anchor (cost_model.h): a conv's or 2-d matmul's output
+  std::vector<bool> added;          // an added anchor (cost_model.h): an add epilogue of one
   std::vector<bool> epilogue;       // a bias add or relu a fusing runtime runs inside its anchor's kernel
   double cost = 0;
   uint64_t hash = 0;
@@ -168,25 +171,26 @@ class Rewriter {
     ExprId id = out_.expr.add(std::move(node));
     if (out_.expr.size() == before) return id;  // an equal node exists already (shared subterm)
     const ExprNode& n = out_.expr[id];
+    std::vector<OperandFacts> operands;
+    std::vector<Shape> in;
+    for (ExprId ch : n.children) {
+      operands.push_back({out_.precomputable[ch.value], out_.anchor[ch.value], out_.added[ch.value]});
+      in.push_back(out_.shapes[ch.value]);
+    }
     double c = 0;
-    if (known_cost) {
+    if (known_cost && !std::isnan(*known_cost)) {
       c = *known_cost;
     } else if (!is_leaf(n.op)) {
-      std::vector<Shape> in;
-      for (ExprId ch : n.children) in.push_back(out_.shapes[ch.value]);
       c = std::max(0.0, cost_.node_cost(n.op, n.attrs, in, shape));
+      // Weights read from memory, as node_cost_in_context charges them (a model larger than the cache).
+      if (cost_.streams_weights()) c += cost_.weight_stream_penalty(n.op, n.attrs, in, shape, operands);
     }
     out_.shapes.push_back(shape);
     out_.raw_cost.push_back(c);
     out_.precomputable.push_back(precomputable_node(n, out_.precomputable));
-    std::vector<OperandFacts> operands;
-    std::vector<Shape> in;
-    for (ExprId ch : n.children) {
-      operands.push_back({out_.precomputable[ch.value], out_.anchor[ch.value]});
-      in.push_back(out_.shapes[ch.value]);
-    }
     out_.anchor.push_back(is_fusion_anchor(n.op, n.attrs, in, operands));
-    out_.epilogue.push_back(is_fused_epilogue(n.op, operands));
+    out_.added.push_back(is_added_anchor(n.op, operands));
+    out_.epilogue.push_back(is_fused_epilogue(n.op, operands, cost_.fuses_tanh_sigmoid()));
     return id;
   }
 
@@ -270,16 +274,11 @@ Graph canonical_input(const Expr& graph, const CostModel& cost) {
   g.expr = graph;
   g.shapes = infer_shapes(graph, {});
   for (size_t i = 0; i < graph.size(); ++i) {
-    const ExprNode& n = graph.nodes()[i];
-    double c = 0;
-    if (!is_leaf(n.op)) {
-      std::vector<Shape> in;
-      for (ExprId ch : n.children) in.push_back(g.shapes[ch.value]);
-      c = std::max(0.0, cost.node_cost(n.op, n.attrs, in, g.shapes[i]));
-    }
-    g.raw_cost.push_back(c);
-    g.precomputable.push_back(false);  // these three are recomputed by the canonical copy
+    // Not priced yet: the canonical copy prices each node with its operands' facts (weight_stream_penalty).
+    g.raw_cost.push_back(std::numeric_limits<double>::quiet_NaN());
+    g.precomputable.push_back(false);  // these four are recomputed by the canonical copy
     g.anchor.push_back(false);
+    g.added.push_back(false);
     g.epilogue.push_back(false);
   }
   return *Rewriter(g, cost).run(nullptr, nullptr);

@@ -41,6 +41,14 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
   p.fp16_tensor_tflops = field(j, origin, "fp16_tensor_tflops", true);
   p.memory_bandwidth_gbs = field(j, origin, "memory_bandwidth_gbs", false);
   p.launch_overhead_us = field(j, origin, "launch_overhead_us", true);
+  if (j.contains("cache_bytes") || j.contains("weight_stream_gbs")) {
+    p.cache_bytes = field(j, origin, "cache_bytes", false);
+    p.weight_stream_gbs = field(j, origin, "weight_stream_gbs", false);
+  }
+  if (auto f = j.find("fuses_tanh_sigmoid"); f != j.end()) {
+    if (!f->is_boolean()) throw DeviceProfileError(origin + ": fuses_tanh_sigmoid: not true or false");
+    p.fuses_tanh_sigmoid = f->get<bool>();
+  }
   if (auto s = j.find("sources"); s != j.end() && s->is_array())
     for (const auto& src : *s)
       if (src.is_string()) p.sources.push_back(src.get<std::string>());
@@ -87,8 +95,10 @@ OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const S
   return w;
 }
 
-AnalyticalCostModel::AnalyticalCostModel(DeviceProfile profile, Precision precision)
+AnalyticalCostModel::AnalyticalCostModel(DeviceProfile profile, Precision precision, ModelFootprint footprint)
     : profile_(std::move(profile)), precision_(precision) {
+  streams_weights_ = profile_.cache_bytes > 0 && profile_.weight_stream_gbs > 0 &&
+                     footprint.weight_bytes > profile_.cache_bytes;
   scalar_peak_ = profile_.fp32_tflops * 1e12;
   tensor_peak_ = scalar_peak_;
   if (precision_ == Precision::Tf32) {
@@ -128,6 +138,23 @@ double AnalyticalCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const
     t += node_cost(*activation_op(act), {}, std::span<const Shape>(out, 1), output);
   }
   return t;
+}
+
+double AnalyticalCostModel::weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                                                 const Shape& output, std::span<const OperandFacts> operands) const {
+  if (!streams_weights_) return 0;
+  double streamed = 0;
+  for (size_t k = 0; k < inputs.size() && k < operands.size(); ++k) {
+    const double bytes = elements(inputs[k]) * bytes_per_element_;
+    if (operands[k].precomputable && bytes >= kStreamedWeightMinBytes) streamed += bytes;
+  }
+  if (streamed == 0) return 0;
+  const OpWork w = op_work(op, attrs, inputs, output, bytes_per_element_);
+  if (!w.launches_kernel) return 0;
+  const double compute = w.flops / (w.tensor_core ? tensor_peak_ : scalar_peak_);
+  const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
+  const double extra = streamed / (profile_.weight_stream_gbs * 1e9) - streamed / (profile_.memory_bandwidth_gbs * 1e9);
+  return std::max(compute, memory + extra) - std::max(compute, memory);
 }
 
 }  // namespace teq

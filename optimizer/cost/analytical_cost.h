@@ -1,6 +1,8 @@
 // AnalyticalCostModel: a roofline estimate of each operator's GPU time from a device profile
 // (corpus/devices/<name>.json: peak FLOP/s, memory bandwidth, launch overhead):
-//   time = max(FLOPs / peak, bytes moved / bandwidth) + launch overhead,   0 for views (reshape, split, noop).
+//   time = max(FLOPs / peak, bytes moved / bandwidth) + launch overhead,   0 for views (reshape, split, noop),
+// where a weight operand of a model whose weights outgrow the cache moves at the profile's weight_stream_gbs
+// (weight_stream_penalty).
 // Operator work (FLOPs and bytes) is counted here, from shapes only. Making weight-only work free is the
 // optimizer's job (it is precomputed at load time), not this model's. The factory is in cost_models.h.
 #pragma once
@@ -23,6 +25,12 @@ struct DeviceProfile {
   double fp16_tensor_tflops = 0;
   double memory_bandwidth_gbs = 0;
   double launch_overhead_us = 0;
+  /// Optional, 0 when the profile lacks them: the last-level cache, and the rate at which a node reads a
+  /// weight from memory in a model whose weights outgrow that cache (ModelFootprint, streams_weights).
+  double cache_bytes = 0;
+  double weight_stream_gbs = 0;
+  /// The runtime also fuses a tanh or sigmoid after a biased conv or Gemm (CostModel::fuses_tanh_sigmoid).
+  bool fuses_tanh_sigmoid = false;
   std::vector<std::string> sources;  // the data sheets the figures come from
 };
 
@@ -54,13 +62,21 @@ OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const S
 
 class AnalyticalCostModel final : public CostModel {
  public:
-  explicit AnalyticalCostModel(DeviceProfile profile, Precision precision = Precision::Fp32);
+  /// `footprint`: the model priced; its weights are read at weight_stream_gbs when they outgrow the profile's
+  /// cache_bytes (a profile without those fields prices every weight cache-resident).
+  explicit AnalyticalCostModel(DeviceProfile profile, Precision precision = Precision::Fp32,
+                               ModelFootprint footprint = {});
   /// "analytical:h200", with ":tf32" or ":fp16" appended for those precisions.
   std::string name() const override;
   /// Seconds.
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
   /// onnxruntime, cuDNN and TensorRT all run a convolution's bias add and relu in its kernel.
   bool fuses_epilogues() const override { return true; }
+  bool streams_weights() const override { return streams_weights_; }
+  bool fuses_tanh_sigmoid() const override { return profile_.fuses_tanh_sigmoid; }
+  /// The roofline again with the weight operands' bytes read at weight_stream_gbs, less node_cost's.
+  double weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
+                               std::span<const OperandFacts> operands) const override;
   const DeviceProfile& profile() const { return profile_; }
 
  private:
@@ -69,6 +85,7 @@ class AnalyticalCostModel final : public CostModel {
   double tensor_peak_ = 0;  // FLOP/s for tensor-core operators at this precision
   double scalar_peak_ = 0;  // FLOP/s for everything else
   double bytes_per_element_ = 4;
+  bool streams_weights_ = false;
 };
 
 }  // namespace teq

@@ -29,7 +29,8 @@ std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_di
   return specs;
 }
 
-std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir) {
+std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
+                                           const ModelFootprint& footprint) {
   if (spec == "flops") return std::make_unique<FlopCostModel>();
   // The measured model times nodes on the GPU (or reads a cost DB); misses fall back to the default
   // analytical model of this corpus, so a DB from one machine works on any other.
@@ -42,7 +43,8 @@ std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::fil
     // The DB names the model for the nodes it lacks (a CPU DB falls back to the CPU profile, say).
     const std::filesystem::path file(spec.substr(3));
     const std::string fallback = CostDb::load(file).fallback;
-    return make_db_cost_model(file, make_cost_model(fallback.empty() ? kDefaultCostSpec : fallback, corpus_dir));
+    return make_db_cost_model(file, make_cost_model(fallback.empty() ? kDefaultCostSpec : fallback, corpus_dir, footprint),
+                              footprint);
   }
   std::string_view rest = spec;
   if (rest == "analytical") rest = kDefaultCostSpec;
@@ -59,7 +61,7 @@ std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::fil
   const std::filesystem::path file = corpus_dir / "devices" / (device + ".json");
   if (device.empty() || !std::filesystem::exists(file))
     unknown(spec, corpus_dir, "no device profile " + file.string());
-  return std::make_unique<AnalyticalCostModel>(load_device_profile(file), precision);
+  return std::make_unique<AnalyticalCostModel>(load_device_profile(file), precision, footprint);
 }
 
 }  // namespace teq

@@ -21,10 +21,12 @@ namespace teq {
 /// The spec eqsat-run and the report use when none is given.
 inline constexpr std::string_view kDefaultCostSpec = "analytical:h200";
 
-/// Builds the cost model for `spec`. `corpus_dir` is the corpus folder (holding devices/*.json).
+/// Builds the cost model for `spec`. `corpus_dir` is the corpus folder (holding devices/*.json); `footprint`
+/// describes the model it will price (whose weights may outgrow the cache the model knows of).
 /// Throws std::invalid_argument with a message that lists the valid specs for an unknown one;
 /// DeviceProfileError for a broken profile file; GpuUnavailableError / CostDbError as above.
-std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir);
+std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
+                                           const ModelFootprint& footprint = {});
 
 /// The specs make_cost_model accepts with this corpus folder, for help texts and error messages.
 std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir);

@@ -75,6 +75,7 @@ nlohmann::json CostDb::to_json() const {
           {"fallback", fallback},
           {"entries", entries}};
   if (!fused_ms.empty()) j["fused_entries"] = fused_ms;  // absent otherwise: the file as before the field
+  if (cache_bytes > 0) j["cache_bytes"] = cache_bytes;
   return j;
 }
 
@@ -119,9 +120,15 @@ CostDb CostDb::from_json(const nlohmann::json& j, const std::string& origin) {
     db.warmup = j["timing"].value("warmup", 0);
     db.repeats = j["timing"].value("repeats", 0);
   }
+  if (j.contains("cache_bytes")) {
+    if (!j["cache_bytes"].is_number() || j["cache_bytes"].get<double>() < 0)
+      throw fail("\"cache_bytes\" must be a non-negative number of bytes");
+    db.cache_bytes = j["cache_bytes"].get<double>();
+  }
   db.entries_ms = read_ms_table(j, "entries", "entry", {}, fail);
   if (j.contains("fused_entries"))
-    db.fused_ms = read_ms_table(j, "fused_entries", "fused entry", [](const std::string& key) {
+    db.fused_ms = read_ms_table(j, "fused_entries", "fused entry", [](std::string_view key) {
+      if (key.starts_with(kStreamedKeyPrefix)) key.remove_prefix(kStreamedKeyPrefix.size());
       return parse_fused_unit_key(key) ? std::string() : "not a fused unit key (" + fused_unit_key_forms() + ")";
     }, fail);
   return db;
@@ -177,7 +184,7 @@ MeasuredCostModel::~MeasuredCostModel() {
 double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
                                     const Shape& output) const {
   if (is_leaf(op)) return 0;
-  const CostKey key = canonical_cost_key(op, attrs, inputs);
+  const CostKey key = lookup_key(op, attrs, inputs);
   std::unique_lock lock(mutex_);
   ++stats_.lookups;
   auto use_fallback = [&]() -> double {
@@ -213,12 +220,40 @@ double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const S
   return use_fallback();
 }
 
+CostKey MeasuredCostModel::lookup_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs) const {
+  CostKey key = canonical_cost_key(op, attrs, inputs);
+  if (const std::optional<size_t> k = weight_operand(key.op, key.inputs); config_.streams_weights && k &&
+      4.0 * static_cast<double>(num_elements(key.inputs[*k])) >= kStreamedWeightMinBytes) {
+    key.streamed = true;
+    key.text = std::string(kStreamedKeyPrefix) + key.text;
+  }
+  return key;
+}
+
+double MeasuredCostModel::weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
+                                                const Shape& output, std::span<const OperandFacts> operands) const {
+  if (!config_.streams_weights || !fallback_ || is_leaf(op)) return 0;
+  std::vector<OperandFacts> uncovered(operands.begin(), operands.end());
+  if (const CostKey key = lookup_key(op, attrs, inputs); key.streamed) {
+    std::unique_lock lock(mutex_);
+    // The entry timed the weight operand cold (the canonical key keeps the operands in place).
+    if (db_.entries_ms.contains(key.text))
+      if (const std::optional<size_t> k = weight_operand(op, inputs); k && *k < uncovered.size())
+        uncovered[*k].precomputable = false;
+  }
+  return fallback_->weight_stream_penalty(op, attrs, inputs, output, uncovered);
+}
+
 std::vector<PricedUnit> MeasuredCostModel::fused_units(const Expr& graph, std::span<const Shape> shapes,
                                                        const std::vector<bool>& precomputable) const {
   std::vector<PricedUnit> priced;
   // Timing on this GPU (--cost measured): the runtime is ours, node by node, not onnxruntime.
   if (timer_) return priced;
   for (FusedUnit& unit : find_ort_fusions(graph, shapes, precomputable)) {
+    if (config_.streams_weights && unit.weight_bytes >= kStreamedWeightMinBytes) {
+      unit.streamed = true;
+      unit.key = std::string(kStreamedKeyPrefix) + unit.key;
+    }
     std::unique_lock lock(mutex_);
     if (auto it = db_.fused_ms.find(unit.key); it != db_.fused_ms.end()) {
       ++stats_.fused_hits;
@@ -265,10 +300,13 @@ void MeasuredCostModel::save() const {
 }
 
 std::unique_ptr<MeasuredCostModel> make_db_cost_model(const std::filesystem::path& file,
-                                                      std::unique_ptr<const CostModel> fallback) {
+                                                      std::unique_ptr<const CostModel> fallback,
+                                                      const ModelFootprint& footprint) {
   CostDb db = CostDb::load(file);
-  return std::make_unique<MeasuredCostModel>(std::move(db), NodeTimer{}, std::move(fallback),
-                                             MeasuredCostModel::Config{.name = "db:" + file.string(), .save_path = {}});
+  const bool streams = db.cache_bytes > 0 && footprint.weight_bytes > db.cache_bytes;
+  return std::make_unique<MeasuredCostModel>(
+      std::move(db), NodeTimer{}, std::move(fallback),
+      MeasuredCostModel::Config{.name = "db:" + file.string(), .save_path = {}, .streams_weights = streams});
 }
 
 nlohmann::json LatencyComparison::to_json() const {

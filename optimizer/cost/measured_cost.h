@@ -19,6 +19,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "optimizer/cost/ort_fusions.h"
@@ -49,13 +50,20 @@ struct CostKey {
   std::vector<int64_t> attrs;
   std::vector<Shape> inputs;
   std::string text;  // "conv2d|1,1,-1,-1,2|[1,64,56,56],[64,64,3,3]": op|attributes|input shapes
+  /// Priced with its weight operand read from memory (a model whose weights outgrow the DB's cache_bytes):
+  /// its own entry, the text prefixed by kStreamedKeyPrefix, timed with the weight cold.
+  bool streamed = false;
 };
+/// The prefix of a DB key (node or fused unit) timed with its weight read from memory: "streamed:matmul|...".
+inline constexpr std::string_view kStreamedKeyPrefix = "streamed:";
 CostKey canonical_cost_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs);
 
 /// The JSON cost DB: {"format": "tensor-eqsat-costs", "version": 1, "device", "precision", "unit": "ms",
 /// "timing": {...}, "entries": {key: median ms}, "fused_entries": {unit key: ms}}. "fused_entries" (optional,
 /// absent in DBs written before it) holds the kernels a runtime fuses at load time, keyed by
-/// fused_unit_key ("ort:SkipLayerNormalization|[2,16,64]", ort_fusions.h).
+/// fused_unit_key ("ort:SkipLayerNormalization|[2,16,64]", ort_fusions.h). "cache_bytes" (optional): the
+/// last-level cache of the machine measured; a key prefixed "streamed:" was timed with its weight operand
+/// read from memory, as in a model whose weights outgrow that cache (docs/cost-model.md).
 struct CostDb {
   std::string device;            // where the entries were measured, e.g. "NVIDIA H200 (sm_90, 139 GiB)"
   std::string precision = "fp32";  // "fp32" or "tf32"
@@ -65,6 +73,7 @@ struct CostDb {
   std::string fallback;
   std::map<std::string, double> entries_ms;
   std::map<std::string, double> fused_ms;  // fused units (ort_fusions.h); empty: every node priced alone
+  double cache_bytes = 0;  // 0: unknown, every weight priced cache-resident
 
   nlohmann::json to_json() const;
   /// `origin` names the source in error messages.
@@ -97,6 +106,8 @@ class MeasuredCostModel final : public CostModel {
   struct Config {
     std::string name;                  // name() for reports, e.g. "measured:NVIDIA H200" or "db:costs.json"
     std::filesystem::path save_path;   // where save() (and the destructor, if new entries) write; may be empty
+    /// Price weight operands from the DB's "streamed:" entries: the model's weights outgrow the DB's cache.
+    bool streams_weights = false;
   };
   /// `timer` empty = DB only (misses go to the fallback). `fallback` may be null: a miss then throws
   /// std::out_of_range naming the key.
@@ -106,6 +117,12 @@ class MeasuredCostModel final : public CostModel {
   std::string name() const override { return config_.name; }
   /// As the fallback model says: the DB times nodes one by one, the runtime fuses epilogues into them.
   bool fuses_epilogues() const override { return fallback_ && fallback_->fuses_epilogues(); }
+  bool streams_weights() const override { return config_.streams_weights; }
+  bool fuses_tanh_sigmoid() const override { return fallback_ && fallback_->fuses_tanh_sigmoid(); }
+  /// The fallback's penalty for the weight operands a "streamed:" entry did not time cold (all of them when
+  /// the DB lacks the node).
+  double weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
+                               std::span<const OperandFacts> operands) const override;
   /// Seconds (the DB stores milliseconds). Leaves cost 0.
   double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
   /// The units onnxruntime fuses in `graph` (find_ort_fusions) that the DB's fused_entries price; a unit it
@@ -120,6 +137,8 @@ class MeasuredCostModel final : public CostModel {
   /// Every distinct fused unit the DB had no entry for: what bench/ort_cost_db.py times next as the fused kernel.
   std::vector<FusedUnit> missed_fused() const;
   CostDb db() const;
+  /// The key node_cost looks up: canonical_cost_key, "streamed:" when the weight operand is priced cold.
+  CostKey lookup_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs) const;
   /// Writes the DB to config.save_path (no-op without one).
   void save() const;
 
@@ -157,9 +176,11 @@ GpuStatus gpu_status();
 std::unique_ptr<MeasuredCostModel> make_measured_cost_model(const GpuMeasureOptions& options,
                                                             std::unique_ptr<const CostModel> fallback,
                                                             const std::filesystem::path& cache = {});
-/// --cost db:FILE: works on any machine. Throws CostDbError for an unreadable or malformed file.
+/// --cost db:FILE: works on any machine. Throws CostDbError for an unreadable or malformed file. Weight
+/// operands are priced from "streamed:" entries when `footprint`'s weights outgrow the DB's cache_bytes.
 std::unique_ptr<MeasuredCostModel> make_db_cost_model(const std::filesystem::path& file,
-                                                      std::unique_ptr<const CostModel> fallback);
+                                                      std::unique_ptr<const CostModel> fallback,
+                                                      const ModelFootprint& footprint = {});
 
 /// End-to-end latency of one graph on the GPU, random inputs and weights (weight-only work folded).
 struct GraphLatency {

@@ -13,10 +13,19 @@ namespace {
 constexpr std::string_view kPrefix = "ort:";
 constexpr std::array kKinds = {OrtFusion::SkipLayerNormalization, OrtFusion::LayerNormalization,
                                OrtFusion::SimplifiedLayerNormalization, OrtFusion::Gelu,
-                               OrtFusion::Gemm, OrtFusion::FusedMatMul};
+                               OrtFusion::Gemm, OrtFusion::FusedMatMul, OrtFusion::Gemm2d,
+                               OrtFusion::FusedGemmRelu, OrtFusion::FusedGemmTanh, OrtFusion::FusedGemmSigmoid};
+
+bool is_2d_gemm(OrtFusion kind) {
+  return kind == OrtFusion::Gemm2d || kind == OrtFusion::FusedGemmRelu || kind == OrtFusion::FusedGemmTanh ||
+         kind == OrtFusion::FusedGemmSigmoid;
+}
 
 /// How many shapes a kind's key holds.
-size_t key_shapes(OrtFusion kind) { return kind == OrtFusion::Gemm || kind == OrtFusion::FusedMatMul ? 2 : 1; }
+size_t key_shapes(OrtFusion kind) {
+  if (is_2d_gemm(kind)) return 3;
+  return kind == OrtFusion::Gemm || kind == OrtFusion::FusedMatMul ? 2 : 1;
+}
 
 /// "[2,16,64],[64]": the shapes of a key, each non-empty.
 std::optional<std::vector<Shape>> parse_shapes(std::string_view s) {
@@ -63,6 +72,9 @@ class Matcher {
   }
   /// A bias add of a matmul of a rank-3 (or more) tensor by a weight matrix: Reshape, Gemm, Reshape.
   std::optional<FusedUnit> gemm_at(size_t add) const;
+  /// A 2-d matmul and the add of a bias or any tensor of the output's shape (or its rows or columns) as one
+  /// Gemm, the activation that is the add's one user fused in; `add` is the add.
+  std::optional<FusedUnit> gemm_2d_at(size_t add) const;
   /// A matmul of two per-run rank-3 tensors with the transposes and constant scales onnxruntime folds into
   /// it (at least one).
   std::optional<FusedUnit> fused_matmul_at(size_t mm) const;
@@ -70,7 +82,9 @@ class Matcher {
  private:
   static FusedUnit unit(OrtFusion kind, std::vector<Shape> shapes, std::vector<size_t> nodes) {
     std::string key = fused_unit_key(kind, shapes);
-    return FusedUnit{kind, std::move(shapes), std::move(nodes), std::move(key)};
+    const bool gemm = kind == OrtFusion::Gemm || is_2d_gemm(kind);
+    const double weight = gemm ? 4.0 * static_cast<double>(num_elements(shapes[1])) : 0.0;
+    return FusedUnit{kind, std::move(shapes), std::move(nodes), std::move(key), weight, false};
   }
   OpKind op(size_t i) const { return g_.nodes()[i].op; }
   bool plain_matmul(size_t i) const { return binary(i, OpKind::Matmul) && g_.nodes()[i].attrs.at(0) == 0; }
@@ -105,6 +119,10 @@ class Matcher {
   bool constant_scalar(size_t i) const {
     if (!pre_[i]) return false;
     return num_elements(shapes_[i]) <= 1 || (unary(i, OpKind::Broadcast) && num_elements(shapes_[child(i, 0)]) <= 1);
+  }
+  /// Whether `i` is a graph output: onnxruntime fuses no node whose output leaves the graph.
+  bool is_root(size_t i) const {
+    return std::ranges::any_of(g_.roots(), [&](ExprId r) { return r.value == i; });
   }
   /// The one user of `i`, when it has exactly one.
   std::optional<size_t> sole_user(size_t i) const {
@@ -204,6 +222,40 @@ std::optional<FusedUnit> Matcher::gemm_at(size_t add) const {
   return unit(OrtFusion::Gemm, {Shape{rows, a.back()}, b}, {*mm, add});
 }
 
+std::optional<FusedUnit> Matcher::gemm_2d_at(size_t add) const {
+  if (!binary(add, OpKind::EwAdd) || pre_[add]) return std::nullopt;
+  // onnxruntime fuses the MatMul that feeds only this Add (the first in its topological order when both do).
+  for (size_t side = 0; side < 2; ++side) {
+    const size_t mm = child(add, side), other = child(add, 1 - side);
+    if (!plain_matmul(mm) || pre_[mm] || sole_user(mm) != add || is_root(mm)) continue;
+    const Shape& a = shapes_[child(mm, 0)];
+    const Shape& b = shapes_[child(mm, 1)];
+    if (a.size() != 2 || b.size() != 2) continue;
+    // The exporter leaves a broadcast of the added operand to the Add's numpy broadcasting: C is its operand.
+    std::vector<size_t> members{mm, add};
+    const Shape& c = shapes_[through_broadcast(other, members)];
+    // Gemm broadcasts its C one way only: (N), (1, N), (M, 1) or (M, N).
+    const bool bias_ok = (c.size() == 1 && c[0] == b[1]) ||
+                         (c.size() == 2 && (c[0] == 1 || c[0] == a[0]) && c[1] == b[1]) ||
+                         (c.size() == 2 && c[0] == a[0] && c[1] == 1);
+    if (!bias_ok) continue;
+    OrtFusion kind = OrtFusion::Gemm2d;
+    if (const std::optional<size_t> act = sole_user(add)) {
+      const OpKind a_op = op(*act);
+      const OrtFusion fused = a_op == OpKind::Relu      ? OrtFusion::FusedGemmRelu
+                              : a_op == OpKind::Tanh    ? OrtFusion::FusedGemmTanh
+                              : a_op == OpKind::Sigmoid ? OrtFusion::FusedGemmSigmoid
+                                                        : OrtFusion::Gemm2d;
+      if (fused != OrtFusion::Gemm2d && unary(*act, a_op) && !is_root(add)) {
+        kind = fused;
+        members.push_back(*act);
+      }
+    }
+    return unit(kind, {a, b, c}, members);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view ort_fusion_name(OrtFusion kind) {
@@ -214,6 +266,10 @@ std::string_view ort_fusion_name(OrtFusion kind) {
     case OrtFusion::Gelu: return "Gelu";
     case OrtFusion::Gemm: return "Gemm";
     case OrtFusion::FusedMatMul: return "FusedMatMul";
+    case OrtFusion::Gemm2d: return "Gemm2d";
+    case OrtFusion::FusedGemmRelu: return "FusedGemmRelu";
+    case OrtFusion::FusedGemmTanh: return "FusedGemmTanh";
+    case OrtFusion::FusedGemmSigmoid: return "FusedGemmSigmoid";
   }
   return "?";
 }
@@ -239,7 +295,8 @@ std::optional<std::pair<OrtFusion, std::vector<Shape>>> parse_fused_unit_key(std
 std::string fused_unit_key_forms() {
   std::string s = "ort:KIND|[d0,d1,...] with KIND one of";
   for (OrtFusion k : kKinds) s += " " + std::string(ort_fusion_name(k));
-  return s + "; Gemm and FusedMatMul take two shapes, [M,K],[K,N] and the operands'";
+  return s + "; Gemm and FusedMatMul take two shapes, [M,K],[K,N] and the operands'; Gemm2d and FusedGemm* three, "
+             "[M,K],[K,N] and the added operand's";
 }
 
 std::vector<FusedUnit> find_ort_fusions(const Expr& graph, std::span<const Shape> shapes,
@@ -251,6 +308,7 @@ std::vector<FusedUnit> find_ort_fusions(const Expr& graph, std::span<const Shape
     std::optional<FusedUnit> u = m.layer_norm_at(i);
     if (!u) u = m.gelu_at(i);
     if (!u) u = m.gemm_at(i);
+    if (!u) u = m.gemm_2d_at(i);
     if (!u) u = m.fused_matmul_at(i);
     if (!u || std::ranges::any_of(u->nodes, [&](size_t n) { return taken[n]; })) continue;
     for (size_t n : u->nodes) taken[n] = true;

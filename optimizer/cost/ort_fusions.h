@@ -5,6 +5,8 @@
 // its `+ beta` as ReduceMean, Sub and a SimplifiedLayerNormalization (onnxruntime's RMS-norm fusion takes what
 // its layer-norm fusion leaves); the exact GELU (one gelu node here, five ONNX nodes in the file) as one Gelu;
 // a matmul of a rank-3 tensor by a weight matrix and its bias add as Reshape, Gemm, Reshape (MatMulAddFusion);
+// a 2-d matmul and the Add of a bias or any tensor of its output's shape as one Gemm (MatMulAddFusion), with a
+// Relu, Tanh or Sigmoid after it as one FusedGemm (GemmActivationFusion);
 // a batched matmul with the transposes and the constant scale of its operands as one FusedMatMul
 // (TransposeMatMulFusion, MatMulScaleFusion).
 // A cost DB prices each such unit from a timing of the fused kernel (bench/ort_cost_db.py), because a table of
@@ -26,7 +28,10 @@
 
 namespace teq {
 
-enum class OrtFusion { SkipLayerNormalization, LayerNormalization, SimplifiedLayerNormalization, Gelu, Gemm, FusedMatMul };
+enum class OrtFusion {
+  SkipLayerNormalization, LayerNormalization, SimplifiedLayerNormalization, Gelu, Gemm, FusedMatMul,
+  Gemm2d, FusedGemmRelu, FusedGemmTanh, FusedGemmSigmoid,  // a 2-d matmul + add, and an activation after it
+};
 
 /// onnxruntime's name of the fused operator, e.g. "SkipLayerNormalization".
 std::string_view ort_fusion_name(OrtFusion kind);
@@ -35,10 +40,12 @@ std::string_view ort_fusion_name(OrtFusion kind);
 struct FusedUnit {
   OrtFusion kind = OrtFusion::LayerNormalization;
   /// The normalized (or activated) tensor's shape; a Gemm's [M, K] and [K, N]; a FusedMatMul's two operands
-  /// as the matmul reads them.
+  /// as the matmul reads them; a Gemm2d's or FusedGemm's [M, K], [K, N] and its added operand's shape.
   std::vector<Shape> shapes;
   std::vector<size_t> nodes;  // indices into Expr::nodes(), the operator nodes the kernel runs
   std::string key;            // the cost DB's key: fused_unit_key(kind, shapes)
+  double weight_bytes = 0;    // the Gemm kinds: their [K, N] operand, read from memory in a large model
+  bool streamed = false;      // priced with that weight read from memory (the key then starts "streamed:")
 };
 
 /// "ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]": the kernel and its shapes.

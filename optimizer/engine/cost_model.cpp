@@ -27,8 +27,9 @@ double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, con
   }
 }
 
-bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands) {
+bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands, bool tanh_sigmoid) {
   if (op == OpKind::Relu) return operands.size() == 1 && operands[0].fusion_anchor;
+  if (op == OpKind::Tanh || op == OpKind::Sigmoid) return tanh_sigmoid && operands.size() == 1 && operands[0].added_anchor;
   // A constant scalar scale: ONNX Gemm's alpha (imported as smul), onnxruntime's MatMulScaleFusion and
   // ConvMulFusion, cuBLAS's and cuDNN's alpha.
   if (op == OpKind::Smul) return operands.size() == 2 && operands[0].fusion_anchor && operands[1].precomputable;
@@ -37,8 +38,18 @@ bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands) {
   return op == OpKind::EwAdd && operands.size() == 2 && (operands[0].fusion_anchor || operands[1].fusion_anchor);
 }
 
+bool is_added_anchor(OpKind op, std::span<const OperandFacts> operands) {
+  return op == OpKind::EwAdd && is_fused_epilogue(op, operands);
+}
+
 bool is_anchor_operator(OpKind op, std::span<const Shape> inputs) {
   return op == OpKind::Conv2d || (op == OpKind::Matmul && inputs.size() == 2 && inputs[0].size() == 2 && inputs[1].size() == 2);
+}
+
+std::optional<size_t> weight_operand(OpKind op, std::span<const Shape> inputs) {
+  if (inputs.size() < 2) return std::nullopt;
+  if (op == OpKind::Conv2d || (op == OpKind::Matmul && inputs[1].size() == 2)) return 1;
+  return std::nullopt;
 }
 
 bool is_fusion_anchor(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, std::span<const OperandFacts> operands) {
@@ -48,8 +59,10 @@ bool is_fusion_anchor(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, 
 
 double node_cost_in_context(const CostModel& cost, OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
                             const Shape& output, std::span<const OperandFacts> operands) {
-  if (cost.fuses_epilogues() && is_fused_epilogue(op, operands)) return 0;
-  return std::max(0.0, cost.node_cost(op, attrs, inputs, output));
+  if (cost.fuses_epilogues() && is_fused_epilogue(op, operands, cost.fuses_tanh_sigmoid())) return 0;
+  double c = std::max(0.0, cost.node_cost(op, attrs, inputs, output));
+  if (cost.streams_weights()) c += cost.weight_stream_penalty(op, attrs, inputs, output, operands);
+  return c;
 }
 
 double FlopCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,

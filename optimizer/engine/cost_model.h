@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 namespace teq {
 
 class Expr;
+struct OperandFacts;  // below: what a fusing runtime knows of a node's operand
 
 /// Nodes of a graph (indices into Expr::nodes()) that a runtime runs as one kernel after its own load-time
 /// fusions, and what the model charges for that kernel: onnxruntime at ORT_ENABLE_ALL runs a residual Add
@@ -22,6 +24,23 @@ struct PricedUnit {
   std::vector<size_t> nodes;
   double cost = 0;  // seconds, charged instead of the nodes' own costs
 };
+
+/// What a cost model may need to know of the whole model it prices, beyond one node's shapes. A runtime
+/// keeps a model's weights in its last-level cache between runs only when they fit there; a model whose
+/// weights outgrow it reads every weight from memory on every run, and a node whose cost is reading its
+/// weight (a matrix-vector product of an RNN cell) then costs several times what it costs timed alone,
+/// with its weight cache-hot. Models that know their cache size price weights accordingly (streams_weights).
+struct ModelFootprint {
+  double weight_bytes = 0;  // the weights a run reads (weight_bytes in extract.h); 0 = priced cache-resident
+};
+
+/// The operand of a node that real models hold as a weight, read from memory by the node on every run: a
+/// convolution's kernel, a 2-d matrix product's right operand. nullopt for every other node. (A cost DB's
+/// one-node timing models make this operand an initializer, as real models have it.)
+std::optional<size_t> weight_operand(OpKind op, std::span<const Shape> inputs);
+/// Weights smaller than this are priced cache-resident even in a model whose weights outgrow the cache: the
+/// hardware prefetcher hides the reading of a few pages, and timing them cold would need hundreds of copies.
+inline constexpr double kStreamedWeightMinBytes = 64 * 1024;
 
 class CostModel {
  public:
@@ -38,6 +57,21 @@ class CostModel {
   /// load time. Then those epilogue nodes cost nothing, in the original as in the optimized graph, and a
   /// rewrite that moves a bias add or relu away from its convolution pays for the kernel it makes.
   virtual bool fuses_epilogues() const { return false; }
+  /// Whether that runtime also runs a tanh or sigmoid in the kernel, after a bias (or other) add of a
+  /// convolution or 2-d matmul: onnxruntime's CPU FusedConv and FusedGemm do (a MatMul followed by an Add is a
+  /// Gemm there, a bare MatMul is not, so the add is required); cuDNN's fused convolution takes only relu.
+  virtual bool fuses_tanh_sigmoid() const { return false; }
+  /// Whether this model prices weight operands (weight_operand) as read from memory, because the model it
+  /// was made for (ModelFootprint) has more weights than the device's last-level cache holds.
+  virtual bool streams_weights() const { return false; }
+  /// What a node pays beyond node_cost, under streams_weights, to read its weight-only operands (operands[k].
+  /// precomputable, at least kStreamedWeightMinBytes) from memory rather than from cache. node_cost_in_context
+  /// adds it, so a weight is charged whichever operand it is (a rewrite that moves a weight from a matmul's
+  /// right operand to its left must not make its reading free).
+  virtual double weight_stream_penalty(OpKind /*op*/, AttrSpan /*attrs*/, std::span<const Shape> /*inputs*/,
+                                       const Shape& /*output*/, std::span<const OperandFacts> /*operands*/) const {
+    return 0;
+  }
   /// The fused units of `graph` this model has a price for (disjoint; `shapes` and `precomputable` are
   /// indexed like graph.nodes()). graph_cost charges each unit's cost instead of its nodes'. Extraction prices
   /// e-nodes one by one and never asks: a whole-graph pattern is judged on the graphs eqsat-run compares
@@ -52,12 +86,16 @@ class CostModel {
 struct OperandFacts {
   bool precomputable = false;  // weight-only: computed once at load time
   bool fusion_anchor = false;  // a convolution's or 2-d matmul's output, a bias or residual at most added (no activation)
+  bool added_anchor = false;   // a fusion anchor through an add epilogue: onnxruntime's Gemm, a biased conv
 };
 
 /// Whether a node is an epilogue a fusing runtime runs inside the kernel of its anchor operand: ewadd of an
 /// anchor and a bias or any other tensor (a residual: onnxruntime's FusedConv "sum" input, cuDNN's z), smul
-/// of an anchor by a constant scalar (Gemm's alpha), or relu of an anchor.
-bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands);
+/// of an anchor by a constant scalar (Gemm's alpha), relu of an anchor, and with `tanh_sigmoid`
+/// (CostModel::fuses_tanh_sigmoid) tanh or sigmoid of an added anchor.
+bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands, bool tanh_sigmoid = false);
+/// Whether a node's output is an added anchor: an add epilogue of a fusion anchor.
+bool is_added_anchor(OpKind op, std::span<const OperandFacts> operands);
 /// Whether the operator's output is one a fusing runtime adds a bias and a relu to in its kernel: a
 /// convolution or a 2-d matrix product (whatever its fused activation).
 bool is_anchor_operator(OpKind op, std::span<const Shape> inputs);

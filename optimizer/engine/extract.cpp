@@ -73,6 +73,7 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
         gather(egraph.node(n));
         if (is_fusion_anchor(egraph.node(n).op, egraph.node(n).attrs, in, operands)) {
           facts[c.value].fusion_anchor = changed = true;
+          facts[c.value].added_anchor = is_added_anchor(egraph.node(n).op, operands);
           break;
         }
       }
@@ -163,11 +164,20 @@ std::vector<bool> precomputable_nodes(const Expr& graph) {
   return precomputable;
 }
 
+double weight_bytes(const Expr& graph) {
+  const std::vector<bool> needed = reached(graph);
+  double bytes = 0;
+  for (size_t i = 0; i < graph.size(); ++i)
+    if (needed[i] && graph.nodes()[i].op == OpKind::Weight)
+      bytes += 4.0 * static_cast<double>(num_elements(Shape(graph.nodes()[i].attrs)));
+  return bytes;
+}
+
 GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
   const std::vector<Shape> shapes = infer_shapes(graph, {});
   const std::vector<bool> needed = reached(graph);
   const std::vector<bool> precomputable = precomputable_nodes(graph);
-  std::vector<bool> anchor(graph.size(), false);
+  std::vector<bool> anchor(graph.size(), false), added(graph.size(), false);
   std::vector<double> node_costs(graph.size(), 0.0);
   std::vector<Shape> in;
   std::vector<OperandFacts> operands;
@@ -177,9 +187,10 @@ GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
     operands.clear();
     for (ExprId c : n.children) {
       in.push_back(shapes[c.value]);
-      operands.push_back({precomputable[c.value], anchor[c.value]});
+      operands.push_back({precomputable[c.value], anchor[c.value], added[c.value]});
     }
     anchor[i] = !is_leaf(n.op) && is_fusion_anchor(n.op, n.attrs, in, operands);
+    added[i] = !is_leaf(n.op) && is_added_anchor(n.op, operands);
     if (!needed[i] || is_leaf(n.op) || precomputable[i]) continue;
     node_costs[i] = node_cost_in_context(cost, n.op, n.attrs, in, shapes[i], operands);
   }

@@ -64,6 +64,8 @@ double graph_cost(const Expr& graph, const CostModel& cost);
 
 /// Which nodes depend on weights and constants only (computed once at load time), indexed like graph.nodes().
 std::vector<bool> precomputable_nodes(const Expr& graph);
+/// The bytes of the weight leaves the roots of `graph` reach (fp32): ModelFootprint::weight_bytes.
+double weight_bytes(const Expr& graph);
 
 /// Both sums of graph_cost: `fused` is what graph_cost returns, `unfused` prices every node alone (what the
 /// runtime runs without its load-time fusions: onnxruntime at ORT_DISABLE_ALL under a DB measured there).

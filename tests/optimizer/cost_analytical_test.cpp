@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "optimizer/cost/analytical_cost.h"
 #include "optimizer/cost/cost_models.h"
 #include "optimizer/engine/extract.h"  // graph_cost
@@ -267,6 +269,65 @@ TEST(CostModelFactory, DbSpecReadsACostDbAndFallsBackToTheAnalyticalModel) {
                    analytical->node_cost(OpKind::Relu, {}, std::vector<Shape>{x}, x));
   std::filesystem::remove(file);
   EXPECT_THROW(make_cost_model("db:" + file.string(), kCorpus), CostDbError);
+}
+
+/// The CPU profile (cache_bytes, weight_stream_gbs, fuses_tanh_sigmoid) made for a model of `weight_mb`.
+std::unique_ptr<CostModel> cpu_ort_for(double weight_mb) {
+  return make_cost_model("analytical:cpu-ort", kCorpus, ModelFootprint{.weight_bytes = weight_mb * 1e6});
+}
+
+TEST(AnalyticalCost, WeightsOfAModelLargerThanTheCacheAreReadFromMemory) {
+  // An RNN cell's matrix-vector product reads its 1 MB weight: from cache in a small model, from memory in a
+  // model whose weights outgrow the profile's cache (NasRNN's 84 MB), where it costs several times more.
+  const DeviceProfile p = load_device_profile(kCorpus / "devices" / "cpu-ort.json");
+  ASSERT_GT(p.cache_bytes, 0);
+  ASSERT_GT(p.weight_stream_gbs, 0);
+  const std::unique_ptr<CostModel> small = cpu_ort_for(p.cache_bytes / 2e6), large = cpu_ort_for(p.cache_bytes / 5e5);
+  EXPECT_FALSE(small->streams_weights());
+  EXPECT_TRUE(large->streams_weights());
+  const std::string mv = "(matmul 0 (input x 1 512) (weight w 512 512))";
+  const double cached = graph(*small, mv), streamed = graph(*large, mv);
+  EXPECT_DOUBLE_EQ(graph(*large, "(matmul 0 (input x 1 512) (input w 512 512))"), cached);  // a per-run operand
+  EXPECT_GT(streamed, 2 * cached);
+  EXPECT_NEAR(streamed - p.launch_overhead_us * 1e-6, 512 * 512 * 4 / (p.weight_stream_gbs * 1e9), 1e-6);
+  // The weight is read whichever operand it is: w^T x^T reads it as much as x w does.
+  EXPECT_NEAR(graph(*large, "(matmul 0 (weight w 512 512) (input x 512 1))"), streamed, 1e-9);
+  // A small weight (below kStreamedWeightMinBytes) is priced cache-resident either way.
+  const std::string tiny = "(matmul 0 (input x 1 64) (weight w 64 64))";
+  EXPECT_DOUBLE_EQ(graph(*large, tiny), graph(*small, tiny));
+  // A profile without the fields (the GPU data sheets) never streams.
+  EXPECT_FALSE(make_cost_model("analytical:h200", kCorpus, ModelFootprint{.weight_bytes = 1e12})->streams_weights());
+}
+
+TEST(AnalyticalCost, OnnxRuntimeFusesTanhAndSigmoidAfterAGemmNotAfterABareMatmul) {
+  // onnxruntime's CPU FusedGemm runs the activation of a MatMul + Add; a MatMul alone is no Gemm, and the
+  // GPU profiles' runtimes (cuDNN's fused convolution) fuse only relu.
+  const std::unique_ptr<CostModel> cpu = cpu_ort_for(0), gpu = make_cost_model("analytical:h200", kCorpus);
+  const std::string gemm = "(ewadd (matmul 0 (input x 1 512) (weight w 512 512)) (input y 1 512))";
+  const std::string bare = "(matmul 0 (input x 1 512) (weight w 512 512))";
+  for (const char* act : {"tanh", "sigmoid"}) {
+    EXPECT_DOUBLE_EQ(graph(*cpu, "(" + std::string(act) + " " + gemm + ")"), graph(*cpu, gemm)) << act;
+    EXPECT_GT(graph(*cpu, "(" + std::string(act) + " " + bare + ")"), graph(*cpu, bare)) << act;
+    EXPECT_GT(graph(*gpu, "(" + std::string(act) + " " + gemm + ")"), graph(*gpu, gemm)) << act;
+  }
+}
+
+TEST(DeviceProfiles, StreamingFieldsComeTogether) {
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "teq_stream_profile.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kCorpus / "devices" / "cpu-ort.json"));
+  j.erase("weight_stream_gbs");
+  std::ofstream(file) << j.dump();
+  try {
+    load_device_profile(file);
+    ADD_FAILURE() << "a cache size without a streaming rate was accepted";
+  } catch (const DeviceProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("weight_stream_gbs: missing"), std::string::npos) << e.what();
+  }
+  j["weight_stream_gbs"] = 10;
+  j["fuses_tanh_sigmoid"] = "yes";
+  std::ofstream(file) << j.dump();
+  EXPECT_THROW(load_device_profile(file), DeviceProfileError);
+  std::filesystem::remove(file);
 }
 
 }  // namespace

@@ -109,13 +109,38 @@ TEST(OrtFusions, MatmulsAsOnnxruntimeFusesThem) {
   EXPECT_TRUE(units_of("(let t (transpose 1 0 2 (input q 16 8 16))) (matmul 0 t (input k 8 16 16)) (relu t)").empty());
 }
 
+TEST(OrtFusions, A2dMatmulAndItsAddAreOneGemmWithTheActivationAfterIt) {
+  // An RNN cell: tanh(x W1 + y W2) runs as one FusedGemm (MatMulAddFusion, GemmActivationFusion): the first
+  // matmul is the product, the second the added C.
+  const std::string cell = "(ewadd (matmul 0 (input x 1 512) (weight w1 512 256)) (matmul 0 (input y 1 512) (weight w2 512 256)))";
+  const std::vector<FusedUnit> tanh = units_of("(relu (tanh " + cell + "))");
+  ASSERT_EQ(tanh.size(), 1u);
+  EXPECT_EQ(tanh[0].kind, OrtFusion::FusedGemmTanh);
+  EXPECT_EQ(tanh[0].key, "ort:FusedGemmTanh|[1,512],[512,256],[1,256]");
+  EXPECT_EQ(tanh[0].nodes.size(), 3u);
+  EXPECT_DOUBLE_EQ(tanh[0].weight_bytes, 512 * 256 * 4);
+  // A bias row, no activation: a plain Gemm; an activation other than relu, tanh and sigmoid stays outside.
+  // The bias's broadcast is the add's numpy broadcasting in the file: C is the bias itself.
+  const std::vector<FusedUnit> biased =
+      units_of("(sqrt (ewadd (matmul 0 (input x 4 8) (weight w 8 16)) (broadcast 4 16 (weight b 1 16))))");
+  ASSERT_EQ(biased.size(), 1u);
+  EXPECT_EQ(biased[0].key, "ort:Gemm2d|[4,8],[8,16],[1,16]");
+  EXPECT_EQ(biased[0].nodes.size(), 2u);
+  // A matmul used twice, a matmul that is a graph output, and an added operand Gemm cannot broadcast: none.
+  EXPECT_TRUE(units_of("(let m (matmul 0 (input x 4 8) (weight w 8 16))) (ewadd m (input b 4 16)) (relu m)").empty());
+  EXPECT_TRUE(units_of("(let m (matmul 0 (input x 4 8) (weight w 8 16))) (ewadd m (input b 4 16)) m").empty());
+  EXPECT_EQ(units_of("(ewadd (matmul 0 (input x 4 8) (weight w 8 16)) (broadcast 4 16 (input b 4 1)))").size(), 1u);  // (M,1)
+  EXPECT_TRUE(units_of("(ewadd (matmul 0 (input x 4 8) (weight w 8 16)) (broadcast 4 16 (input b 1 1)))").empty());
+}
+
 TEST(OrtFusions, KeysParseBackAndMalformedOnesDoNot) {
-  for (const std::string key : {"ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]", "ort:Gelu|[7]"}) {
+  for (const std::string key : {"ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]", "ort:Gelu|[7]",
+                                "ort:FusedGemmSigmoid|[1,512],[512,512],[1,512]", "ort:Gemm2d|[4,8],[8,16],[16]"}) {
     const auto parsed = parse_fused_unit_key(key);
     ASSERT_TRUE(parsed) << key;
     EXPECT_EQ(fused_unit_key(parsed->first, parsed->second), key);
   }
-  for (const std::string key : {"ort:Gemm|[32,64]", "ort:Gelu|[2],[3]", "ort:Gelu|[]", "ort:Gelu|[2,]", "ort:Gelu|2",
+  for (const std::string key : {"ort:Gemm|[32,64]", "ort:Gemm2d|[4,8],[8,16]", "ort:Gelu|[2],[3]", "ort:Gelu|[]", "ort:Gelu|[2,]", "ort:Gelu|2",
                                 "Gelu|[2]", "ort:Gelu", "ort:Gelu|[2]x"})
     EXPECT_FALSE(parse_fused_unit_key(key)) << key;
 }
@@ -173,6 +198,42 @@ TEST(OrtFusions, MalformedFusedEntriesAreRefusedByName) {
   expect_error({{"relu||[2]", 0.01}}, "not a fused unit key");          // a node key in the wrong table
   expect_error({{"ort:Gelu|[2,16]", -1.0}}, "non-negative number of milliseconds");
   expect_error({{"ort:Gelu|[2,16]", "fast"}}, "ort:Gelu|[2,16]");
+}
+
+TEST(OrtFusions, AModelLargerThanTheCacheIsPricedFromStreamedEntries) {
+  // NasRNN's weights (84 MB) outgrow the cache: a matrix-vector product and its fused Gemm are priced from the
+  // "streamed:" entries (timed with the weight cold), and what the DB lacks is listed under that key.
+  const std::string gemm = "(tanh (ewadd (matmul 0 (input x 1 512) (weight w1 512 512)) (matmul 0 (input y 1 512) (weight w2 512 512))))";
+  const std::string mv = "matmul|0|[1,512],[512,512]";
+  CostDb db;
+  db.cache_bytes = 32 << 20;
+  db.entries_ms = {{mv, 0.02}, {std::string(kStreamedKeyPrefix) + mv, 0.06}};
+  db.fused_ms = {{"streamed:ort:FusedGemmTanh|[1,512],[512,512],[1,512]", 0.065}};
+  const CostDb saved = CostDb::from_json(db.to_json(), "db.json");
+  EXPECT_EQ(saved.cache_bytes, db.cache_bytes);
+  EXPECT_EQ(saved.fused_ms, db.fused_ms);
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "teq_streamed_db.json";
+  saved.save(file);
+  auto model_for = [&](double weight_bytes) {
+    return make_db_cost_model(file, std::make_unique<ElementCost>(), ModelFootprint{.weight_bytes = weight_bytes});
+  };
+  const std::unique_ptr<MeasuredCostModel> small = model_for(1e6), large = model_for(84e6);
+  std::filesystem::remove(file);
+  EXPECT_FALSE(small->streams_weights());
+  EXPECT_TRUE(large->streams_weights());
+  const Analysed a = analyse(gemm);
+  // Cached: both matmuls at 0.02 ms, the add an epilogue of theirs, the tanh (not fused: ElementCost does
+  // not fuse) 512 s at 1 s per element; streamed: the FusedGemm unit replaces the first matmul, the add and
+  // the tanh, the second matmul is streamed.
+  EXPECT_DOUBLE_EQ(graph_cost(a.graph, *small), 2 * 0.02e-3 + 512 + 512);
+  EXPECT_NEAR(graph_cost(a.graph, *large), 0.065e-3 + 0.06e-3, 1e-12);
+  const Analysed other = analyse("(matmul 0 (input x 1 1024) (weight w 1024 512))");
+  graph_cost(other.graph, *large);
+  const std::vector<CostKey> missed = large->missed();
+  const auto it = std::ranges::find(missed, std::string("streamed:matmul|0|[1,1024],[1024,512]"), &CostKey::text);
+  ASSERT_NE(it, missed.end());
+  EXPECT_TRUE(it->streamed);
+  EXPECT_TRUE(std::ranges::none_of(missed, [](const CostKey& k) { return k.text.starts_with("matmul"); }));
 }
 
 }  // namespace
