@@ -54,8 +54,8 @@ against 19 µs timed alone with the weight in cache; BERT's Q, K and V projectio
 merged or not). Merging `x W1 + y W2` also loses what onnxruntime does with it: a MatMul and its Add are one
 Gemm there, with the tanh or sigmoid after it fused in (FusedGemm), and `[x y] [W1; W2]` is a bare MatMul and
 a separate activation. The cost models price both (docs/cost-model.md, "Weights read from memory"), so the
-ORT DB and `analytical:cpu-ort` leave NasRNN as it is. What a merge saves is nodes, and a node's dispatch costs about 1.6 µs here (bench/fit_cpu_profile.py), microseconds
-against milliseconds; what it adds is a Slice per output, which onnxruntime runs as a copy, and for SqueezeNet's
+ORT DB and `analytical:cpu-ort` leave NasRNN as it is. What a merge saves is nodes, and a node's dispatch
+costs about 1.6 µs here (bench/fit_cpu_profile.py), microseconds against milliseconds; what it adds is a Slice per output, which onnxruntime runs as a copy, and for SqueezeNet's
 enlarge + merge a zero-padded kernel, +48% multiply-adds that the CPU pays in full. The same rewrites pay on a
 GPU at batch 1, where a launch costs microseconds and a larger GEMM reaches more of the peak; measuring that
 needs the cuDNN/cuBLAS cost model on a GPU (docs/gpu.md, `tools/gpu-check.sh`), and no GPU was lent to the
