@@ -348,6 +348,9 @@ class Enumerator {
     }
     auto operand_ok = [&](uint32_t c2) {
       if (var.last == LastChild::Leaf && c2 >= leaf_count_) return false;
+      if (var.kernel_reference &&
+          (!out_.classes[c2].weight_only || out_.shapes[out_.classes[c2].shape].a.size() != 4))
+        return false;
       return !var.weight_operand || out_.classes[c2].weight_only;
     };
     const int need = n - 1 - a.size;

@@ -1,6 +1,7 @@
 #include "synth/vocabulary.h"
 
 #include <algorithm>
+#include <ranges>
 
 namespace teq::synth {
 
@@ -13,7 +14,8 @@ std::vector<std::string> known_op_names() {
   std::vector<std::string> names = {"matmul", "ewadd",   "ewsub",   "ewmul",   "relu", "tanh",
                                     "sigmoid", "smul",   "transpose", "concat", "split", "conv2d",
                                     "maxpool", "avgpool", "enlarge", "ones", "eye",  "iconv",
-                                    "pool_kernel", "pooling", "constants"};
+                                    "pool_kernel", "pooling", "constants", "transpose3d", "maxpool2x2",
+                                    "conv_pad1", "conv_cut"};
   return names;
 }
 
@@ -41,6 +43,12 @@ std::vector<LeafType> default_leaf_types(int per_type) {
   };
 }
 
+LeafType rank3_leaf_type() {
+  // Rank-3 activations (a sequence of vectors, attention's heads). Every position differs between the sets,
+  // so a wrong permutation changes a shape; two leaves, for the laws of a binary operator.
+  return {"t", {2, 3, 4}, {5, 2, 3}, 2, false, Shape{4, 5, 2}};
+}
+
 namespace {
 
 void add_variants(const std::string& name, std::vector<OpVariant>& out) {
@@ -65,19 +73,34 @@ void add_variants(const std::string& name, std::vector<OpVariant>& out) {
     add(OpKind::Smul, {}, 2);
   } else if (name == "transpose") {
     add(OpKind::Transpose, {1, 0}, 1);
+  } else if (name == "transpose3d") {  // on rank-3 terms only (the t leaves make_vocabulary adds)
+    for (const std::vector<int64_t>& perm : {std::vector<int64_t>{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}})
+      add(OpKind::Transpose, perm, 1);
   } else if (name == "concat") {
     for (int64_t axis : {0, 1}) add(OpKind::Concat, {axis}, 2);
   } else if (name == "split") {
     // The cut comes from a leaf's extent on the same axis (explicit split points: docs/operators.md, split).
     for (int64_t axis : {0, 1})
       for (int64_t part : {0, 1}) add(OpKind::Split, {axis, part, axis}, 2, LastChild::Leaf);
+  } else if (name == "conv_cut") {
+    // A convolution's output channels (axis 1) cut at a kernel's output-channel count (its axis 0): how the
+    // output of convolutions merged by concatenating their kernels is taken apart again.
+    for (int64_t part : {0, 1}) {
+      add(OpKind::Split, {1, part, 0}, 2, LastChild::Leaf);
+      out.back().kernel_reference = true;
+    }
   } else if (name == "conv2d") {
     for (int64_t s : {1, 2})
       for (int64_t pad : {-1, 0})
         for (int64_t act : {0, 2}) add(OpKind::Conv2d, {s, s, pad, pad, act}, 2);
+  } else if (name == "conv_pad1") {
+    // Explicit padding (one pixel, what PyTorch writes for a 3x3 kernel), stride 1.
+    for (int64_t act : {0, 2}) add(OpKind::Conv2d, {1, 1, 1, 1, act}, 2);
   } else if (name == "maxpool") {
     for (int64_t s : {1, 2})
       for (int64_t pad : {-1, 0}) add(OpKind::MaxPool, {3, 3, s, s, pad, pad}, 1);
+  } else if (name == "maxpool2x2") {
+    add(OpKind::MaxPool, {2, 2, 2, 2, 0, 0}, 1);  // the 2x2 downsampling of VGG and U-Net
   } else if (name == "avgpool") {
     for (int64_t s : {1, 2})
       for (int64_t pad : {-1, 0}) add(OpKind::AvgPool, {3, 3, s, s, pad, pad, 1}, 1);
@@ -119,6 +142,11 @@ Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector
     add_variants(name, vocab.variants);
     vocab.op_names.push_back(name);
   }
+  // 3-d transposes need rank-3 terms: their leaves come with them (unless the caller's types have some).
+  const auto rank3 = [](const LeafType& t) { return t.shape_a.size() == 3; };
+  if (std::ranges::find(vocab.op_names, "transpose3d") != vocab.op_names.end() &&
+      std::ranges::none_of(vocab.leaf_types, rank3))
+    vocab.leaf_types.push_back(rank3_leaf_type());
   int leaves = 0;
   for (const LeafType& t : vocab.leaf_types) leaves += t.count;
   if (leaves > 32) throw VocabularyError("at most 32 leaf tensors are supported, got " + std::to_string(leaves));

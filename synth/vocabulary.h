@@ -29,6 +29,10 @@ struct OpVariant {
   /// The last operand must be weight-only (conv2d's kernel): built from weight leaves and constants.
   /// Convolving with an activation as kernel only adds shapes and coincidences, never a useful rule.
   bool weight_operand = false;
+  /// The last operand is a convolution kernel (a 4-d weight leaf): a cut of a convolution's output channels at a
+  /// kernel's output-channel count. Cut at any other leaf, such a split only makes rules that hold where two
+  /// unrelated extents happen to agree.
+  bool kernel_reference = false;
 };
 
 /// A type of leaf tensor: `count` interchangeable leaves named prefix1..prefixN, with a shape in each
@@ -69,9 +73,15 @@ std::vector<std::string> known_op_names();
 /// `per_type` caps the interchangeable leaves of each type (at most 3).
 std::vector<LeafType> default_leaf_types(int per_type = 3);
 
+/// Two rank-3 activations t (2x3x4), which make_vocabulary adds for "transpose3d".
+LeafType rank3_leaf_type();
+
 /// Resolves operator names into variants with their attribute domains (conv2d: strides 1 and 2,
 /// padding SAME and VALID, activation none and relu; concat/split: axes 0 and 1; matmul: activation
-/// none and relu; pooling 3x3, strides 1 and 2, SAME and VALID; enlarge/iconv/pool_kernel to 3x3).
+/// none and relu; transpose: the 2-d swap; pooling 3x3, strides 1 and 2, SAME and VALID;
+/// enlarge/iconv/pool_kernel to 3x3). Families outside the default list, for the forms the hand seed has:
+/// "transpose3d" (the five 3-d permutations, with rank-3 leaves t), "maxpool2x2" (2x2 stride 2),
+/// "conv_pad1" (an explicit one-pixel padding at stride 1), "conv_cut" (a split of axis 1 at a kernel's axis 0).
 /// Throws VocabularyError for unknown names or an empty list.
 Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector<LeafType> leaf_types);
 

@@ -98,7 +98,11 @@ int main(int argc, char** argv) {
     if (*derive) {
       RuleCorpus base = load_corpus(using_path);
       ImportResult target = load_rules_file(target_path);
-      CoverageReport r = derive_coverage(base, target, default_leaf_types(config.leaves_per_type), coverage,
+      // The default types and the rank-3 leaves of transpose3d: target rules on 3-d tensors (the seed's
+      // transposes) then have shapes to be checked at.
+      std::vector<LeafType> types = default_leaf_types(config.leaves_per_type);
+      types.push_back(rank3_leaf_type());
+      CoverageReport r = derive_coverage(base, target, types, coverage,
                                          config.threads > 0 ? config.threads : std::thread::hardware_concurrency());
       std::cout << format_coverage(r, target_path);
       return 0;

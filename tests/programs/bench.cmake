@@ -35,8 +35,8 @@ set_tests_properties(bench.ort_fused_units PROPERTIES SKIP_RETURN_CODE 77 TIMEOU
 
 # A model whose weights outgrow the cache (the NAS-RNN export with seeded weights, 84 MB) is priced reading them
 # from memory, by the CPU profile and by a DB bench/ort_cost_db.py builds with "streamed:" entries; its
-# FusedGemm units are onnxruntime's; and neither model claims the merged matmuls that onnxruntime does not run
-# faster (tests/python/test_ort_streamed.py).
+# FusedGemm units are onnxruntime's; and the CPU profile does not claim the merged matmuls that onnxruntime
+# does not run faster (tests/python/test_ort_streamed.py).
 add_test(NAME bench.ort_streamed_weights
          COMMAND sh -c "${TEQ_BENCH_SKIP}; exec '${TEQ_BENCH_VENV}' \"$@\"" sh
                  ${PROJECT_SOURCE_DIR}/tests/python/test_ort_streamed.py $<TARGET_FILE:eqsat-run>
