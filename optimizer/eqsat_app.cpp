@@ -123,8 +123,9 @@ std::string data_note(const fs::path& data) {
 Expr single_node_graph(const CostKey& key) {
   Expr g;
   std::vector<ExprId> kids;
+  const std::optional<size_t> weight_at = weight_operand(key.op, key.inputs);
   for (size_t k = 0; k < key.inputs.size(); ++k) {
-    const bool weight = k == 1 && (key.op == OpKind::Conv2d || (key.op == OpKind::Matmul && key.inputs[k].size() == 2));
+    const bool weight = weight_at == k;
     kids.push_back(g.add(ExprNode{weight ? OpKind::Weight : OpKind::Input, key.inputs[k], {}, "x" + std::to_string(k)}));
   }
   g.add_root(g.add(key.op, key.attrs, kids));

@@ -1,5 +1,6 @@
 #include "optimizer/cost/measured_cost.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -233,6 +234,8 @@ CostKey MeasuredCostModel::lookup_key(OpKind op, AttrSpan attrs, std::span<const
 double MeasuredCostModel::weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
                                                 const Shape& output, std::span<const OperandFacts> operands) const {
   if (!config_.streams_weights || !fallback_ || is_leaf(op)) return 0;
+  // Most nodes read no weight: no key to build and look up for them (extraction asks for every e-node).
+  if (std::ranges::none_of(operands, [](const OperandFacts& f) { return f.precomputable; })) return 0;
   std::vector<OperandFacts> uncovered(operands.begin(), operands.end());
   if (const CostKey key = lookup_key(op, attrs, inputs); key.streamed) {
     std::unique_lock lock(mutex_);
