@@ -15,6 +15,7 @@
 #include "synth/prove.h"
 #include "synth/rulegen.h"
 #include "synth/typing.h"
+#include "verify/shape_assign.h"
 
 namespace teq::synth {
 
@@ -70,20 +71,40 @@ struct EquationBatch::Equation {
   std::vector<Side> sides;
 };
 
-EquationBatch::EquationBatch(std::vector<LeafType> types)
-    : types_(std::move(types)), graph_(std::make_unique<EGraphHolder>()) {}
+EquationBatch::EquationBatch(std::vector<LeafType> types, DeriveLimits::Typing typing)
+    : types_(std::move(types)), typing_(typing), graph_(std::make_unique<EGraphHolder>()) {}
+
+namespace {
+
+/// The smallest distinct extents under which every pattern of `rule` is well-shaped with paired roots of
+/// equal shape (verify's shape search, its first assignment); empty when there is none.
+VarShapes generic_shapes(const Rule& rule) {
+  std::vector<const Expr*> patterns;
+  for (const Expr& p : rule.lhs) patterns.push_back(&p);
+  for (const Expr& p : rule.rhs) patterns.push_back(&p);
+  ShapeSearchOptions options;
+  options.max_assignments = 1;
+  ShapeAssignments found = find_shape_assignments(patterns, options);
+  return found.assignments.empty() ? VarShapes{} : std::move(found.assignments.front());
+}
+
+}  // namespace
 
 EquationBatch::~EquationBatch() = default;
 
 size_t EquationBatch::num_nodes() const { return graph_->egraph.num_nodes(); }
 
 std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_not, bool look_up_rhs) {
-  auto typing = assign_types(target, types_, {ShapeChoice{ShapeChoice::SetA}});
-  if (!typing) {
-    if (why_not) *why_not = "no leaf-type shapes make the rule well-shaped";
-    return std::nullopt;
+  VarShapes shapes;
+  if (typing_ == DeriveLimits::Typing::Generic) shapes = generic_shapes(target);
+  if (shapes.empty()) {
+    auto typing = assign_types(target, types_, {ShapeChoice{ShapeChoice::SetA}});
+    if (!typing) {
+      if (why_not) *why_not = "no leaf-type shapes make the rule well-shaped";
+      return std::nullopt;
+    }
+    shapes = shapes_of(*typing, types_, {ShapeChoice::SetA});
   }
-  VarShapes shapes = shapes_of(*typing, types_, {ShapeChoice::SetA});
   EGraph& egraph = graph_->egraph;
   Equation eq;
   try {
@@ -236,7 +257,7 @@ DeriveResult derive_rule(const Rule& target, const std::vector<Rule>& rules, con
 
 DeriveResult derive_rule(const Rule& target, const RuleSubset& rules, const std::vector<LeafType>& types,
                          const DeriveLimits& limits) {
-  EquationBatch batch(types);
+  EquationBatch batch(types, limits.typing);
   std::string why_not;
   auto index = batch.add(target, &why_not);
   if (!index) return {false, why_not};
@@ -254,7 +275,7 @@ DeriveResult derive_as_rewrites(const Rule& target, const std::vector<Rule>& rul
 DeriveResult derive_as_rewrites(const Rule& target, const RuleSubset& rules, const std::vector<LeafType>& types,
                                 const DeriveLimits& limits) {
   auto one_way = [&](const Rule& r) -> DeriveResult {
-    EquationBatch batch(types);
+    EquationBatch batch(types, limits.typing);
     std::string why_not;
     auto index = batch.add(r, &why_not, /*look_up_rhs=*/true);
     if (!index) return {false, why_not};
@@ -379,7 +400,8 @@ class Minimization {
     std::vector<OrderedCandidate>& unique = unique_;
     const size_t slice = slice_;
     // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
-    std::array<EquationBatch, 2> batches{EquationBatch(types), EquationBatch(types)};
+    std::array<EquationBatch, 2> batches{EquationBatch(types, config.derive.typing),
+                                         EquationBatch(types, config.derive.typing)};
     std::vector<uint8_t> batch_of(pending.size(), 0);
     std::vector<std::optional<size_t>> index(pending.size());
     // Two-pattern rules are judged alone (derive_rule): in a shared e-graph another candidate's terms

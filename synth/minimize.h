@@ -30,6 +30,14 @@ struct DeriveLimits {
   size_t growth = 8;
   double time_limit_s = 20;
   int k_multi = 3;  // iterations in which multi-pattern rules apply
+  /// Where an equation's variables get their shapes. LeafTypes: from the leaf types (set A), whose
+  /// extents coincide by design (square matrices, kernels with as many outputs as the image has channels),
+  /// so a derivation there may go through rules that hold only at such shapes. Generic: from verify's shape
+  /// search, the smallest distinct extents under which the equation is well-shaped (leaf types when there
+  /// is none): a derivation there holds without coincidences, so rulegen's minimization drops a rule only
+  /// when it follows in general (with LeafTypes it dropped `(transpose 1 0 (transpose 1 0 ?w)) => ?w`,
+  /// derived through rules about square matrices). `rulegen derive` measures coverage with LeafTypes.
+  enum class Typing { LeafTypes, Generic } typing = Typing::LeafTypes;
 };
 
 struct DeriveResult {
@@ -75,7 +83,7 @@ struct EGraphHolder;
 ///   batch.assert_equal(j);             // a proved rule: its sides are equal from now on
 class EquationBatch {
  public:
-  explicit EquationBatch(std::vector<LeafType> types);
+  explicit EquationBatch(std::vector<LeafType> types, DeriveLimits::Typing typing = DeriveLimits::Typing::LeafTypes);
   ~EquationBatch();
   EquationBatch(EquationBatch&&) noexcept = default;
 
@@ -101,6 +109,7 @@ class EquationBatch {
  private:
   struct Equation;
   std::vector<LeafType> types_;
+  DeriveLimits::Typing typing_;
   std::unique_ptr<EGraphHolder> graph_;
   std::vector<Equation> equations_;
 };

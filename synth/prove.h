@@ -19,6 +19,13 @@ struct ProveConfig {
   /// --rlimit, so that every kept rule also verifies there), so only rules near this bound depend on machine
   /// load. ruleverify itself decides by resource limits alone (its --guard-ms is a reported last resort).
   unsigned timeout_ms = 10'000;
+  /// Refuse a rule that holds only where unrelated extents agree (ElementwiseOptions::coincidence_is_wrong,
+  /// `rulegen --strict-shapes`). Off by default: the fingerprint shapes tie such extents, so the general
+  /// form of a rule (a cut at the right operand) often shares its class with the coincidental one and is
+  /// never a candidate of its own; refusing the coincidental one then loses the rule (measured in
+  /// docs/rulegen.md). Minimization at generic shapes (DeriveLimits::Typing) keeps such rules from
+  /// justifying the removal of general ones instead.
+  bool reject_coincidences = false;
 };
 
 struct ProofResult {

@@ -50,7 +50,8 @@ struct RulegenConfig {
   bool generalize = true;
   GeneralizeConfig generalization;
   ProveConfig prove;
-  DeriveLimits derive;
+  // Minimization derives at generic shapes, not at the leaf types' (DeriveLimits::Typing).
+  DeriveLimits derive{.typing = DeriveLimits::Typing::Generic};
   size_t minimize_chunk = 256;          // candidates sharing one e-graph during minimization
   size_t batch_node_limit = 60'000;     // e-nodes of that e-graph
   // Candidates proved per minimization round. A count of its own, not 16 per thread as before (32 at

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_option("--shard", shard, "i/n: this process's part of the last enumeration level");
   app.add_option("--rejected", rejected, "side file for unproved candidates (default: OUT.rejected.json)");
   app.add_flag("!--no-minimize", config.minimize, "keep rules derivable from smaller ones");
+  app.add_flag("--strict-shapes", config.prove.reject_coincidences,
+               "refuse rules that hold only where unrelated extents agree (ruleverify --strict-shapes)");
 
   auto* merge = app.add_subcommand("merge", "join shard outputs or corpora and finish the pipeline");
   std::vector<std::string> merge_inputs;

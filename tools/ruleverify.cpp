@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_flag("--grouped-conv", opt.elementwise.grouped_conv, "also check an assignment with grouped convolutions");
+  app.add_flag("--strict-shapes", opt.elementwise.coincidence_is_wrong,
+               "also count as wrong a rule that holds only where unrelated extents agree (its sides are "
+               "well-shaped with different shapes once one dimension is moved); rulegen drops such rules");
   app.add_flag("--no-axioms", no_axioms, "skip the shape-generic proof from axioms");
   app.add_flag("--elementwise-too", opt.elementwise_too,
                "also prove element-wise on concrete shapes the rules proved for all shapes (cross-checks the axioms)");

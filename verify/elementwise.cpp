@@ -345,8 +345,9 @@ std::optional<Counterexample> wide_counterexample(const Rule& rule, std::span<co
 /// there, a tensor exceeds `max_elements`, or two paired roots differ in shape. The optimizer applies a rule
 /// only where its right side has the left side's shape and no convolution on a weight of free shape is
 /// grouped (optimizer/engine/pattern.cpp, the same rules/rule_scope.h tests), so only such assignments can meet the rule in a graph.
+/// `roots`, when given, receives the root shapes, and paired roots may then differ.
 std::optional<std::vector<bool>> conv_grouping(std::span<const Expr* const> patterns, const VarShapes& s,
-                                               int64_t max_elements) {
+                                               int64_t max_elements, std::vector<Shape>* root_shapes = nullptr) {
   std::vector<bool> grouped;
   std::vector<Shape> roots;
   for (const Expr* p : patterns) {
@@ -359,6 +360,10 @@ std::optional<std::vector<bool>> conv_grouping(std::span<const Expr* const> patt
       grouped.push_back(!is_ungrouped_conv((*shapes)[n.children[0].value], (*shapes)[n.children[1].value]));
     }
     roots.push_back((*shapes)[p->root().value]);
+  }
+  if (root_shapes != nullptr) {
+    *root_shapes = std::move(roots);
+    return grouped;
   }
   const size_t half = roots.size() / 2;
   for (size_t i = 0; i < half; ++i)
@@ -404,6 +409,35 @@ std::optional<Counterexample> neighbor_counterexample(const Rule& rule, std::spa
           if (probes >= max_probes) return std::nullopt;
         }
       }
+  }
+  return std::nullopt;
+}
+
+/// The coincidence check (ElementwiseOptions::coincidence_is_wrong): an assignment one dimension away from a
+/// proof's (that dimension alone set to each size from 1 to `max_size`), with the convolutions grouped as
+/// there, under which every pattern is well-shaped but paired roots differ in shape. Such a rule holds only
+/// where unrelated extents agree (`(split 1 0 0 (conv2d .. ?i ?a) ?d) => (split 1 0 1 (conv2d .. ?i ?a) ?i)`
+/// cuts at ?d's output count on one side and at ?i's channels on the other): sound where the optimizer
+/// applies it, which is where the shapes agree, but of no general use. Shape inference only, so cheap.
+std::optional<Counterexample> coincidence_counterexample(const Rule& rule, std::span<const Expr* const> patterns,
+                                                         const std::vector<VarShapes>& proved, int64_t max_elements,
+                                                         int64_t max_size) {
+  std::vector<Shape> roots;
+  for (const VarShapes& base : proved) {
+    const auto base_grouping = conv_grouping(patterns, base, max_elements, &roots);
+    if (!base_grouping) continue;
+    for (const auto& [name, shape] : base)
+      for (size_t axis = 0; axis < shape.size(); ++axis)
+        for (int64_t moved = 1; moved <= max_size; ++moved) {
+          if (moved == shape[axis]) continue;
+          VarShapes s = base;
+          s[name][axis] = moved;
+          if (conv_grouping(patterns, s, max_elements, &roots) != base_grouping) continue;
+          if (auto cex = shape_mismatch(rule, s)) {
+            cex->note += " (the rule holds only where unrelated extents agree)";
+            return cex;
+          }
+        }
   }
   return std::nullopt;
 }
@@ -461,6 +495,10 @@ ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions&
     return result;
   }
   result.shapes = found.assignments;
+  if (options.coincidence_is_wrong)
+    if (auto cex = coincidence_counterexample(rule, patterns, found.assignments, options.shapes.max_elements,
+                                              options.neighbor_max_size))
+      return wrong_by(std::move(*cex), std::move(result));
   std::optional<Counterexample> probed;
   if (options.random_probe)
     for (size_t k = 0; k < found.assignments.size() && !probed; ++k)

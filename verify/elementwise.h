@@ -53,6 +53,12 @@ struct ElementwiseOptions {
   /// documented law at given attributes, its check a guard against a mistyped law, and Z3 on three
   /// assignments was a quarter of the gate's time.
   int z3_assignments = 0;
+  /// Also reject a rule whose sides are well-shaped with different shapes once one dimension of a proof's
+  /// assignment is moved (to each size up to `neighbor_max_size`): it holds only where unrelated extents
+  /// agree. The optimizer applies a rule only where its sides' shapes agree, so such a rule is sound there,
+  /// but of little general use: `ruleverify --strict-shapes` and `rulegen --strict-shapes` report it.
+  /// corpus/rules.json has about 200 such rules (a split cut at an operand's extent that equals the cut's).
+  bool coincidence_is_wrong = false;
   /// Reject a rule whose sides can be well-shaped together with different shapes. Off only for
   /// conditional statements whose condition is "the shapes agree" (the split laws of verify/axioms.h).
   bool shape_mismatch_is_wrong = true;

@@ -43,6 +43,15 @@ if(TARGET ruleverify)
                    "-DEXTRA_ARGS=--rule;rg-0606-maxpool-ewmul;--guard-ms;1"
                    -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
 
+  # A rule that holds only where unrelated extents agree verifies by default (the optimizer applies it only
+  # there) and is wrong under --strict-shapes, with the shapes that tell it apart; a general rule stays verified.
+  add_test(NAME ruleverify.coincidence_verifies_by_default COMMAND ruleverify ${_rv_data}/coincidence_rules.json --jobs 2)
+  add_test(NAME ruleverify.strict_shapes
+           COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:ruleverify> -DINPUT=${_rv_data}/coincidence_rules.json
+                   -DEXPECT_CODE=1
+                   "-DEXPECT_STDOUT=cut-at-unrelated-channels +wrong.*holds only where unrelated extents agree.*transpose-twice +verified.*1 verified.*1 wrong"
+                   "-DEXTRA_ARGS=--strict-shapes" -P ${TEQ_SOURCE_DIR}/tests/verify/expect_exit.cmake)
+
   add_test(NAME ruleverify.wrong_rule_exit_1 COMMAND ruleverify ${_rv_data}/wrong_rules.json --jobs 2)
   set_tests_properties(ruleverify.wrong_rule_exit_1 PROPERTIES WILL_FAIL TRUE)
   # The same run must name the wrong rule and print a counterexample (WILL_FAIL cannot check output).

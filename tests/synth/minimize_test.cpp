@@ -86,5 +86,27 @@ TEST(Minimize, FinalPassDecidesAsOneThreadWhateverTheThreads) {
   }
 }
 
+// The leaf types' extents coincide by design (a square w), so a derivation there may go through rules that
+// hold only at such shapes; with generic typing the equation gets the smallest distinct extents verify's
+// shape search finds, and the derivation has to hold without the coincidence (rulegen's minimization).
+TEST(Minimize, GenericTypingDoesNotDeriveThroughASquareMatrix) {
+  const std::vector<Rule> rules = {
+      // Sound where the optimizer applies it (its sides agree in shape), which is for square matrices only.
+      make_rule("ones-of-transpose", {"(ones ?a)"}, {"(ones (transpose 1 0 ?a))"}),
+      // Well-shaped for square matrices only.
+      make_rule("times-ones-of-transpose", {"(ewmul ?a (ones (transpose 1 0 ?a)))"}, {"?a"})};
+  const Rule target = make_rule("times-ones", {"(ewmul ?w1 (ones ?w1))"}, {"?w1"});
+  const std::vector<LeafType> square = {{"w", {4, 4}, {5, 5}, 3}};
+  EXPECT_TRUE(derive_rule(target, rules, square).derived);
+  DeriveLimits generic;
+  generic.typing = DeriveLimits::Typing::Generic;
+  const DeriveResult d = derive_rule(target, rules, square, generic);
+  EXPECT_FALSE(d.derived);
+  EXPECT_NE(d.reason.find("not equal after saturation"), std::string::npos) << d.reason;
+  // A derivation that needs no coincidence holds under either typing.
+  const std::vector<Rule> general = {make_rule("times-ones", {"(ewmul ?a (ones ?a))"}, {"?a"})};
+  EXPECT_TRUE(derive_rule(target, general, square, generic).derived);
+}
+
 }  // namespace
 }  // namespace teq::synth

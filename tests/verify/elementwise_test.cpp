@@ -152,6 +152,33 @@ TEST(Elementwise, NeighborProbeKeepsRulesTrueWhereverTheyApply) {
   }
 }
 
+// rg-0059 of a rulegen run with the conv_cut family: one side cuts a convolution's output at ?d1's output
+// count, the other at ?i1's channel count. Where the optimizer applies it (its sides agree in shape) it is
+// true, so the default verdict is verified; coincidence_is_wrong (rulegen, ruleverify --strict-shapes)
+// moves ?d1's extent alone and reports the sides' different shapes. Rules true wherever they apply stay.
+TEST(Elementwise, CoincidenceOfUnrelatedExtentsIsWrongOnRequest) {
+  z3::context ctx;
+  const Rule cut = make_rule("cut-at-unrelated", {"(split 1 0 0 (conv2d 1 1 0 0 0 ?i1 ?a1) ?d1)"},
+                             {"(split 1 0 1 (conv2d 1 1 0 0 0 ?i1 ?a1) ?i1)"});
+  EXPECT_EQ(prove_elementwise(cut, ctx).status, VerifyStatus::Verified);
+  ElementwiseOptions strict;
+  strict.coincidence_is_wrong = true;
+  const ElementwiseResult res = prove_elementwise(cut, ctx, strict);
+  ASSERT_EQ(res.status, VerifyStatus::Wrong);
+  ASSERT_TRUE(res.counterexample);
+  EXPECT_NE(res.counterexample->note.find("unrelated extents"), std::string::npos) << res.counterexample->note;
+  EXPECT_NE(res.counterexample->shapes.at("d1")[0], res.counterexample->shapes.at("i1")[1]);
+  for (const Rule& rule :
+       {make_rule("conv-share-input", {"(conv2d 1 1 -1 -1 0 ?x ?w1)", "(conv2d 1 1 -1 -1 0 ?x ?w2)"},
+                  {"(split 1 0 0 (conv2d 1 1 -1 -1 0 ?x (concat 0 ?w1 ?w2)) ?w1)",
+                   "(split 1 1 0 (conv2d 1 1 -1 -1 0 ?x (concat 0 ?w1 ?w2)) ?w1)"}),
+        make_rule("split-keeps-first", {"(split 1 0 1 (concat 1 ?a (relu ?b)) ?a)"}, {"?a"}),
+        make_rule("transpose-twice", {"(transpose 1 0 (transpose 1 0 ?a))"}, {"?a"})}) {
+    const ElementwiseResult r = prove_elementwise(rule, ctx, strict);
+    EXPECT_EQ(r.status, VerifyStatus::Verified) << rule.id << ": " << r.detail;
+  }
+}
+
 TEST(Elementwise, NeverWellShapedIsUnknown) {
   z3::context ctx;
   ElementwiseResult res = prove_elementwise(make_rule("t", {"(smul ?a ?a)"}, {"(transpose 1 0 ?a)"}), ctx);
