@@ -55,10 +55,11 @@ struct CompiledRule {
   size_t num_vars = 0;
   std::vector<std::vector<int>> lhs_var;  // per lhs pattern, per pattern node: variable number or -1
   std::vector<std::vector<int>> rhs_var;
+  std::vector<std::vector<int>> same_shape;  // Rule::same_shape as variable numbers
 };
 
 CompiledRule compile(const Rule& rule, uint32_t index) {
-  CompiledRule c{index, &rule, 0, {}, {}};
+  CompiledRule c{index, &rule, 0, {}, {}, {}};
   std::map<std::string, int> number;
   for (const std::string& v : rule.variables()) number.emplace(v, static_cast<int>(number.size()));
   c.num_vars = number.size();
@@ -69,6 +70,10 @@ CompiledRule compile(const Rule& rule, uint32_t index) {
   };
   for (const Expr& p : rule.lhs) c.lhs_var.push_back(numbering(p));
   for (const Expr& p : rule.rhs) c.rhs_var.push_back(numbering(p));
+  for (const std::vector<std::string>& group : rule.same_shape) {
+    c.same_shape.emplace_back();
+    for (const std::string& v : group) c.same_shape.back().push_back(number.at(v));
+  }
   return c;
 }
 
@@ -129,6 +134,13 @@ std::vector<Site> find_sites(const CompiledRule& rule, const Graph& g,
     sites = std::move(joined);
     if (sites.empty()) break;
   }
+  // The rule's shape conditions (Rule::same_shape).
+  std::erase_if(sites, [&](const Site& s) {
+    for (const std::vector<int>& group : rule.same_shape)
+      for (size_t k = 1; k < group.size(); ++k)
+        if (g.shapes[s.binding[group[k]]] != g.shapes[s.binding[group[0]]]) return true;
+    return false;
+  });
   return sites;
 }
 
@@ -248,7 +260,8 @@ class Rewriter {
         return result;
       }
       // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
-      if (n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) && has_free_shape(pat, pn.children[1])) {
+      if (keeps_convs_ungrouped(*rule_->rule) && n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) &&
+          has_free_shape(pat, pn.children[1])) {
         failed_ = true;
         return result;
       }

@@ -53,6 +53,16 @@ void validate_rule(const Rule& rule) {
       if (side == 0 && p[p.root()].op == OpKind::Var) fail(rule.id, field, "a bare variable matches everything");
     }
   }
+  for (size_t g = 0; g < rule.same_shape.size(); ++g) {
+    const std::string field = "same_shape[" + std::to_string(g) + "]";
+    const std::vector<std::string>& group = rule.same_shape[g];
+    if (group.size() < 2) fail(rule.id, field, "a group needs at least two variables");
+    std::set<std::string> seen;
+    for (const std::string& v : group) {
+      if (!bound.contains(v)) fail(rule.id, field, "variable ?" + v + " is not bound by the lhs");
+      if (!seen.insert(v).second) fail(rule.id, field, "variable ?" + v + " named twice");
+    }
+  }
 }
 
 bool is_reversible(const Rule& rule) {
@@ -74,11 +84,15 @@ std::optional<Rule> reversed_rule(const Rule& rule) {
   out.rhs = rule.lhs;
   out.verification = rule.verification;
   out.source = rule.source;
+  out.same_shape = rule.same_shape;  // every variable is on both sides of a reversible rule
   return out;
 }
 
 size_t add_reversed_rules(RuleCorpus& corpus) {
-  auto text = [](const Rule& r) { return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()); };
+  auto text = [](const Rule& r) {
+    return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()) +
+           (r.same_shape.empty() ? "" : nlohmann::json(r.same_shape).dump());
+  };
   std::set<std::string> present;
   for (const Rule& r : corpus.rules)
     if (!r.is_multi()) present.insert(text(r));
@@ -89,7 +103,8 @@ size_t add_reversed_rules(RuleCorpus& corpus) {
   return corpus.rules.size() - before;
 }
 
-Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs) {
+Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs,
+               const std::vector<std::vector<std::string>>& same_shape) {
   Rule rule;
   rule.id = std::move(id);
   auto parse_side = [&](const std::vector<std::string>& texts, const char* side, std::vector<Expr>& out) {
@@ -103,6 +118,10 @@ Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::v
   };
   parse_side(lhs, "lhs", rule.lhs);
   parse_side(rhs, "rhs", rule.rhs);
+  for (const std::vector<std::string>& group : same_shape) {
+    rule.same_shape.emplace_back();
+    for (const std::string& v : group) rule.same_shape.back().push_back(v.starts_with('?') ? v.substr(1) : v);
+  }
   validate_rule(rule);
   return rule;
 }
@@ -112,6 +131,11 @@ nlohmann::json rule_to_json(const Rule& rule) {
   j["id"] = rule.id;
   for (const Expr& p : rule.lhs) j["lhs"].push_back(to_sexpr(p, p.root()));
   for (const Expr& p : rule.rhs) j["rhs"].push_back(to_sexpr(p, p.root()));
+  for (const std::vector<std::string>& group : rule.same_shape) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const std::string& v : group) names.push_back("?" + v);
+    j["same_shape"].push_back(std::move(names));
+  }
   if (!rule.source.empty()) j["source"] = rule.source;
   if (rule.verification)
     j["verification"] = {{"status", rule.verification->status},
@@ -155,7 +179,21 @@ RuleCorpus parse_corpus(std::string_view text, const std::string& origin) {
         }
         return out;
       };
-      Rule rule = make_rule(id, strings("lhs"), strings("rhs"));
+      std::vector<std::vector<std::string>> same_shape;
+      if (r.contains("same_shape")) {
+        const auto& groups = r["same_shape"];
+        auto bad = [&] { fail(id, "same_shape", "must be an array of arrays of ?variable names"); };
+        if (!groups.is_array()) bad();
+        for (const auto& g : groups) {
+          if (!g.is_array()) bad();
+          same_shape.emplace_back();
+          for (const auto& v : g) {
+            if (!v.is_string() || !v.get<std::string>().starts_with('?')) bad();
+            same_shape.back().push_back(v);
+          }
+        }
+      }
+      Rule rule = make_rule(id, strings("lhs"), strings("rhs"), same_shape);
       if (r.contains("source")) {
         if (!r["source"].is_string()) fail(id, "source", "must be a string");
         rule.source = r["source"];

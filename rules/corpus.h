@@ -32,6 +32,12 @@ struct Rule {
   std::vector<Expr> rhs;  // same count as lhs
   std::optional<Verification> verification;
   std::string source;     // provenance, e.g. "tensat converted.txt:12"; empty when unknown
+  /// Shape conditions: each group names lhs variables (without '?') that must have equal shapes where the
+  /// rule applies. The one condition a rule needs beyond its right side being well-shaped: batching two
+  /// convolutions into one grouped convolution is right only when the batched inputs and kernels have equal
+  /// shapes (Tensat's and TASO's grouped merges; docs/corpus-format.md). A rule with conditions is verified
+  /// on grouped convolutions too, so rewriters apply its grouped ones (rules/rule_scope.h).
+  std::vector<std::vector<std::string>> same_shape;
 
   bool is_multi() const { return lhs.size() > 1; }
   /// Variables of all lhs patterns, in first-occurrence order.
@@ -69,7 +75,9 @@ bool is_reversible(const Rule& rule);
 size_t add_reversed_rules(RuleCorpus& corpus);
 
 /// Builds a rule from pattern texts (parse + validate). Throws CorpusError naming id and field.
-Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs);
+/// `same_shape` groups name variables with or without their '?'.
+Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs,
+               const std::vector<std::vector<std::string>>& same_shape = {});
 
 /// Parses corpus JSON; `origin` (a file name) prefixes error messages. Ids must be unique.
 RuleCorpus parse_corpus(std::string_view json_text, const std::string& origin = "<corpus>");

@@ -254,7 +254,8 @@ std::vector<Rule> generalize_rules(std::vector<Rule> rules, const std::vector<Le
   std::vector<std::optional<Rule>> general(n);
   std::vector<uint64_t> proofs(n, 0), proved(n, 0);
   parallel_for(n, threads, [&](size_t i) {
-    if (has_repeated_lhs_variable(rules[i])) general[i] = generalize_rule(rules[i], types, config, proofs[i], proved[i]);
+    // A rule with shape conditions stays as proved: splitting its variables would have to split them too.
+    if (rules[i].same_shape.empty() && has_repeated_lhs_variable(rules[i])) general[i] = generalize_rule(rules[i], types, config, proofs[i], proved[i]);
   });
   std::vector<char> is_general(n, 0);
   for (size_t i = 0; i < n; ++i) {

@@ -79,9 +79,8 @@ namespace {
 /// The smallest distinct extents under which every pattern of `rule` is well-shaped with paired roots of
 /// equal shape (verify's shape search, its first assignment); empty when there is none.
 VarShapes generic_shapes(const Rule& rule) {
-  std::vector<const Expr*> patterns;
-  for (const Expr& p : rule.lhs) patterns.push_back(&p);
-  for (const Expr& p : rule.rhs) patterns.push_back(&p);
+  std::vector<Expr> conditions;
+  std::vector<const Expr*> patterns = rule_patterns(rule, conditions);
   ShapeSearchOptions options;
   options.max_assignments = 1;
   ShapeAssignments found = find_shape_assignments(patterns, options);
@@ -455,6 +454,7 @@ class Minimization {
       if (!had_verdict) {
         ++result.stats.proved;
         r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
+        r.same_shape = proofs[j].same_shape;
       }
       // A two-pattern rule is checked again only if rules were kept since its parallel check.
       if (index[k] ? batches[batch_of[k]].equal(*index[k])
@@ -464,7 +464,8 @@ class Minimization {
         continue;
       }
       std::vector<Rule> directions = both_directions({r});
-      if (index[k]) batches[batch_of[k]].assert_equal(*index[k]);
+      // A rule true under shape conditions only is not asserted in the batch, whose shapes need not meet them.
+      if (index[k] && r.same_shape.empty()) batches[batch_of[k]].assert_equal(*index[k]);
       const bool plain = !uses_enlarge(r);
       kept.push_back(r);
       for (Rule& d : directions) {
@@ -488,7 +489,7 @@ class Minimization {
   /// (Z3 is bounded by its resource limit), so a verdict proved ahead is the one proving it now would give.
   ProofResult proof_of(size_t c) {
     const Rule& r = unique_[c].rule;
-    if (r.verification) return {r.verification->status, r.verification->method, r.verification->ms};
+    if (r.verification) return {r.verification->status, r.verification->method, r.verification->ms, r.same_shape};
     if (spare_proofs_[c]) return ++spare_used_, *spare_proofs_[c];
     return prove_rule(r, config_.prove);
   }

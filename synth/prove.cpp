@@ -1,12 +1,16 @@
 #include "synth/prove.h"
 
+#include <map>
+
 #include <z3++.h>
 
 #include "verify/prover.h"
 
 namespace teq::synth {
 
-ProofResult prove_rule(const Rule& rule, const ProveConfig& config) {
+namespace {
+
+ProofResult prove_as_given(const Rule& rule, const ProveConfig& config) {
   VerifyOptions options;
   options.use_axioms = false;  // shape-generic proofs are ruleverify's extra; element-wise decides entry
   options.elementwise.rlimit = config.rlimit;
@@ -16,9 +20,43 @@ ProofResult prove_rule(const Rule& rule, const ProveConfig& config) {
   options.elementwise.shapes.max_ms = config.timeout_ms;
   z3::context ctx;
   const RuleReport report = verify_rule(rule, ctx, options);
-  ProofResult result{std::string(status_name(report.status)), report.detail, report.ms};
+  ProofResult result{std::string(status_name(report.status)), report.detail, report.ms, {}};
   if (report.counterexample) result.reason = format_counterexample(*report.counterexample);
   return result;
+}
+
+/// A conv2d whose kernel is a concat: two convolutions batched into one, which is a grouped convolution
+/// when the inputs are concatenated too.
+bool batches_convolutions(const Rule& rule) {
+  for (const std::vector<Expr>* side : {&rule.lhs, &rule.rhs})
+    for (const Expr& p : *side)
+      for (const ExprNode& n : p.nodes())
+        if (n.op == OpKind::Conv2d && p[n.children[1]].op == OpKind::Concat) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> same_type_groups(const Rule& rule) {
+  std::map<std::string, std::vector<std::string>> by_type;
+  for (const std::string& v : rule.variables()) by_type[v.substr(0, v.find_first_of("0123456789"))].push_back(v);
+  std::vector<std::vector<std::string>> groups;
+  for (auto& [type, vars] : by_type)
+    if (vars.size() >= 2) groups.push_back(std::move(vars));
+  return groups;
+}
+
+ProofResult prove_rule(const Rule& rule, const ProveConfig& config) {
+  ProofResult result = prove_as_given(rule, config);
+  if (result.status != "wrong" || !rule.same_shape.empty() || !batches_convolutions(rule)) return result;
+  Rule conditional = rule;
+  conditional.same_shape = same_type_groups(rule);
+  if (conditional.same_shape.empty()) return result;
+  ProofResult again = prove_as_given(conditional, config);
+  if (again.status != "verified") return result;
+  again.ms += result.ms;
+  again.same_shape = std::move(conditional.same_shape);
+  return again;
 }
 
 }  // namespace teq::synth

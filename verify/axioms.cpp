@@ -1113,9 +1113,8 @@ AxiomProof prove_from_axioms(const Rule& rule, z3::context& ctx, const AxiomOpti
                              std::span<const VarShapes> shapes) {
   std::vector<VarShapes> searched;
   if (shapes.empty()) {
-    std::vector<const Expr*> patterns;
-    for (const Expr& e : rule.lhs) patterns.push_back(&e);
-    for (const Expr& e : rule.rhs) patterns.push_back(&e);
+    std::vector<Expr> conditions;
+    std::vector<const Expr*> patterns = rule_patterns(rule, conditions);
     searched = find_shape_assignments(patterns, options.elementwise.shapes).assignments;
     shapes = searched;
   }

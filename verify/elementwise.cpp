@@ -31,12 +31,6 @@ class WallClockGuard {
   Clock::time_point deadline_;
 };
 
-std::vector<const Expr*> pattern_list(const Rule& rule) {
-  std::vector<const Expr*> out;
-  for (const Expr& e : rule.lhs) out.push_back(&e);
-  for (const Expr& e : rule.rhs) out.push_back(&e);
-  return out;
-}
 
 std::vector<int64_t> index_of(int64_t flat, const Shape& shape) {
   std::vector<int64_t> idx;
@@ -454,7 +448,8 @@ ElementwiseResult wrong_by(Counterexample cex, ElementwiseResult result) {
 
 ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions& options) {
   ElementwiseResult result;
-  std::vector<const Expr*> patterns = pattern_list(rule);
+  std::vector<Expr> conditions;
+  std::vector<const Expr*> patterns = rule_patterns(rule, conditions);
 
   // Sides that are well-shaped together but with different shapes make a wrong rule by themselves.
   ShapeSearchOptions loose = options.shapes;
@@ -477,7 +472,8 @@ ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions&
   const bool only_grouped =
       found.assignments.empty() && options.shapes.conv_groups == ConvGroups::Ungrouped && has_conv();
   bool grouped_stopped_by_clock = false;
-  if (options.grouped_conv || only_grouped) {
+  // A rule with shape conditions is applied to grouped convolutions too (rules/rule_scope.h): check one.
+  if (options.grouped_conv || only_grouped || !rule.same_shape.empty()) {
     ShapeSearchOptions grouped = options.shapes;
     grouped.conv_groups = ConvGroups::Grouped;
     grouped.max_assignments = only_grouped ? options.shapes.max_assignments : 1;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "rules/rank_signature.h"
+#include "rules/sexpr.h"
 #include "rules/symbolic_dims.h"
 
 namespace teq {
@@ -641,6 +642,18 @@ ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, c
   }
   if (result.assignments.empty()) result.failure = last_failure.empty() ? "no well-shaped assignment" : last_failure;
   return result;
+}
+
+std::vector<const Expr*> rule_patterns(const Rule& rule, std::vector<Expr>& storage) {
+  storage.clear();
+  for (const std::vector<std::string>& group : rule.same_shape)
+    for (size_t k = 1; k < group.size(); ++k) storage.push_back(parse_pattern("(ewadd ?" + group[0] + " ?" + group[k] + ")"));
+  std::vector<const Expr*> out;
+  for (const Expr& e : rule.lhs) out.push_back(&e);
+  for (const Expr& e : storage) out.push_back(&e);
+  for (const Expr& e : rule.rhs) out.push_back(&e);
+  for (const Expr& e : storage) out.push_back(&e);
+  return out;
 }
 
 }  // namespace teq

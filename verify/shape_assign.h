@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rules/corpus.h"
 #include "rules/evaluator.h"
 
 namespace teq {
@@ -51,5 +52,11 @@ struct ShapeAssignments {
 ///   std::vector<const Expr*> ps = {&lhs, &rhs};
 ///   auto r = find_shape_assignments(ps);  // (matmul 0 ?a ?b): {a:[2,3], b:[3,4]}, {a:[2,3,4], b:[2,4,5]}, ...
 ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, const ShapeSearchOptions& options = {});
+
+/// The patterns of `rule` for the shape search: its lhs patterns, an `(ewadd ?a ?b)` for each pair of a shape
+/// condition (Rule::same_shape: ewadd requires equal shapes), its rhs patterns, then the conditions again, so
+/// that pattern i still pairs with pattern i + n/2 and every assignment found satisfies the conditions.
+/// `storage` holds the condition patterns the result points to.
+std::vector<const Expr*> rule_patterns(const Rule& rule, std::vector<Expr>& storage);
 
 }  // namespace teq

@@ -174,7 +174,7 @@ bool pattern_has_free_shape(const Pattern& pattern, uint32_t i) {
 }  // namespace
 
 std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, const Pattern& pattern,
-                                                      const Subst& subst) {
+                                                      const Subst& subst, bool ungrouped_convs) {
   std::vector<Shape> shapes(pattern.nodes().size());
   std::vector<Shape> in;
   for (size_t i = 0; i < pattern.nodes().size(); ++i) {
@@ -189,7 +189,8 @@ std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, cons
     if (!shape) return std::nullopt;
     shapes[i] = std::move(*shape);
     // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
-    if (n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) && pattern_has_free_shape(pattern, n.children[1]))
+    if (ungrouped_convs && n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) &&
+        pattern_has_free_shape(pattern, n.children[1]))
       return std::nullopt;
   }
   return shapes;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "optimizer/engine/cycles.h"
+#include "rules/rule_scope.h"
 
 namespace teq {
 
@@ -33,6 +34,16 @@ struct CompiledRules::Entry {
   RuleId id;
   VarTable vars;
   std::vector<Pattern> lhs, rhs;
+  std::vector<std::vector<uint32_t>> same_shape;  // Rule::same_shape as variable slots
+  bool ungrouped_convs = true;                    // rules/rule_scope.h keeps_convs_ungrouped
+
+  /// Whether the rule's shape conditions hold under `subst`.
+  bool conditions_hold(const EGraph& egraph, const Subst& subst) const {
+    for (const std::vector<uint32_t>& group : same_shape)
+      for (size_t k = 1; k < group.size(); ++k)
+        if (egraph.shape(subst[group[k]]) != egraph.shape(subst[group[0]])) return false;
+    return true;
+  }
 };
 
 struct Runner::Iteration {
@@ -64,9 +75,18 @@ CompiledRules::CompiledRules(std::span<const Rule> rules, bool cross_product_mul
     ids_.push_back(rule.id);
     const RuleId id(i);
     auto compile = [&](std::vector<size_t> parts) {
-      Entry c{id, {}, {}, {}};
+      Entry c{id, {}, {}, {}, {}, keeps_convs_ungrouped(rule)};
       for (size_t k : parts) c.lhs.emplace_back(rule.lhs[k], c.vars);
       for (size_t k : parts) c.rhs.emplace_back(rule.rhs[k], c.vars);
+      for (const std::vector<std::string>& group : rule.same_shape) {
+        c.same_shape.emplace_back();
+        for (const std::string& v : group) {
+          std::optional<uint32_t> slot = c.vars.find(v);
+          // A two-pattern rule used as two single ones: a condition across them cannot be checked.
+          if (!slot) throw std::runtime_error("shape condition on ?" + v + ", a variable of the other pattern");
+          c.same_shape.back().push_back(*slot);
+        }
+      }
       return c;
     };
     try {
@@ -129,7 +149,11 @@ bool Runner::over_time() const {
 // Adds the rule's right side `side` under `subst` and merges it with `root`, if well-shaped.
 bool Runner::apply(EGraph& egraph, const Compiled& r, size_t side, ClassId root, const Subst& subst,
                    RunReport& report) const {
-  auto shapes = instantiated_shapes(egraph, r.rhs[side], subst);
+  if (!r.conditions_hold(egraph, subst)) {
+    ++report.rejected_shape;
+    return false;
+  }
+  auto shapes = instantiated_shapes(egraph, r.rhs[side], subst, r.ungrouped_convs);
   if (!shapes || shapes->back() != egraph.shape(root)) {
     ++report.rejected_shape;
     return false;
@@ -236,9 +260,9 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
         continue;
       }
       // Both sides must be well-shaped before either is added.
-      bool ok = true;
-      for (size_t k = 0; k < 2; ++k) {
-        auto shapes = instantiated_shapes(egraph, r.rhs[k], subst);
+      bool ok = r.conditions_hold(egraph, subst);
+      for (size_t k = 0; k < 2 && ok; ++k) {
+        auto shapes = instantiated_shapes(egraph, r.rhs[k], subst, r.ungrouped_convs);
         ok = ok && shapes && shapes->back() == egraph.shape(roots[k]);
       }
       if (!ok) {

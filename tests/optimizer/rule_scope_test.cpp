@@ -3,6 +3,7 @@
 // grouped ones alone, in the e-graph and in the sequential search.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "optimizer/optimize.h"
@@ -64,28 +65,58 @@ size_t count(const Expr& g, OpKind op) {
 // Launch overhead dominates, so merging two convolutions into one pays whenever it is allowed.
 const FlopCostModel kOverheadCost(FlopCostModel::Config{.per_flop = 1e-15, .per_element = 1e-15, .per_node = 1e-3});
 
-TEST(RuleScope, EGraphMergesUngroupedConvsOnly) {
-  const RuleCorpus rules = share_input_rule();
+using Optimizer = std::function<OptimizeReport(const Expr&, const RuleCorpus&)>;
+
+OptimizeReport with_egraph(const Expr& g, const RuleCorpus& rules) {
   OptimizeConfig config;
   config.extract = ExtractMethod::Ilp;
-  const Expr dense = two_convs(4), grouped = two_convs(2);
-  OptimizeReport d = optimize_graph(dense, rules, kOverheadCost, config);
-  EXPECT_EQ(count(d.optimized, OpKind::Conv2d), 1u) << print_graph(d.optimized);
-  expect_same_values(dense, d.optimized);
-  OptimizeReport g = optimize_graph(grouped, rules, kOverheadCost, config);
-  EXPECT_EQ(count(g.optimized, OpKind::Conv2d), 2u) << print_graph(g.optimized);
-  expect_same_values(grouped, g.optimized);
+  return optimize_graph(g, rules, kOverheadCost, config);
+}
+
+OptimizeReport with_sequential_search(const Expr& g, const RuleCorpus& rules) {
+  return optimize_sequential(g, rules, kOverheadCost, SequentialConfig{});
+}
+
+/// `optimize` merges the two convolutions of `merged` into one and leaves `kept`'s two alone, without changing a
+/// value of either.
+void expect_merges_only(const Optimizer& optimize, const RuleCorpus& rules, const Expr& merged, const Expr& kept) {
+  for (const auto& [g, convs] : {std::pair{&merged, 1u}, std::pair{&kept, 2u}}) {
+    const OptimizeReport r = optimize(*g, rules);
+    EXPECT_EQ(count(r.optimized, OpKind::Conv2d), convs) << print_graph(r.optimized);
+    expect_same_values(*g, r.optimized);
+  }
+}
+
+TEST(RuleScope, EGraphMergesUngroupedConvsOnly) {
+  expect_merges_only(with_egraph, share_input_rule(), two_convs(4), two_convs(2));
 }
 
 TEST(RuleScope, SequentialSearchMergesUngroupedConvsOnly) {
-  const RuleCorpus rules = share_input_rule();
-  const Expr dense = two_convs(4), grouped = two_convs(2);
-  OptimizeReport d = optimize_sequential(dense, rules, kOverheadCost, SequentialConfig{});
-  EXPECT_EQ(count(d.optimized, OpKind::Conv2d), 1u) << print_graph(d.optimized);
-  expect_same_values(dense, d.optimized);
-  OptimizeReport g = optimize_sequential(grouped, rules, kOverheadCost, SequentialConfig{});
-  EXPECT_EQ(count(g.optimized, OpKind::Conv2d), 2u) << print_graph(g.optimized);
-  expect_same_values(grouped, g.optimized);
+  expect_merges_only(with_sequential_search, share_input_rule(), two_convs(4), two_convs(2));
+}
+
+// Tensat's grouped merge (its rule 92) as its correct instance: two convolutions of different inputs become
+// one grouped convolution, right only where the inputs and the kernels have equal shapes (Rule::same_shape).
+// Rewriters apply its grouped convolution where the conditions hold and nowhere else: kernels of 4 and 6
+// outputs would give each group 5.
+Rule grouped_merge() {
+  return make_rule("grouped-merge", {"(concat 1 (conv2d 1 1 0 0 0 ?x1 ?w1) (conv2d 1 1 0 0 0 ?x2 ?w2))"},
+                   {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"}, {{"?x1", "?x2"}, {"?w1", "?w2"}});
+}
+
+Expr two_convs_concatenated(int64_t second_outputs) {
+  return parse_expr("(concat 1 (conv2d 1 1 0 0 0 (input x 1 3 6 6) (weight a 4 3 3 3)) (conv2d 1 1 0 0 0 "
+                    "(input y 1 3 6 6) (weight b " + std::to_string(second_outputs) + " 3 3 3)))");
+}
+
+TEST(RuleScope, GroupedMergeAppliesWhereItsShapeConditionsHold) {
+  RuleCorpus rules;
+  rules.rules.push_back(grouped_merge());
+  expect_merges_only(with_egraph, rules, two_convs_concatenated(4), two_convs_concatenated(6));
+  expect_merges_only(with_sequential_search, rules, two_convs_concatenated(4), two_convs_concatenated(6));
+  // Without its conditions the rule is out of scope (a grouped convolution on kernels of free shape).
+  rules.rules.back().same_shape.clear();
+  EXPECT_EQ(count(with_egraph(two_convs_concatenated(4), rules).optimized, OpKind::Conv2d), 2u);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ void expect_same_corpus(const RuleCorpus& a, const RuleCorpus& b) {
     EXPECT_EQ(x.lhs, y.lhs) << x.id;
     EXPECT_EQ(x.rhs, y.rhs) << x.id;
     EXPECT_EQ(x.source, y.source) << x.id;
+    EXPECT_EQ(x.same_shape, y.same_shape) << x.id;
     ASSERT_EQ(x.verification.has_value(), y.verification.has_value()) << x.id;
     if (x.verification) {
       EXPECT_EQ(x.verification->status, y.verification->status);
@@ -77,6 +78,30 @@ TEST(Corpus, RoundTripsThroughJson) {
   ASSERT_NE(back.find("matmul-assoc"), nullptr);
   EXPECT_EQ(back.find("matmul-assoc")->id, "matmul-assoc");
   EXPECT_EQ(back.find("no-such-rule"), nullptr);
+}
+
+// Shape conditions (Rule::same_shape) are written with the variables' '?', read back with or without it in
+// make_rule, and carried into the reversal.
+TEST(Corpus, ShapeConditionsRoundTripAndReverse) {
+  RuleCorpus c;
+  c.rules.push_back(make_rule("grouped-merge", {"(concat 1 (conv2d 1 1 0 0 0 ?x1 ?w1) (conv2d 1 1 0 0 0 ?x2 ?w2))"},
+                              {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"},
+                              {{"?x1", "x2"}, {"?w1", "?w2"}}));
+  EXPECT_EQ(c.rules[0].same_shape, (std::vector<std::vector<std::string>>{{"x1", "x2"}, {"w1", "w2"}}));
+  const std::string text = dump_corpus(c);
+  EXPECT_NE(text.find(R"("same_shape":[["?x1","?x2"],["?w1","?w2"]])"), std::string::npos) << text;
+  const RuleCorpus back = parse_corpus(text);
+  expect_same_corpus(c, back);
+  EXPECT_EQ(dump_corpus(back), text);
+  const std::optional<Rule> rev = reversed_rule(c.rules[0]);
+  ASSERT_TRUE(rev.has_value());
+  EXPECT_EQ(rev->same_shape, c.rules[0].same_shape);
+  // The same sides without conditions are another rule: add_reversed_rules keeps both reversals.
+  RuleCorpus both = c;
+  both.rules.push_back(c.rules[0]);
+  both.rules.back().id = "unconditional";
+  both.rules.back().same_shape.clear();
+  EXPECT_EQ(add_reversed_rules(both), 2u);
 }
 
 TEST(Corpus, DumpIsOneRulePerLine) {
@@ -186,6 +211,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadCorpus{"VerificationWithoutStatus",
                   R"j([{"id": "r10", "lhs": ["(relu ?x)"], "rhs": ["(relu ?x)"], "verification": {"ms": 3}}])j",
                   {"rule 'r10'", "verification", "string 'status'"}},
+        BadCorpus{"SameShapeNotArrays",
+                  R"j([{"id": "r12", "lhs": ["(ewadd ?x ?y)"], "rhs": ["(ewadd ?y ?x)"], "same_shape": ["?x"]}])j",
+                  {"rule 'r12'", "same_shape", "arrays of ?variable names"}},
+        BadCorpus{"SameShapeWithoutQuestionMark",
+                  R"j([{"id": "r13", "lhs": ["(ewadd ?x ?y)"], "rhs": ["(ewadd ?y ?x)"], "same_shape": [["x", "?y"]]}])j",
+                  {"rule 'r13'", "same_shape", "?variable names"}},
+        BadCorpus{"SameShapeOfOne",
+                  R"j([{"id": "r14", "lhs": ["(ewadd ?x ?y)"], "rhs": ["(ewadd ?y ?x)"], "same_shape": [["?x"]]}])j",
+                  {"rule 'r14'", "same_shape[0]", "at least two variables"}},
+        BadCorpus{"SameShapeUnbound",
+                  R"j([{"id": "r15", "lhs": ["(ewadd ?x ?y)"], "rhs": ["(ewadd ?y ?x)"], "same_shape": [["?x", "?z"]]}])j",
+                  {"rule 'r15'", "same_shape[0]", "?z is not bound by the lhs"}},
         BadCorpus{"SourceNotString",
                   R"j([{"id": "r11", "lhs": ["(relu ?x)"], "rhs": ["(relu ?x)"], "source": 5}])j",
                   {"rule 'r11'", "source", "must be a string"}}));

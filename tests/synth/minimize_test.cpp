@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "synth/minimize.h"
+#include "synth/prove.h"
 #include "synth/rulegen.h"
 
 namespace teq::synth {
@@ -106,6 +107,25 @@ TEST(Minimize, GenericTypingDoesNotDeriveThroughASquareMatrix) {
   // A derivation that needs no coincidence holds under either typing.
   const std::vector<Rule> general = {make_rule("times-ones", {"(ewmul ?a (ones ?a))"}, {"?a"})};
   EXPECT_TRUE(derive_rule(target, general, square, generic).derived);
+}
+
+// rulegen's prover finds the grouped merge's correct instance: wrong as enumerated, verified once the variables
+// of each leaf type have equal shapes (as at the fingerprint shapes); a rule true without conditions gets none.
+TEST(Prove, AGroupedMergeIsVerifiedWithShapeConditions) {
+  const Rule merge = make_rule("merge", {"(concat 1 (conv2d 1 1 0 0 0 ?i1 ?k1) (conv2d 1 1 0 0 0 ?i2 ?k2))"},
+                               {"(conv2d 1 1 0 0 0 (concat 1 ?i1 ?i2) (concat 0 ?k1 ?k2))"});
+  const ProofResult p = prove_rule(merge);
+  EXPECT_EQ(p.status, "verified") << p.reason;
+  EXPECT_EQ(p.same_shape, (std::vector<std::vector<std::string>>{{"i1", "i2"}, {"k1", "k2"}}));
+  const Rule share = make_rule("share", {"(concat 1 (conv2d 1 1 0 0 0 ?i1 ?k1) (conv2d 1 1 0 0 0 ?i1 ?k2))"},
+                               {"(conv2d 1 1 0 0 0 ?i1 (concat 0 ?k1 ?k2))"});
+  const ProofResult q = prove_rule(share);
+  EXPECT_EQ(q.status, "verified") << q.reason;
+  EXPECT_TRUE(q.same_shape.empty());
+  // A wrong rule that batches no convolutions is not tried under conditions.
+  const ProofResult r = prove_rule(make_rule("wrong", {"(ewadd ?a1 ?a2)"}, {"(ewmul ?a1 ?a2)"}));
+  EXPECT_EQ(r.status, "wrong");
+  EXPECT_TRUE(r.same_shape.empty());
 }
 
 }  // namespace

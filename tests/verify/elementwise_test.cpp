@@ -179,6 +179,27 @@ TEST(Elementwise, CoincidenceOfUnrelatedExtentsIsWrongOnRequest) {
   }
 }
 
+// Tensat's rule 92: two convolutions of different inputs as one grouped convolution. False as stated (kernels
+// of 6 and 4 outputs give groups of 5); its correct instance, with the inputs and the kernels of equal shapes
+// (Rule::same_shape), verifies, on shapes where the left side's convolutions are ungrouped and on grouped ones.
+TEST(Elementwise, GroupedMergeHoldsUnderItsShapeConditions) {
+  z3::context ctx;
+  const std::vector<std::string> lhs = {"(concat 1 (conv2d 1 1 0 0 0 ?x1 ?w1) (conv2d 1 1 0 0 0 ?x2 ?w2))"};
+  const std::vector<std::string> rhs = {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"};
+  const ElementwiseResult wrong = prove_elementwise(make_rule("as-stated", lhs, rhs), ctx);
+  EXPECT_EQ(wrong.status, VerifyStatus::Wrong) << wrong.detail;
+  const ElementwiseResult right =
+      prove_elementwise(make_rule("correct-instance", lhs, rhs, {{"?x1", "?x2"}, {"?w1", "?w2"}}), ctx);
+  ASSERT_EQ(right.status, VerifyStatus::Verified) << right.detail;
+  bool ungrouped_lhs = false, grouped_lhs = false;
+  for (const VarShapes& s : right.shapes) {
+    EXPECT_EQ(s.at("x1"), s.at("x2"));
+    EXPECT_EQ(s.at("w1"), s.at("w2"));
+    (s.at("x1")[1] == s.at("w1")[1] ? ungrouped_lhs : grouped_lhs) = true;
+  }
+  EXPECT_TRUE(ungrouped_lhs && grouped_lhs);
+}
+
 TEST(Elementwise, NeverWellShapedIsUnknown) {
   z3::context ctx;
   ElementwiseResult res = prove_elementwise(make_rule("t", {"(smul ?a ?a)"}, {"(transpose 1 0 ?a)"}), ctx);
