@@ -31,7 +31,6 @@ class WallClockGuard {
   Clock::time_point deadline_;
 };
 
-
 std::vector<int64_t> index_of(int64_t flat, const Shape& shape) {
   std::vector<int64_t> idx;
   unravel(flat, shape, idx);
@@ -339,9 +338,9 @@ std::optional<Counterexample> wide_counterexample(const Rule& rule, std::span<co
 /// there, a tensor exceeds `max_elements`, or two paired roots differ in shape. The optimizer applies a rule
 /// only where its right side has the left side's shape and no convolution on a weight of free shape is
 /// grouped (optimizer/engine/pattern.cpp, the same rules/rule_scope.h tests), so only such assignments can meet the rule in a graph.
-/// `roots`, when given, receives the root shapes, and paired roots may then differ.
+/// With `paired_roots_may_differ`, only the grouping is asked for (the coincidence check compares the roots).
 std::optional<std::vector<bool>> conv_grouping(std::span<const Expr* const> patterns, const VarShapes& s,
-                                               int64_t max_elements, std::vector<Shape>* root_shapes = nullptr) {
+                                               int64_t max_elements, bool paired_roots_may_differ = false) {
   std::vector<bool> grouped;
   std::vector<Shape> roots;
   for (const Expr* p : patterns) {
@@ -355,10 +354,7 @@ std::optional<std::vector<bool>> conv_grouping(std::span<const Expr* const> patt
     }
     roots.push_back((*shapes)[p->root().value]);
   }
-  if (root_shapes != nullptr) {
-    *root_shapes = std::move(roots);
-    return grouped;
-  }
+  if (paired_roots_may_differ) return grouped;
   const size_t half = roots.size() / 2;
   for (size_t i = 0; i < half; ++i)
     if (roots[i] != roots[i + half]) return std::nullopt;
@@ -416,9 +412,8 @@ std::optional<Counterexample> neighbor_counterexample(const Rule& rule, std::spa
 std::optional<Counterexample> coincidence_counterexample(const Rule& rule, std::span<const Expr* const> patterns,
                                                          const std::vector<VarShapes>& proved, int64_t max_elements,
                                                          int64_t max_size) {
-  std::vector<Shape> roots;
   for (const VarShapes& base : proved) {
-    const auto base_grouping = conv_grouping(patterns, base, max_elements, &roots);
+    const auto base_grouping = conv_grouping(patterns, base, max_elements, /*paired_roots_may_differ=*/true);
     if (!base_grouping) continue;
     for (const auto& [name, shape] : base)
       for (size_t axis = 0; axis < shape.size(); ++axis)
@@ -426,7 +421,7 @@ std::optional<Counterexample> coincidence_counterexample(const Rule& rule, std::
           if (moved == shape[axis]) continue;
           VarShapes s = base;
           s[name][axis] = moved;
-          if (conv_grouping(patterns, s, max_elements, &roots) != base_grouping) continue;
+          if (conv_grouping(patterns, s, max_elements, /*paired_roots_may_differ=*/true) != base_grouping) continue;
           if (auto cex = shape_mismatch(rule, s)) {
             cex->note += " (the rule holds only where unrelated extents agree)";
             return cex;
