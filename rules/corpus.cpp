@@ -126,6 +126,13 @@ Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::v
   return rule;
 }
 
+std::vector<std::string> rule_lines(const Rule& rule) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < rule.lhs.size(); ++i)
+    lines.push_back(to_sexpr(rule.lhs[i], rule.lhs[i].root()) + "  =>  " + to_sexpr(rule.rhs[i], rule.rhs[i].root()));
+  return lines;
+}
+
 nlohmann::json rule_to_json(const Rule& rule) {
   nlohmann::json j;
   j["id"] = rule.id;

@@ -86,5 +86,7 @@ std::string dump_corpus(const RuleCorpus& corpus);
 void save_corpus(const RuleCorpus& corpus, const std::filesystem::path& path);
 
 nlohmann::json rule_to_json(const Rule& rule);
+/// One "lhs  =>  rhs" line per pattern pair, for messages that show a rule (ruleverify, rulegen derive).
+std::vector<std::string> rule_lines(const Rule& rule);
 
 }  // namespace teq

@@ -17,7 +17,7 @@ CoverageReport derive_coverage(const RuleCorpus& base, const ImportResult& targe
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       DeriveResult d = derive_rule(todo[i], rules, types, limits);
-      report.entries[i] = {todo[i].id, d.derived, d.reason};
+      report.entries[i] = {todo[i].id, d.derived, d.reason, d.derived ? std::vector<std::string>{} : rule_lines(todo[i])};
     }
   };
   std::vector<std::thread> pool;
@@ -25,7 +25,7 @@ CoverageReport derive_coverage(const RuleCorpus& base, const ImportResult& targe
   work();
   for (auto& t : pool) t.join();
   for (const CoverageEntry& e : report.entries) report.derived += e.derived;
-  for (const ImportIssue& s : target.skipped) report.entries.push_back({s.rule_id, false, "not imported: " + s.reason});
+  for (const ImportIssue& s : target.skipped) report.entries.push_back({s.rule_id, false, "not imported: " + s.reason, {}});
   return report;
 }
 
@@ -35,7 +35,10 @@ std::string format_coverage(const CoverageReport& report, const std::string& tar
                 target_name.c_str());
   std::string out = head;
   for (const CoverageEntry& e : report.entries)
-    if (!e.derived) out += "not derived: " + e.rule_id + ": " + e.reason + "\n";
+    if (!e.derived) {
+      out += "not derived: " + e.rule_id + ": " + e.reason + "\n";
+      for (const std::string& line : e.rule) out += "    " + line + "\n";
+    }
   return out;
 }
 

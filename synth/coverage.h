@@ -14,6 +14,7 @@ struct CoverageEntry {
   std::string rule_id;
   bool derived = false;
   std::string reason;  // for rules not derived (including the importer's reason for skipped rules)
+  std::vector<std::string> rule;  // the rule, one "lhs  =>  rhs" line per pattern (empty for skipped rules)
 };
 
 struct CoverageReport {
@@ -41,7 +42,7 @@ inline DeriveLimits coverage_limits() {
 CoverageReport derive_coverage(const RuleCorpus& base, const ImportResult& target, const std::vector<LeafType>& types,
                                const DeriveLimits& limits, int threads);
 
-/// "derived 130/133 (97.7%)" followed by one line per rule not derived, with its reason.
+/// "derived 130/133 (97.7%)" followed by one line per rule not derived, with its reason, and the rule below it.
 std::string format_coverage(const CoverageReport& report, const std::string& target_name);
 
 }  // namespace teq::synth

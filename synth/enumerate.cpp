@@ -166,6 +166,21 @@ class Enumerator {
       }
     }
     leaf_count_ = index;
+    // A kernel is a cut reference (conv_cut) only when its output-channel count differs from every
+    // activation's channel count in both sets: cut at k's 4 outputs, which are also i's 4 channels, a split
+    // takes i apart too, and every such rule holds only where the two extents agree (junk that the
+    // verifier's shape search accepts). The default a and b kernels (6 outputs on 4 channels) qualify.
+    auto channels_clash = [&](auto shape_of, int64_t outputs) {
+      for (const LeafType& t : out_.vocab.leaf_types)
+        if (!t.weight && shape_of(t).size() == 4 && shape_of(t)[1] == outputs) return true;
+      return false;
+    };
+    for (const LeafType& t : out_.vocab.leaf_types) {
+      const bool reference = t.weight && t.shape_a.size() == 4 && t.shape_b.size() == 4 &&
+                             !channels_clash([](const LeafType& u) { return u.shape_a; }, t.shape_a[0]) &&
+                             !channels_clash([](const LeafType& u) { return u.shape_b; }, t.shape_b[0]);
+      for (int k = 0; k < t.count; ++k) cut_reference_.push_back(reference);
+    }
   }
 
   /// Within each leaf type the leaves used must be the first ones (x1, x2 but not x2 alone): every
@@ -348,9 +363,7 @@ class Enumerator {
     }
     auto operand_ok = [&](uint32_t c2) {
       if (var.last == LastChild::Leaf && c2 >= leaf_count_) return false;
-      if (var.kernel_reference &&
-          (!out_.classes[c2].weight_only || out_.shapes[out_.classes[c2].shape].a.size() != 4))
-        return false;
+      if (var.kernel_reference && !cut_reference_[c2]) return false;
       return !var.weight_operand || out_.classes[c2].weight_only;
     };
     const int need = n - 1 - a.size;
@@ -481,6 +494,7 @@ class Enumerator {
   Enumeration out_;
   Clock::time_point start_;
   uint32_t leaf_count_ = 0;
+  std::vector<char> cut_reference_;  // per leaf: a kernel that conv_cut may cut at (add_leaves)
   std::vector<std::pair<uint32_t, uint32_t>> type_ranges_;  // (first leaf, count) per leaf type
   std::map<std::pair<Shape, Shape>, uint32_t> shape_ids_;
   std::vector<std::array<std::vector<uint32_t>, kMaxOps + 1>> buckets_;  // [shape][size] -> classes

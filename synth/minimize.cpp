@@ -111,7 +111,7 @@ std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_no
       Expr l = as_graph(target.lhs[i], shapes), r = as_graph(target.rhs[i], shapes);
       Equation::Side side{egraph.add_expr(l)[l.root().value], std::nullopt, {}};
       auto lv = target.lhs[i].variables(), rv = target.rhs[i].variables();
-      if (!look_up_rhs && std::set(lv.begin(), lv.end()) == std::set(rv.begin(), rv.end()) && !target.is_multi())
+      if (!look_up_rhs && std::set(lv.begin(), lv.end()) == std::set(rv.begin(), rv.end()))
         side.rhs = egraph.add_expr(r)[r.root().value];
       else
         side.rhs_graph = std::move(r);

@@ -88,9 +88,11 @@ class EquationBatch {
   EquationBatch(EquationBatch&&) noexcept = default;
 
   /// Adds `target` (every lhs[i] == rhs[i]); the equation's index, or nullopt with `why_not` set when
-  /// it cannot be typed or built. A right side with variables its left side lacks (two-pattern rules)
-  /// is looked up, never added: added, it would hand the rules the very subterm (a concat of the
-  /// kernels) that the two-pattern rule exists to create.
+  /// it cannot be typed or built. A right side whose variables are not its own left side's (two-pattern
+  /// rules that batch, a right side that drops a variable) is looked up, never added: added, it would hand
+  /// the rules the very subterm (a concat of the kernels) that the two-pattern rule exists to create. A
+  /// pattern pair over the same variables is an equation of its own, even in a two-pattern rule (TASO
+  /// glues unrelated single rules into two-pattern ones: relu fusion beside avgpool as a convolution).
   /// With `look_up_rhs`, every right side is looked up, never added: the equation then holds only if
   /// saturation builds the right side from the left one (a rewrite, not a meeting in the middle).
   std::optional<size_t> add(const Rule& target, std::string* why_not = nullptr, bool look_up_rhs = false);

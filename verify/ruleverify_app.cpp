@@ -7,7 +7,6 @@
 #include <set>
 
 #include "rules/import/load_rules.h"
-#include "rules/sexpr.h"
 
 namespace teq {
 
@@ -78,10 +77,7 @@ int run_ruleverify(const RuleverifyConfig& config) {
     const RuleReport& r = report.rules[k];
     out << format_report_line(r) << "\n";
     if (r.status == VerifyStatus::Wrong) {
-      const Rule& rule = rules[k];
-      for (size_t i = 0; i < rule.lhs.size(); ++i)
-        out << "    " << to_sexpr(rule.lhs[i], rule.lhs[i].root()) << "  =>  "
-                  << to_sexpr(rule.rhs[i], rule.rhs[i].root()) << "\n";
+      for (const std::string& line : rule_lines(rules[k])) out << "    " << line << "\n";
       if (r.counterexample) {
         std::string text = format_counterexample(*r.counterexample);
         for (size_t pos = 0, nl; pos < text.size(); pos = nl + 1) {

@@ -5,6 +5,7 @@
 
 #include "rules/sexpr.h"
 #include "synth/generalize.h"
+#include "synth/prove.h"
 #include "synth/vocabulary.h"
 
 namespace teq::synth {
@@ -60,6 +61,27 @@ TEST(Generalize, FalseSplitsAreRejected) {
   const std::vector<Rule> splits = variable_splits(concat_ewadd_cases()[1], types);
   ASSERT_FALSE(splits.empty());
   EXPECT_EQ(text(splits[0]), "(concat 1 (ewadd ?a1 ?a2) (ewadd ?a4 ?a3)) ; => ; (ewadd (concat 1 ?a1 ?a4) (concat 1 ?a2 ?a3))");
+}
+
+TEST(Generalize, ASplitThatHoldsOnlyUnderShapeConditionsIsNoGeneralization) {
+  // A cut at ?i1's channels of a convolution with ?i1 as input: splitting ?i1 into three variables gives a
+  // rule that is wrong as stated (the cut and the input may differ) and true only with the inputs' and the
+  // kernels' shapes tied, which prove_rule finds for a conv batching. Kept without those conditions it was
+  // in the corpus and refuted by ruleverify (four rules of a conv_cut run), so it must not be taken.
+  const std::vector<LeafType> types = default_leaf_types(3);
+  const Rule r = make_rule("cut-at-input",
+                           {"(conv2d 1 1 -1 -1 0 ?i1 ?a2)", "(split 1 0 1 (conv2d 1 1 -1 -1 0 ?i1 ?a1) ?i1)"},
+                           {"(split 1 1 0 (conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2)) ?a1)",
+                            "(split 1 0 1 (conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2)) ?a1)"});
+  ASSERT_EQ(prove_rule(r, {}).status, "verified");
+  uint64_t proofs = 0, proved = 0;
+  std::optional<Rule> g = generalize_rule(r, types, {}, proofs, proved);
+  EXPECT_GE(proofs, 1u);
+  if (g) {
+    const ProofResult p = prove_rule(*g, {});
+    EXPECT_EQ(p.status, "verified") << text(*g);
+    EXPECT_TRUE(p.same_shape.empty()) << text(*g);
+  }
 }
 
 TEST(Generalize, ATwoWayRuleStaysTwoWayAndIsNotCoveredByAOneWayRule) {

@@ -27,6 +27,25 @@ TEST(Minimize, MeetingInTheMiddleIsNotARewrite) {
   EXPECT_NE(as_rewrites.reason.find("right side not built"), std::string::npos) << as_rewrites.reason;
 }
 
+TEST(Minimize, ATwoPatternRuleOfIndependentEquationsIsDerivedPairByPair) {
+  // TASO glues unrelated single rules into two-pattern ones. Each pair over its own variables is an equation
+  // of its own, derived as a single rule is (its right side may be added): the right side here cannot be
+  // built from the left, since the one-way rule (a transpose of a transpose) cannot be reversed.
+  const std::vector<Rule> rules = both_directions(
+      {make_rule("involution", {"(transpose 1 0 (transpose 1 0 ?a))"}, {"?a"}),
+       make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"})});
+  const Rule glued = make_rule("glued", {"(ewadd ?x1 ?x2)", "(relu ?x3)"},
+                               {"(ewadd ?x2 ?x1)", "(relu (transpose 1 0 (transpose 1 0 ?x3)))"});
+  const std::vector<LeafType> square = {{"x", {4, 4}, {5, 5}, 3}};
+  const DeriveResult d = derive_rule(glued, rules, square);
+  EXPECT_TRUE(d.derived) << d.reason;
+  // A pair whose right side has a variable its left side lacks is still looked up, never added: a batching
+  // rule's right side (the concat of both operands) must be built by the rules.
+  const Rule batch = make_rule("batch", {"(relu ?x1)", "(relu ?x2)"},
+                               {"(split 0 0 0 (relu (concat 0 ?x1 ?x2)) ?x1)", "(split 0 1 0 (relu (concat 0 ?x1 ?x2)) ?x1)"});
+  EXPECT_FALSE(derive_rule(batch, rules, square).derived);
+}
+
 TEST(Minimize, RewritesBothWays) {
   const std::vector<Rule> rules = both_directions(
       {make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"}),
