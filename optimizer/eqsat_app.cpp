@@ -393,6 +393,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"eclasses", r.eclasses},
                       {"stop_reason", to_string(r.stop)},
                       {"rules_used", r.rules_used},
+                      {"own_output_skipped", r.own_output_skipped},
                       {"extraction",
                        {{"method", r.extraction.method},
                         {"objective", r.extraction.objective},
@@ -456,6 +457,11 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
   }
   for (const std::string& note : r.notes)
     if (note.starts_with("kept the original")) log << "  " << note << "\n";
+  if (!r.own_output_skipped.empty()) {
+    log << "  rules that match their own output, applied one generation deep (matches skipped):";
+    for (const auto& [id, n] : r.own_output_skipped) log << " " << id << " (" << n << ")";
+    log << "\n";
+  }
   log << "  rules used:";
   if (r.rules_used.empty()) log << " none";
   for (const auto& [id, n] : r.rules_used) log << " " << id << " (" << n << ")";

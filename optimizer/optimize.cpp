@@ -66,6 +66,7 @@ OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const 
   report.eclasses = egraph.num_classes();
   report.stop.reason = to_search_stop(run.stop);
   report.notes = run.notes;
+  report.own_output_skipped = run.own_output_skipped;
 
   // Break cycles, then extract.
   const auto t1 = Clock::now();
@@ -141,6 +142,7 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
     report.enodes = std::max(report.enodes, next.enodes);
     report.eclasses = std::max(report.eclasses, next.eclasses);
     report.blacklisted += next.blacklisted;
+    for (const auto& [rule, n] : next.own_output_skipped) report.own_output_skipped[rule] += n;
     ++report.rounds;
     if (next.stop.reason == SearchStop::Reason::TimeLimit) report.rounds_stopped_by_clock.push_back(report.rounds);
     const bool improved = next.optimized_cost < report.optimized_cost;

@@ -76,6 +76,9 @@ struct OptimizeReport {
   std::map<std::string, size_t> rules_used;  // rule id -> e-nodes of the extracted graph it produced
   ExtractionStats extraction;
   size_t blacklisted = 0;                    // e-nodes removed to break cycles before extraction
+  /// Rules that match their own output (rules/rule_growth.h) -> matches of it skipped, all rounds: each is
+  /// applied one generation deep (RunReport::own_output_skipped).
+  std::map<std::string, size_t> own_output_skipped;
   std::vector<std::string> notes;            // rules not used, extraction fallbacks, ...
   /// Rounds whose saturation the wall-clock guard (SaturationConfig::time_limit_s) stopped, 1-based: their
   /// result may depend on the machine's speed, so eqsat-run says so (the counts decide everywhere else).

@@ -4,11 +4,13 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "optimizer/engine/cycles.h"
+#include "rules/rule_growth.h"
 #include "rules/rule_scope.h"
 
 namespace teq {
@@ -36,6 +38,18 @@ struct CompiledRules::Entry {
   std::vector<Pattern> lhs, rhs;
   std::vector<std::vector<uint32_t>> same_shape;  // Rule::same_shape as variable slots
   bool ungrouped_convs = true;                    // rules/rule_scope.h keeps_convs_ungrouped
+  /// For a rule that feeds itself (rules/rule_growth.h): each variable it grows, as a slot, and the operator
+  /// of the term it grows it into. Empty for every other rule.
+  std::vector<std::pair<uint32_t, OpKind>> grows;
+
+  /// Whether `subst` binds a grown variable to a class holding the term this rule itself created there: the
+  /// match is of the rule's own output, and applying it would start the next generation.
+  bool matches_own_output(const EGraph& egraph, const Subst& subst) const {
+    for (const auto& [slot, op] : grows)
+      for (NodeId n : egraph.eclass(egraph.find(subst[slot])).nodes)
+        if (egraph.node(n).op == op && egraph.origin(n) == id) return true;
+    return false;
+  }
 
   /// Whether the rule's shape conditions hold under `subst`.
   bool conditions_hold(const EGraph& egraph, const Subst& subst) const {
@@ -57,6 +71,7 @@ struct Runner::Iteration {
     std::vector<std::pair<std::array<ClassId, 2>, Subst>> apps;  // the two roots, the joined substitution
   };
   std::vector<Joined> joined;  // multi-pattern applications
+  std::map<uint32_t, size_t> own_output_matches;  // per rule that feeds itself: matches of its own output skipped
 };
 
 namespace {
@@ -75,9 +90,12 @@ CompiledRules::CompiledRules(std::span<const Rule> rules, bool cross_product_mul
     ids_.push_back(rule.id);
     const RuleId id(i);
     auto compile = [&](std::vector<size_t> parts) {
-      Entry c{id, {}, {}, {}, {}, keeps_convs_ungrouped(rule)};
+      Entry c{id, {}, {}, {}, {}, keeps_convs_ungrouped(rule), {}};
       for (size_t k : parts) c.lhs.emplace_back(rule.lhs[k], c.vars);
       for (size_t k : parts) c.rhs.emplace_back(rule.rhs[k], c.vars);
+      if (parts.size() == 1)
+        for (const GrowingVar& g : self_feeding_vars(rule.lhs[parts[0]], rule.rhs[parts[0]]))
+          c.grows.emplace_back(*c.vars.find(g.var), g.image_op);
       for (const std::vector<std::string>& group : rule.same_shape) {
         c.same_shape.emplace_back();
         for (const std::string& v : group) {
@@ -175,6 +193,12 @@ void Runner::search_single(const EGraph& egraph, Iteration& it) {
     const Compiled& r = *single_[k];
     std::vector<Match> ms = search(egraph, it.classes, r.lhs[0], r.vars.names.size(),
                                    threshold == SIZE_MAX ? SIZE_MAX : threshold + 1);
+    if (!r.grows.empty()) {
+      // One generation deep: a rule that feeds itself would otherwise match its own output in every iteration.
+      const size_t before = ms.size();
+      std::erase_if(ms, [&](const Match& m) { return r.matches_own_output(egraph, m.subst); });
+      it.own_output_matches[r.id.value] += before - ms.size();
+    }
     it.num_matches += ms.size();
     if (scheduler_.record(k, it.index, ms.size())) {
       it.any_banned = true;
@@ -288,17 +312,19 @@ RunReport Runner::run(EGraph& egraph) {
   started_ = Clock::now();
   RunReport report;
   report.notes = rules_->notes();
+  std::map<uint32_t, size_t> own_output_skipped;
   scheduler_ = BackoffScheduler(single_.size(), config_.backoff, config_.match_limit, config_.ban_length);
   egraph.rebuild();
   bool stopped = false;
   for (size_t iter = 0; iter < config_.iter_limit && !stopped; ++iter) {
     const uint64_t version_before = egraph.version();
-    Iteration it{iter, ClassIndex(egraph), 0, false, {}, {}};
+    Iteration it{iter, ClassIndex(egraph), 0, false, {}, {}, {}};
     search_single(egraph, it);
     if (static_cast<int64_t>(iter) < config_.k_multi && !multi_.empty()) join_multi(egraph, it);
     apply_multi(egraph, it, report);
     apply_single(egraph, it, report);
     egraph.rebuild();
+    for (const auto& [rule, n] : it.own_output_matches) own_output_skipped[rule] += n;
 
     IterationStats stats{iter, egraph.num_nodes(), egraph.num_classes(), it.num_matches, seconds_since(started_)};
     report.per_iteration.push_back(stats);
@@ -323,6 +349,8 @@ RunReport Runner::run(EGraph& egraph) {
     }
   }
   if (!stopped) report.stop = StopReason::IterLimit;
+  for (const auto& [rule, n] : own_output_skipped)
+    if (n > 0) report.own_output_skipped[rules_->rule_ids()[rule]] += n;
   report.seconds = seconds_since(started_);
   return report;
 }

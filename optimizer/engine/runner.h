@@ -1,7 +1,9 @@
 // Runner: equality saturation of an EGraph with a rule list. Each iteration searches every rule on the
 // clean e-graph, applies the matches whose right side is well-shaped, and rebuilds once. Single-pattern
 // rules go through an egg-style backoff scheduler; multi-pattern rules are joined as in Tensat and applied
-// only in the first k_multi iterations, behind a cycle pre-filter (cycles.h). Extraction is elsewhere.
+// only in the first k_multi iterations, behind a cycle pre-filter (cycles.h). A single-pattern rule that
+// matches its own output (rules/rule_growth.h) applies one generation deep: a match that binds the variable
+// it grows to a class holding the term the rule itself created there is skipped. Extraction is elsewhere.
 // Usage:
 //   EGraph g; auto ids = g.add_expr(graph);
 //   Runner runner(corpus.rules, RunnerConfig{.iter_limit = 10});
@@ -10,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,6 +64,9 @@ struct RunReport {
   size_t applied = 0;          // instantiations added (a no-op union counts too)
   size_t rejected_shape = 0;   // matches whose right side is ill-shaped (or of another shape)
   size_t rejected_cycle = 0;   // multi-pattern applications the cycle pre-filter refused
+  /// Per rule that feeds itself (rules/rule_growth.h) and met its own output: the matches skipped. Such a rule
+  /// applies one generation deep instead of growing the e-graph in every iteration.
+  std::map<std::string, size_t> own_output_skipped;
   std::vector<std::string> notes;  // e.g. rules that could not be used, and why
 };
 

@@ -6,6 +6,7 @@
 #include "optimizer/engine/egraph.h"
 #include "optimizer/engine/pattern.h"
 #include "optimizer/engine/runner.h"
+#include "rules/rule_growth.h"
 #include "rules/sexpr.h"
 #include "test_rules.h"
 
@@ -192,6 +193,41 @@ TEST(Runner, StopsAtLimitsAndSaturation) {
     EXPECT_EQ(r.stop, StopReason::IterLimit);
     EXPECT_EQ(r.iterations, 2u);
   }
+}
+
+TEST(RuleGrowth, ARuleThatMatchesItsOwnOutputWithALargerTermFeedsItself) {
+  // Zero-padding a kernel (the reversal of removing an enlarge) matches its own output with ?k := (enlarge ?k).
+  const std::vector<GrowingVar> grows =
+      self_feeding_vars(parse_pattern("(conv2d 1 1 -1 -1 0 ?i ?k)"), parse_pattern("(conv2d 1 1 -1 -1 0 ?i (enlarge 3 3 ?k))"));
+  ASSERT_EQ(grows.size(), 1u);
+  EXPECT_EQ(grows[0].var, "k");
+  EXPECT_EQ(grows[0].image_op, OpKind::Enlarge);
+  EXPECT_EQ(self_feeding_vars(parse_pattern("(relu ?x)"), parse_pattern("(relu (relu ?x))")).size(), 1u);
+  // Commutativity matches its output by renaming only; associativity and a fusion do not match theirs.
+  EXPECT_TRUE(self_feeding_vars(parse_pattern("(ewadd ?a ?b)"), parse_pattern("(ewadd ?b ?a)")).empty());
+  EXPECT_TRUE(self_feeding_vars(parse_pattern("(ewadd ?a (ewadd ?b ?c))"), parse_pattern("(ewadd (ewadd ?a ?b) ?c)")).empty());
+  EXPECT_TRUE(self_feeding_vars(parse_pattern("(relu (matmul 0 ?a ?b))"), parse_pattern("(matmul 2 ?a ?b)")).empty());
+  // A repeated variable must bind one term: (ewmul ?a ?a) does not match (ewmul ?a (relu ?a)).
+  EXPECT_TRUE(self_feeding_vars(parse_pattern("(ewmul ?a ?a)"), parse_pattern("(ewmul ?a (relu ?a))")).empty());
+}
+
+TEST(Runner, ARuleThatFeedsItselfAppliesOneGenerationDeep) {
+  // Without the limit, conv(x, k) -> conv(x, enlarge k) -> conv(x, enlarge (enlarge k)) ... adds two e-nodes in
+  // every iteration until the iteration limit (the seed's conv-enlarge did this to SqueezeNet).
+  RuleCorpus rules;
+  rules.rules.push_back(make_rule("pad-kernel", {"(conv2d 1 1 -1 -1 0 ?x ?k)"}, {"(conv2d 1 1 -1 -1 0 ?x (enlarge 3 3 ?k))"}));
+  EGraph g;
+  const std::string conv = "(conv2d 1 1 -1 -1 0 (input x 1 2 5 5) (weight k 4 2 1 1))";
+  g.add_expr(parse_expr(conv));
+  const RunReport r = Runner(rules.rules, RunnerConfig{.iter_limit = 20}).run(g);
+  EXPECT_EQ(r.stop, StopReason::Saturated);
+  EXPECT_LE(r.iterations, 3u);
+  EXPECT_EQ(g.num_nodes(), 5u);  // x, k, the conv, enlarge k and the conv on it: one generation
+  ASSERT_EQ(r.own_output_skipped.size(), 1u);
+  EXPECT_EQ(r.own_output_skipped.begin()->first, "pad-kernel");
+  EXPECT_GE(r.own_output_skipped.begin()->second, 1u);
+  // The one generation is there: the padded kernel's convolution is in the original's class.
+  EXPECT_TRUE(derives(rules, conv, "(conv2d 1 1 -1 -1 0 (input x 1 2 5 5) (enlarge 3 3 (weight k 4 2 1 1)))"));
 }
 
 TEST(Runner, BackoffBansRulesWithTooManyMatches) {
