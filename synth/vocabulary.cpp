@@ -7,7 +7,7 @@ namespace teq::synth {
 
 std::vector<std::string> default_op_names() {
   return {"matmul",  "ewadd",   "ewmul",   "relu", "tanh", "smul",  "transpose", "concat", "split",
-          "conv2d",  "maxpool", "avgpool", "enlarge", "ones", "eye", "iconv", "pool_kernel", "conv_cut"};
+          "conv2d",  "maxpool", "avgpool", "enlarge", "ones", "eye", "iconv", "pool_kernel", "conv_cut", "maxpool2x2"};
 }
 
 std::vector<std::string> known_op_names() {

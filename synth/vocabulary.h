@@ -63,8 +63,9 @@ class VocabularyError : public std::runtime_error {
 };
 
 /// The default --ops list: TASO's generator vocabulary, tanh (NasRNN's and LSTM-like cells' activation:
-/// its concat/split rules are not relu's, whose fused forms in conv and matmul tanh does not have) and
-/// conv_cut (taking convolutions that share an input apart again after their kernels were concatenated).
+/// its concat/split rules are not relu's, whose fused forms in conv and matmul tanh does not have),
+/// conv_cut (taking convolutions that share an input apart again after their kernels were concatenated) and
+/// maxpool2x2 (VGG's and U-Net's downsampling; 20 rules more).
 std::vector<std::string> default_op_names();
 /// Every name make_vocabulary accepts (operators and the aliases "pooling", "constants").
 std::vector<std::string> known_op_names();
@@ -81,9 +82,9 @@ LeafType rank3_leaf_type();
 /// padding SAME and VALID, activation none and relu; concat/split: axes 0 and 1; matmul: activation
 /// none and relu; transpose: the 2-d swap; pooling 3x3, strides 1 and 2, SAME and VALID;
 /// enlarge/iconv/pool_kernel to 3x3). Families outside the default list, for the forms the hand seed has:
-/// "transpose3d" (the five 3-d permutations, with rank-3 leaves t), "maxpool2x2" (2x2 stride 2),
-/// "conv_pad1" (an explicit one-pixel padding at stride 1); and "conv_cut" (a split of axis 1 at a kernel's
-/// axis 0, in the default list; the kernel's output count must be no activation's channel count).
+/// "transpose3d" (the five 3-d permutations, with rank-3 leaves t), "conv_pad1" (an explicit one-pixel
+/// padding at stride 1); and, in the default list, "maxpool2x2" (2x2 stride 2) and "conv_cut" (a split of
+/// axis 1 at a kernel's axis 0; the kernel's output count must be no activation's channel count).
 /// Throws VocabularyError for unknown names or an empty list.
 Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector<LeafType> leaf_types);
 
