@@ -193,7 +193,7 @@ void Runner::search_single(const EGraph& egraph, Iteration& it) {
     const Compiled& r = *single_[k];
     std::vector<Match> ms = search(egraph, it.classes, r.lhs[0], r.vars.names.size(),
                                    threshold == SIZE_MAX ? SIZE_MAX : threshold + 1);
-    if (!r.grows.empty()) {
+    if (config_.self_feeding_once && !r.grows.empty()) {
       // One generation deep: a rule that feeds itself would otherwise match its own output in every iteration.
       const size_t before = ms.size();
       std::erase_if(ms, [&](const Match& m) { return r.matches_own_output(egraph, m.subst); });

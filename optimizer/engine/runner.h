@@ -53,6 +53,9 @@ struct RunnerConfig {
   // every pair of matches, up to multi_limit. For the tiny e-graphs of rulegen's derivability checks, where
   // pairs are few; on a model it would pair every two unrelated operators.
   bool cross_product_multi = false;
+  // A rule that matches its own output applies one generation deep (rules/rule_growth.h). Off only where a test
+  // needs an e-graph that grows without bound.
+  bool self_feeding_once = true;
   std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
 };
 
