@@ -105,7 +105,7 @@ eqsat_run_case(min_gain_keeps_original 0 "only 19.97% cheaper read back from its
 eqsat_run_case(min_gain_below_the_gain 0 "speedup 1.249x"
                ${EQSAT_RUN_MODELS}/attention.onnx ${ok_rules} --one-way --min-gain 0.15)
 # --both-ways: rulegen's corpus holds the zero-padding of a 1x1 kernel only as the removal of an enlarge
-# (rg-0071 at this writing); applied right to left it gives SqueezeNet's fire modules Tensat's merge (one way it finds nothing),
+# (rg-0072 at this writing); applied right to left it gives SqueezeNet's fire modules Tensat's merge (one way it finds nothing),
 # and the optimized graph computes what the original does.
 eqsat_run_case(both_ways_generated_corpus 0 "[+][1-9][0-9]* reversed.*speedup 1[.][1-9].*rules used: .*rg-[0-9]+-conv2d-conv2d~rev.*check: .*equal within tolerance"
                --model squeezenet --rules ${PROJECT_SOURCE_DIR}/corpus/rules.json --both-ways --check)
