@@ -83,6 +83,7 @@ VarShapes generic_shapes(const Rule& rule) {
   std::vector<const Expr*> patterns = rule_patterns(rule, conditions);
   ShapeSearchOptions options;
   options.max_assignments = 1;
+  options.distinct_within_variable = true;
   ShapeAssignments found = find_shape_assignments(patterns, options);
   return found.assignments.empty() ? VarShapes{} : std::move(found.assignments.front());
 }

@@ -32,6 +32,11 @@ struct ShapeSearchOptions {
   /// Require lhs[i] and rhs[i] to have equal shapes (set false to look for a shape mismatch).
   bool equal_roots = true;
   ConvGroups conv_groups = ConvGroups::Ungrouped;
+  /// Give each variable distinct sizes on its own axes wherever its domains allow (a 3x2 kernel, not 3x3):
+  /// equal extents within one tensor make laws true that are not true in general (an explicit one-pixel
+  /// padding is SAME padding on a 3x3 kernel, an enlarge to 3x3 is the identity there). rulegen's
+  /// minimization derives at such shapes, so that it drops only rules that follow in general.
+  bool distinct_within_variable = false;
   /// Upper bound on shape checks per rank configuration (each candidate tuple of a variable is one check):
   /// the budget that decides, the same on any machine.
   int64_t max_checks = 30'000;

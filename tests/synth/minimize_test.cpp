@@ -128,6 +128,28 @@ TEST(Minimize, GenericTypingDoesNotDeriveThroughASquareMatrix) {
   EXPECT_TRUE(derive_rule(target, general, square, generic).derived);
 }
 
+TEST(Minimize, GenericTypingDoesNotDeriveThroughASquareKernel) {
+  const std::vector<Rule> rules = {
+      // Sound where the optimizer applies it (its sides agree in shape), which is for 3x3 kernels only.
+      make_rule("pad1-is-same", {"(conv2d 1 1 1 1 0 ?i ?k)"}, {"(conv2d 1 1 -1 -1 0 ?i ?k)"}),
+      make_rule("same-linear", {"(conv2d 1 1 -1 -1 0 (ewadd ?i ?j) ?k)"},
+                {"(ewadd (conv2d 1 1 -1 -1 0 ?i ?k) (conv2d 1 1 -1 -1 0 ?j ?k))"})};
+  const Rule target = make_rule("pad1-linear", {"(conv2d 1 1 1 1 0 (ewadd ?i1 ?i2) ?a1)"},
+                                {"(ewadd (conv2d 1 1 1 1 0 ?i1 ?a1) (conv2d 1 1 1 1 0 ?i2 ?a1))"});
+  const std::vector<LeafType> types = default_leaf_types();
+  DeriveLimits generic;
+  generic.typing = DeriveLimits::Typing::Generic;
+  // The shape search's first choice for a kernel is 3x3; generic typing asks for two extents, so the
+  // derivation through "one-pixel padding is SAME padding" does not hold there and the rule is kept.
+  const DeriveResult d = derive_rule(target, rules, types, generic);
+  EXPECT_FALSE(d.derived);
+  EXPECT_NE(d.reason.find("not equal after saturation"), std::string::npos) << d.reason;
+  // On the 3x3 kernel k the same rules do derive it: the coincidence is real there.
+  const Rule on_k = make_rule("pad1-linear-k", {"(conv2d 1 1 1 1 0 (ewadd ?i1 ?i2) ?k1)"},
+                              {"(ewadd (conv2d 1 1 1 1 0 ?i1 ?k1) (conv2d 1 1 1 1 0 ?i2 ?k1))"});
+  EXPECT_TRUE(derive_rule(on_k, rules, types).derived);
+}
+
 // rulegen's prover finds the grouped merge's correct instance: wrong as enumerated, verified once the variables
 // of each leaf type have equal shapes (as at the fingerprint shapes); a rule true without conditions gets none.
 TEST(Prove, AGroupedMergeIsVerifiedWithShapeConditions) {

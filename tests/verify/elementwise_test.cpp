@@ -50,6 +50,29 @@ TEST(ShapeSearch, GroupedConvolutionsOnRequest) {
   EXPECT_NE(r.assignments[0].at("w")[1], r.assignments[0].at("x")[1]);
 }
 
+TEST(ShapeSearch, DistinctWithinAVariableAvoidsTheSquareKernel) {
+  // Conv linearity under an explicit one-pixel padding: on a 3x3 kernel that padding is SAME padding, so a
+  // derivation at those shapes may go through SAME-padding rules that do not hold for other kernels.
+  const std::vector<std::string> rule = {"(conv2d 1 1 1 1 0 (ewadd ?x ?y) ?w)",
+                                         "(ewadd (conv2d 1 1 1 1 0 ?x ?w) (conv2d 1 1 1 1 0 ?y ?w))"};
+  ShapeSearchOptions opt;
+  opt.max_assignments = 1;
+  ShapeAssignments plain = search(rule, opt);
+  ASSERT_EQ(plain.assignments.size(), 1u) << plain.failure;
+  EXPECT_EQ(plain.assignments[0].at("w")[2], plain.assignments[0].at("w")[3]) << "the default prefers 3x3 kernels";
+  opt.distinct_within_variable = true;
+  ShapeAssignments distinct = search(rule, opt);
+  ASSERT_EQ(distinct.assignments.size(), 1u) << distinct.failure;
+  const Shape& w = distinct.assignments[0].at("w");
+  EXPECT_NE(w[2], w[3]) << "a kernel of two extents, on which one-pixel padding is not SAME padding";
+  // Its input channels are the input's (an ungrouped convolution): forced, so they may repeat a free size.
+  EXPECT_EQ(w[1], distinct.assignments[0].at("x")[1]);
+  // Where only equal extents are well-shaped, the search still finds them: a preference, not a condition.
+  ShapeAssignments forced = search({"(ewadd ?a (transpose 1 0 ?a))", "(ewadd (transpose 1 0 ?a) ?a)"}, opt);
+  ASSERT_EQ(forced.assignments.size(), 1u) << forced.failure;
+  EXPECT_EQ(forced.assignments[0].at("a")[0], forced.assignments[0].at("a")[1]);
+}
+
 TEST(ShapeSearch, ReportsRankConflict) {
   ShapeAssignments r = search({"(smul ?a ?a)", "(transpose 1 0 ?a)"});
   EXPECT_TRUE(r.assignments.empty());
