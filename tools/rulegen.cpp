@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
   derive->add_option("--iter-limit", coverage.iter_limit, "saturation iterations per rule")->capture_default_str();
   derive->add_option("--time-limit", coverage.time_limit_s, "seconds per rule")->capture_default_str();
   derive->add_option("--threads", config.threads, "worker threads");
+  bool generic_shapes = false;
+  derive->add_flag("--generic-shapes", generic_shapes,
+                   "type each target's variables as minimization does (distinct extents from the shape search), not "
+                   "with the leaf types: what rulegen's minimization found derivable");
 
   try {
     app.parse(argc, argv);
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
       // transposes) then have shapes to be checked at.
       std::vector<LeafType> types = default_leaf_types(config.leaves_per_type);
       types.push_back(rank3_leaf_type());
+      if (generic_shapes) coverage.typing = DeriveLimits::Typing::Generic;
       CoverageReport r = derive_coverage(base, target, types, coverage,
                                          config.threads > 0 ? config.threads : std::thread::hardware_concurrency());
       std::cout << format_coverage(r, target_path);

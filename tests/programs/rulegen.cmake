@@ -36,4 +36,15 @@ if(TARGET rulegen)
            COMMAND ${_rg} derive --using ${TEQ_SOURCE_DIR}/corpus/rules.json
                    --target ${TEQ_SOURCE_DIR}/tests/synth/four_variable_seed_rules.json --threads 2)
   set_tests_properties(rulegen.derive_four_variable_laws PROPERTIES PASS_REGULAR_EXPRESSION "derived 2/2 ")
+  # --generic-shapes types the target as minimization does: a derivation through a 3x3 kernel's coincidence
+  # (one-pixel padding is SAME padding) holds at the leaf type k, not at the distinct extents of the shape search.
+  foreach(case "leaf_types;;derived 1/1 " "generic_shapes;--generic-shapes;derived 0/1 .*not derived: pad1-linear")
+    list(GET case 0 _name)
+    list(GET case 1 _flag)
+    list(GET case 2 _expect)
+    add_test(NAME rulegen.derive_pad1_linear_${_name}
+             COMMAND ${_rg} derive --using ${TEQ_SOURCE_DIR}/tests/synth/square_kernel_rules.json
+                     --target ${TEQ_SOURCE_DIR}/tests/synth/pad1_linear_target.json --threads 1 ${_flag})
+    set_tests_properties(rulegen.derive_pad1_linear_${_name} PROPERTIES PASS_REGULAR_EXPRESSION "${_expect}")
+  endforeach()
 endif()
