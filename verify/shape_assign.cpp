@@ -469,18 +469,18 @@ class DimSearch {
         score += static_cast<int>(pos[a]);
         // Reusing a size costs more than any preference step: distinct sizes expose axis mix-ups.
         bool reused = used.contains(t[a]);
-        for (size_t b = 0; b < a && !reused; ++b) reused = t[b] == t[a] && axis_class_[v][b] != axis_class_[v][a];
+        for (size_t b = 0; b < a; ++b) {
+          if (t[b] != t[a] || axis_class_[v][b] == axis_class_[v][a]) continue;
+          reused = true;
+          // Two free axes of this variable with one size (a square kernel).
+          if (opt_.distinct_within_variable && doms[b].size() > 1) score += 100;
+        }
         if (reused) score += 4;
         for (const VarShapes& prev : previous_) {
           auto it = prev.find(pr_.vars[v]);
           if (it != prev.end() && it->second.size() == rank && it->second[a] == t[a]) score += 3;
         }
       }
-      if (opt_.distinct_within_variable)  // two free axes of this variable with one size (a square kernel)
-        for (size_t a = 0; a < rank; ++a)
-          for (size_t b = a + 1; b < rank; ++b)
-            if (t[a] == t[b] && axis_class_[v][a] != axis_class_[v][b] && doms[a].size() > 1 && doms[b].size() > 1)
-              score += 100;
       ++checks_;  // generating a candidate costs about as much as checking one
       if (elems <= opt_.max_elements) scored.emplace_back(score, t);
       size_t a = rank;  // last axis fastest, so [2,3] comes before [3,2]
