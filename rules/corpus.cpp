@@ -88,6 +88,18 @@ std::optional<Rule> reversed_rule(const Rule& rule) {
   return out;
 }
 
+bool reversal_copies_an_operand(const Rule& rule) {
+  if (rule.lhs.size() != 1 || rule.rhs.size() != 1) return false;
+  // The reversal builds the rule's left side: a node of it with one variable as two operands is a copy.
+  const Expr& built = rule.lhs[0];
+  for (const ExprNode& n : built.nodes()) {
+    std::set<std::string> operands;
+    for (ExprId c : n.children)
+      if (built[c].op == OpKind::Var && !operands.insert(built[c].name).second) return true;
+  }
+  return false;
+}
+
 size_t add_reversed_rules(RuleCorpus& corpus) {
   auto text = [](const Rule& r) {
     return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()) +
@@ -97,9 +109,11 @@ size_t add_reversed_rules(RuleCorpus& corpus) {
   for (const Rule& r : corpus.rules)
     if (!r.is_multi()) present.insert(text(r));
   const size_t before = corpus.rules.size();
-  for (size_t i = 0; i < before; ++i)
+  for (size_t i = 0; i < before; ++i) {
+    if (reversal_copies_an_operand(corpus.rules[i])) continue;
     if (std::optional<Rule> rev = reversed_rule(corpus.rules[i]); rev && present.insert(text(*rev)).second)
       corpus.rules.push_back(std::move(*rev));
+  }
   return corpus.rules.size() - before;
 }
 

@@ -70,8 +70,14 @@ void validate_rule(const Rule& rule);
 std::optional<Rule> reversed_rule(const Rule& rule);
 /// Whether reversed_rule(rule) exists: the rule is usable right to left as well.
 bool is_reversible(const Rule& rule);
+/// Whether the rule's reversal would build an operator with one variable as two of its operands, a copy of a
+/// tensor (`(conv2d 1 1 -1 -1 2 (concat 1 ?i1 ?i1) (concat 0 ?a1 ?a2)) => (conv2d 1 1 -1 -1 2 ?i1 (concat 0 ?a1
+/// ?a2))` backwards makes a grouped convolution of a copied input out of every convolution of a merged kernel).
+bool reversal_copies_an_operand(const Rule& rule);
 /// Appends each rule's reversal (reversed_rule) after the rules, unless the corpus holds that rule already
-/// (the same sides, in any id); returns how many were added.
+/// (the same sides, in any id) or the reversal copies an operand (reversal_copies_an_operand: the copy costs
+/// what the term it came from saved, and on SqueezeNet those of one grouped-convolution rule made the
+/// extraction's ILP 18 times slower for the same result); returns how many were added.
 size_t add_reversed_rules(RuleCorpus& corpus);
 
 /// Builds a rule from pattern texts (parse + validate). Throws CorpusError naming id and field.

@@ -91,6 +91,7 @@ struct Produced {
   uint32_t shape;
   bool canonical;
   bool weight_only;
+  uint64_t op_names;
   uint64_t hash_a, hash_b;
   std::optional<Tensor<ModInt>> value_a, value_b;  // kept only for terms that may become representatives
 };
@@ -326,6 +327,9 @@ class Enumerator {
     }
     if (std::popcount(vars) > cfg_.max_inputs) return;
     if (ops.size != n - 1) return;
+    uint64_t names = a.op_names | (uint64_t{1} << var.name_index);
+    if (var.arity == 2) names |= out_.classes[c2].op_names;
+    if (!out_.vocab.may_combine(names)) return;  // a scoped family with an operator outside its scope
     const bool last = n == cfg_.max_ops;
     const bool canonical = is_canonical(vars);
     if (last && !canonical) return;  // can neither grow nor give a new rule
@@ -336,7 +340,7 @@ class Enumerator {
     const bool weight_only = constant || (a.weight_only && (var.arity == 1 || var.op == OpKind::Split ||
                                                             out_.classes[c2].weight_only));
     Produced p{TermNode{v, {c1, var.arity == 2 ? c2 : 0}, static_cast<uint8_t>(var.arity)}, ops, vars, shape,
-               canonical, weight_only, 0, 0, std::nullopt, std::nullopt};
+               canonical, weight_only, names, 0, 0, std::nullopt, std::nullopt};
     Arith<ModInt> ar;
     std::array<const Tensor<ModInt>*, 2> args_a{&values_a_[slot_[c1]], nullptr}, args_b{&values_b_[slot_[c1]], nullptr};
     if (var.arity == 2) args_a[1] = &values_a_[slot_[c2]], args_b[1] = &values_b_[slot_[c2]];
@@ -419,6 +423,7 @@ class Enumerator {
       c.shape = p.shape;
       c.size = static_cast<uint8_t>(n);
       c.weight_only = p.weight_only;
+      c.op_names = p.op_names;
       out_.classes.push_back(c);
       class_of_key_.emplace(key, id);
       ++stats.new_classes;

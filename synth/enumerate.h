@@ -45,6 +45,7 @@ struct EquivClass {
   uint32_t shape = 0; // index into Enumeration::shapes
   uint8_t size = 0;   // operator count of the rep's DAG
   bool weight_only = false;  // built from weight leaves and constants only
+  uint64_t op_names = 0;     // bitmask of the vocabulary's op_names the rep uses (OpVariant::name_index)
 };
 
 /// A candidate pair: `member` (a term of `size` operators) has the fingerprint of class `cls`.

@@ -325,6 +325,15 @@ bool may_derive(const Rule& rule, const Rule& target) {
   return !uses_enlarge(rule) || uses_enlarge(target);
 }
 
+/// What a dropped rule must derive within to stay dropped (restore_underivable and
+/// restore_candidates_derived_only_together): the node budget of `rulegen derive`, which measures coverage,
+/// where minimization's 4 k e-nodes decide cheaply and stop early on what a larger e-graph reaches.
+DeriveLimits restore_limits(const RulegenConfig& config) {
+  DeriveLimits limits = config.derive;
+  limits.node_limit = std::max(limits.node_limit, config.restore_node_limit);
+  return limits;
+}
+
 /// Two-pattern rules are judged one derive_rule each, which compiles every kept rule; at size 3 there are
 /// thousands of pairs, so they get a smaller budget.
 DeriveLimits two_pattern_limits(DeriveLimits limits) {
@@ -342,8 +351,9 @@ class Minimization {
       : unique_(unique), config_(config), types_(types), result_(result), threads_(thread_count(config.threads)),
         slice_(std::max<size_t>(1, config.prove_slice)) {}
 
-  /// Every candidate, chunk by chunk; returns the kept rules.
-  std::vector<Rule> run() {
+  /// Every candidate, chunk by chunk; returns the kept rules. `derivable`: the single-pattern candidates
+  /// found derivable in a shared e-graph, in candidate order.
+  std::vector<Rule> run(std::vector<Rule>* derivable) {
     const auto start = Clock::now();
     const size_t chunk = std::max<size_t>(1, config_.minimize_chunk);
     size_t next_log = 0;
@@ -367,6 +377,10 @@ class Minimization {
     log_line(config_, "rulegen: minimization proved " + std::to_string(spare_made_.load()) +
                           " candidates ahead on otherwise idle threads, " + std::to_string(spare_used_.load()) +
                           " of them needed");
+    if (derivable) {
+      std::sort(derivable_.begin(), derivable_.end());
+      for (size_t c : derivable_) derivable->push_back(unique_[c].rule);
+    }
     return std::move(kept);
   }
 
@@ -430,6 +444,7 @@ class Minimization {
     for (size_t k = 0; k < pending.size(); ++k) {
       if (index[k] ? batches[batch_of[k]].equal(*index[k]) : multi_derived[k]) {
         ++result.stats.pruned_derivable;
+        if (index[k]) derivable_.push_back(pending[k]);
         continue;
       }
       undecided.push_back(k);
@@ -462,6 +477,7 @@ class Minimization {
                    : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
                          derive_rule(r, compiled_rules_for(r), types, multi_limits).derived) {
         ++result.stats.pruned_derivable;
+        if (index[k]) derivable_.push_back(pending[k]);
         continue;
       }
       std::vector<Rule> directions = both_directions({r});
@@ -523,6 +539,7 @@ class Minimization {
   const int threads_;
   const size_t slice_;
   std::vector<Rule> kept, kept_both, kept_both_plain;
+  std::vector<size_t> derivable_;  // candidates dropped as derivable in a shared e-graph (single-pattern)
   std::shared_ptr<const CompiledRules> compiled_both_, compiled_plain_;  // caches of compiled()
   std::vector<std::optional<ProofResult>> spare_proofs_ = std::vector<std::optional<ProofResult>>(unique_.size());
   std::atomic<size_t> spare_made_{0}, spare_used_{0};  // for the log
@@ -531,8 +548,9 @@ class Minimization {
 }  // namespace
 
 std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates, const RulegenConfig& config,
-                                      const std::vector<LeafType>& types, RulegenResult& result) {
-  return Minimization(candidates, config, types, result).run();
+                                      const std::vector<LeafType>& types, RulegenResult& result,
+                                      std::vector<Rule>* derivable) {
+  return Minimization(candidates, config, types, result).run(derivable);
 }
 
 namespace {
@@ -604,7 +622,7 @@ size_t confirm_in_order(const FinalPassCheck& check, const std::vector<size_t>& 
 }  // namespace
 
 size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
-                                    const RulegenConfig& config) {
+                                    const RulegenConfig& config, std::vector<Rule>* dropped_rules) {
   const int threads = thread_count(config.threads);
   const auto start = Clock::now();
   auto last_log = start;
@@ -641,10 +659,112 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
   log_line(config, "rulegen: final pass: confirmed " + std::to_string(removed) + " of the flagged in " +
                        std::to_string(static_cast<int>(since(start) - flag_s)) + " s");
   std::vector<Rule> rest;
-  for (size_t i = 0; i < kept.size(); ++i)
+  for (size_t i = 0; i < kept.size(); ++i) {
     if (!dropped[i]) rest.push_back(std::move(kept[i]));
+    else if (dropped_rules) dropped_rules->push_back(std::move(kept[i]));
+  }
   kept = std::move(rest);
   return removed;
+}
+
+size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dropped_rules,
+                           const std::vector<LeafType>& types, const RulegenConfig& config) {
+  // Each rule once, and none that is kept (restored before, or dropped twice).
+  std::set<std::string> seen;
+  auto text = [](const Rule& r) { return patterns_text(r.lhs) + " => " + patterns_text(r.rhs); };
+  for (const Rule& r : kept) seen.insert(text(r));
+  std::vector<Rule> dropped;
+  for (const Rule& r : dropped_rules)
+    if (seen.insert(text(r)).second) dropped.push_back(r);
+  if (dropped.empty()) return 0;
+  std::vector<Rule> directions;
+  for (const Rule& r : kept)
+    for (Rule& d : both_directions({r})) directions.push_back(std::move(d));
+  const std::shared_ptr<const CompiledRules> compiled = compile_for_derivation(directions);
+  auto derived_with = [&](const Rule& target, DeriveLimits limits) {
+    std::vector<char> enabled(directions.size());
+    for (size_t k = 0; k < directions.size(); ++k) enabled[k] = may_derive(directions[k], target);
+    return derive_as_rewrites(target, RuleSubset{compiled, enabled}, types,
+                              target.is_multi() ? two_pattern_limits(limits) : limits)
+        .derived;
+  };
+  // The final pass's limits first (cheap), then the larger budget for the ones that stop there.
+  std::vector<char> derived(dropped.size(), 0);
+  parallel_for(dropped.size(), thread_count(config.threads), [&](size_t i) {
+    derived[i] = derived_with(dropped[i], config.derive) || derived_with(dropped[i], restore_limits(config));
+  });
+  size_t restored = 0;
+  for (size_t i = 0; i < dropped.size(); ++i)
+    if (!derived[i]) kept.push_back(dropped[i]), ++restored;
+  return restored;
+}
+
+size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
+                                                const std::vector<LeafType>& types, const RulegenConfig& config,
+                                                RulegenResult& result) {
+  const int threads = thread_count(config.threads);
+  auto compiled_directions = [](const std::vector<Rule>& rules) {
+    std::vector<Rule> directions;
+    for (const Rule& r : rules)
+      for (Rule& d : both_directions({r})) directions.push_back(std::move(d));
+    return std::pair(compile_for_derivation(directions), std::move(directions));
+  };
+  auto derived_alone = [&](const Rule& target, const std::pair<std::shared_ptr<const CompiledRules>,
+                                                               std::vector<Rule>>& rules,
+                           const DeriveLimits& limits) {
+    std::vector<char> enabled(rules.second.size());
+    for (size_t k = 0; k < enabled.size(); ++k) enabled[k] = may_derive(rules.second[k], target);
+    return derive_rule(target, RuleSubset{rules.first, enabled}, types, limits).derived;
+  };
+  // Every dropped candidate alone against the rules kept (independent checks: minimization's limits, then
+  // the larger budget for those that stop there), then the ones that fail, in candidate order (smallest
+  // first), against the kept rules and those restored before them.
+  const DeriveLimits larger = restore_limits(config);
+  auto current = compiled_directions(kept);
+  std::vector<char> derived(derivable.size(), 0);
+  parallel_for(derivable.size(), threads, [&](size_t i) {
+    derived[i] = derived_alone(derivable[i], current, config.derive) || derived_alone(derivable[i], current, larger);
+  });
+  std::vector<size_t> order;
+  for (size_t i = 0; i < derivable.size(); ++i)
+    if (!derived[i]) order.push_back(i);
+  log_line(config, "rulegen: " + std::to_string(order.size()) + " of the " + std::to_string(derivable.size()) +
+                       " candidates dropped as derivable in a shared e-graph do not derive alone from the rules kept");
+  size_t restored = 0;
+  std::vector<char> refuted(derivable.size(), 0);
+  const size_t window = static_cast<size_t>(std::max(threads, 1));
+  for (size_t k = 0; k < order.size();) {
+    // A window of checks against the same rules; taken in order up to the first that does not derive (the
+    // later ones are checked again once it is restored).
+    const size_t n = std::min(window, order.size() - k);
+    std::vector<char> verdict(n, 0);
+    parallel_for(n, threads, [&](size_t j) { verdict[j] = derived_alone(derivable[order[k + j]], current, larger); });
+    size_t j = 0;
+    while (j < n && verdict[j]) ++j;
+    k += j;
+    if (j == n) continue;
+    const size_t at = order[k++];
+    Rule r = derivable[at];
+    const ProofResult proof = prove_rule(r, config.prove);
+    if (proof.status != "verified") {
+      (proof.status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
+      result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proof.status, proof.reason});
+      refuted[at] = 1;
+      continue;
+    }
+    ++result.stats.proved;
+    r.verification = Verification{"verified", "z3-elementwise", proof.ms};
+    r.same_shape = proof.same_shape;
+    kept.push_back(std::move(r));
+    ++restored;
+    current = compiled_directions(kept);
+  }
+  // A candidate not proved is no rule to derive: a later call does not prove it again.
+  std::vector<Rule> rest;
+  for (size_t i = 0; i < derivable.size(); ++i)
+    if (!refuted[i]) rest.push_back(std::move(derivable[i]));
+  derivable = std::move(rest);
+  return restored;
 }
 
 }  // namespace teq::synth

@@ -147,16 +147,41 @@ struct RulegenResult;
 /// (enlarge exists only for kernels up to its target size), so candidates with and without enlarge get an
 /// e-graph each. Returns the kept rules; counts proofs and derivable candidates in result.stats and lists the
 /// unproved candidates in result.rejected.
+/// `derivable` (when given) receives the single-pattern candidates dropped as derivable, in candidate order.
 std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates, const RulegenConfig& config,
-                                      const std::vector<LeafType>& types, RulegenResult& result);
+                                      const std::vector<LeafType>& types, RulegenResult& result,
+                                      std::vector<Rule>* derivable = nullptr);
 
 /// Ruler's final pass: smallest-first minimization keeps a rule whose derivation needs rules kept after it.
 /// Every rule is checked against all the others in parallel (a flag), then the flagged ones, largest first,
 /// one at a time against the rules still kept, so that two rules never justify each other's removal. The
 /// check is derive_as_rewrites (the others rewrite each side into the other), not derive_rule: dropping a
 /// rule whose sides merely meet in the middle lost 7 of Tensat's 120 rules from the coverage.
-/// Removes the derivable rules from `kept`; returns how many.
+/// Removes the derivable rules from `kept` (appended to `dropped` when given); returns how many.
 size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
-                                    const RulegenConfig& config);
+                                    const RulegenConfig& config, std::vector<Rule>* dropped = nullptr);
+
+/// The final pass's drops checked again, each alone against the rules finally kept: a rule is dropped when
+/// the rules not dropped before it derive it, and the rules dropped after it may be what that derivation
+/// used, so the final set derives it only through derivations of derivations, which saturation within the
+/// limits need not reach (a second final pass after generalization made this lose rules). Appends to `kept`
+/// every rule of `dropped` that derive_as_rewrites with the final pass's limits does not derive from
+/// `kept`, in `dropped`'s order; returns how many. Each check is independent (parallel), so the result
+/// does not depend on the threads.
+size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dropped,
+                           const std::vector<LeafType>& types, const RulegenConfig& config);
+
+/// Meeting in the middle undone: minimization drops a candidate when its sides join in an e-graph it shares
+/// with other candidates, whose terms may be what joins them; the rules kept may then not derive it alone
+/// (the seed's transpose-concat was such a candidate). Each of `derivable` (minimize_candidates' dropped
+/// single-pattern candidates) is checked alone (derive_rule, the derivation limits); those that do not
+/// derive are taken in order, each checked again against the kept rules and those restored before it, proved
+/// (they were dropped unproved) and appended to `kept` when verified. Returns how many were restored; counts
+/// the proofs in result.stats and lists refuted ones in result.rejected. The verdicts do not depend on the
+/// threads (a window of checks is taken in order up to the first restore, like the final pass). Candidates
+/// that fail their proof are removed from `derivable`, so that a second call does not prove them again.
+size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
+                                                const std::vector<LeafType>& types, const RulegenConfig& config,
+                                                RulegenResult& result);
 
 }  // namespace teq::synth

@@ -31,6 +31,8 @@ nlohmann::json RulegenStats::to_json() const {
           {"multi_candidates", multi_candidates},
           {"pruned_derivable", pruned_derivable},
           {"pruned_final", pruned_final},
+          {"restored", restored},
+          {"restored_candidates", restored_candidates},
           {"generalized", generalized},
           {"pruned_instances", pruned_instances},
           {"generalize_proofs", generalize_proofs},
@@ -140,14 +142,19 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   // splits cut at one reference whose concats have different extents; ruleverify refuted such a rule).
   std::vector<OrderedCandidate> unique =
       ordered_unique_candidates(std::move(singles), std::move(multis), result.stats.pruned_renaming);
-  std::vector<Rule> kept = minimize_candidates(unique, config, types, result);
-  if (config.minimize && config.final_pass) {
-    log_line(config, "rulegen: final pass over " + std::to_string(kept.size()) + " kept rules, largest first");
+  std::vector<Rule> derivable;  // dropped by minimization in a shared e-graph
+  std::vector<Rule> kept = minimize_candidates(unique, config, types, result, &derivable);
+  std::vector<Rule> dropped_by_final_passes;
+  auto final_pass = [&](const std::string& which) {
+    log_line(config, "rulegen: final pass" + which + " over " + std::to_string(kept.size()) +
+                         " kept rules, largest first");
     auto final_start = Clock::now();
-    result.stats.pruned_final = drop_derivable_from_the_rest(kept, types, config);
-    log_line(config, "rulegen: final pass dropped " + std::to_string(result.stats.pruned_final) + " rules in " +
+    const size_t removed = drop_derivable_from_the_rest(kept, types, config, &dropped_by_final_passes);
+    result.stats.pruned_final += removed;
+    log_line(config, "rulegen: final pass" + which + " dropped " + std::to_string(removed) + " rules in " +
                          std::to_string(static_cast<int>(since(final_start))) + " s");
-  }
+  };
+  if (config.minimize && config.final_pass) final_pass("");
   if (config.minimize && config.generalize) {
     // After both minimization passes, so that only the rules kept are tried (a few hundred), and each
     // generalization replaces rules the corpus would otherwise keep as special cases.
@@ -166,6 +173,35 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
                          std::to_string(gs.proofs) + " proofs, " + std::to_string(gs.proved) + " verified), dropped " +
                          std::to_string(gs.dropped) + " instances of them, in " +
                          std::to_string(static_cast<int>(result.stats.generalize_s)) + " s");
+    // A generalized rule derives more than the special cases it replaced: the final pass again.
+    if (config.final_pass && gs.generalized > 0) final_pass(" after generalization");
+  }
+  // Dropped rules and candidates the rules kept do not derive alone come back; the rules restored can make
+  // kept ones derivable, so the final pass runs once more after a restore, and so does the restore.
+  auto restore = [&]() {
+    size_t restored = 0;
+    if (config.minimize && config.final_pass) {
+      auto restore_start = Clock::now();
+      const size_t n = restore_underivable(kept, dropped_by_final_passes, types, config);
+      result.stats.restored += n, restored += n;
+      log_line(config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
+                           std::to_string(dropped_by_final_passes.size()) +
+                           " dropped rules that the rules kept do not derive, in " +
+                           std::to_string(static_cast<int>(since(restore_start))) + " s");
+    }
+    if (config.minimize && config.restore_candidates) {
+      auto restore_start = Clock::now();
+      const size_t n = restore_candidates_derived_only_together(kept, derivable, types, config, result);
+      result.stats.restored_candidates += n, restored += n;
+      log_line(config, "rulegen: restored " + std::to_string(n) +
+                           " candidates that derive only together with others, in " +
+                           std::to_string(static_cast<int>(since(restore_start))) + " s");
+    }
+    return restored;
+  };
+  if (restore() > 0 && config.minimize && config.final_pass) {
+    final_pass(" after restoring");
+    restore();
   }
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].id = rule_id(i, kept[i]);

@@ -45,6 +45,7 @@ struct RulegenConfig {
   std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
   bool final_pass = true;  // then drop kept rules derivable from all the other kept rules (largest first)
+  bool restore_candidates = true;  // then restore dropped candidates the kept rules do not derive alone
   // Then split repeated variables apart where the prover allows (generalize.h) and drop the special rules
   // the generalizations cover.
   bool generalize = true;
@@ -54,6 +55,7 @@ struct RulegenConfig {
   DeriveLimits derive{.typing = DeriveLimits::Typing::Generic};
   size_t minimize_chunk = 256;          // candidates sharing one e-graph during minimization
   size_t batch_node_limit = 60'000;     // e-nodes of that e-graph
+  size_t restore_node_limit = 30'000;  // a dropped rule restored unless derivable alone within this (rulegen derive's default)
   // Candidates proved per minimization round. A count of its own, not 16 per thread as before (32 at
   // --threads 2, the corpus's setting): the rounds, and so the kept rules, do not depend on the threads.
   size_t prove_slice = 32;
@@ -80,7 +82,9 @@ struct RulegenStats {
   uint64_t refuted_cheaply = 0;  // false on fingerprint set C (refute_on_third_set): never sent to Z3
   uint64_t proved = 0, wrong = 0, unknown = 0;  // Z3's verdicts (wrong: not counting refuted_cheaply)
   uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
-  uint64_t pruned_final = 0;  // dropped by the final pass: derivable from the rules kept after them
+  uint64_t pruned_final = 0;  // dropped by the final passes: derivable from the rules kept after them
+  uint64_t restored = 0;      // of those, put back: the rules finally kept do not derive them (restore_underivable)
+  uint64_t restored_candidates = 0;  // dropped by minimization, put back (restore_candidates_derived_only_together)
   uint64_t generalized = 0;           // kept rules replaced by a proved generalization (generalize.h)
   uint64_t pruned_instances = 0;      // kept rules dropped as instances of a generalized rule
   uint64_t generalize_proofs = 0, generalize_proved = 0;  // prover calls on split candidates, verified ones

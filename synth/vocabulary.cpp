@@ -7,7 +7,8 @@ namespace teq::synth {
 
 std::vector<std::string> default_op_names() {
   return {"matmul",  "ewadd",   "ewmul",   "relu", "tanh", "smul",  "transpose", "concat", "split",
-          "conv2d",  "maxpool", "avgpool", "enlarge", "ones", "eye", "iconv", "pool_kernel", "conv_cut", "maxpool2x2"};
+          "conv2d",  "maxpool", "avgpool", "enlarge", "ones", "eye", "iconv", "pool_kernel", "conv_cut", "maxpool2x2",
+          "transpose3d", "conv_pad1"};
 }
 
 std::vector<std::string> known_op_names() {
@@ -47,6 +48,12 @@ LeafType rank3_leaf_type() {
   // Rank-3 activations (a sequence of vectors, attention's heads). Every position differs between the sets,
   // so a wrong permutation changes a shape; two leaves, for the laws of a binary operator.
   return {"t", {2, 3, 4}, {5, 2, 3}, 2, false, Shape{4, 5, 2}};
+}
+
+std::vector<std::string> family_scope(const std::string& name) {
+  if (name == "transpose3d") return {"transpose3d"};
+  if (name == "conv_pad1") return {"conv_pad1", "ewadd", "relu"};
+  return {};
 }
 
 namespace {
@@ -139,8 +146,26 @@ Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector
   if (expanded.empty()) throw VocabularyError("--ops: the operator list is empty");
   for (const std::string& name : expanded) {
     if (std::find(vocab.op_names.begin(), vocab.op_names.end(), name) != vocab.op_names.end()) continue;
+    const size_t first = vocab.variants.size();
     add_variants(name, vocab.variants);
+    for (size_t v = first; v < vocab.variants.size(); ++v)
+      vocab.variants[v].name_index = static_cast<uint8_t>(vocab.op_names.size());
     vocab.op_names.push_back(name);
+  }
+  if (vocab.op_names.size() > 64) throw VocabularyError("at most 64 operator names are supported");
+  // Scopes: a scoped family lists its companions; the others may combine with anything but a scoped family
+  // that does not list them (the relation is symmetric).
+  const size_t names = vocab.op_names.size();
+  auto bit = [](size_t i) { return uint64_t{1} << i; };
+  vocab.scope.assign(names, names == 64 ? ~uint64_t{0} : bit(names) - 1);
+  for (size_t i = 0; i < names; ++i) {
+    const std::vector<std::string> companions = family_scope(vocab.op_names[i]);
+    if (companions.empty()) continue;
+    uint64_t allowed = bit(i);
+    for (size_t j = 0; j < names; ++j)
+      if (std::ranges::find(companions, vocab.op_names[j]) != companions.end()) allowed |= bit(j);
+    for (size_t j = 0; j < names; ++j)
+      if (!(allowed & bit(j))) vocab.scope[i] &= ~bit(j), vocab.scope[j] &= ~bit(i);
   }
   // 3-d transposes need rank-3 terms: their leaves come with them (unless the caller's types have some).
   const auto rank3 = [](const LeafType& t) { return t.shape_a.size() == 3; };

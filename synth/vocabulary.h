@@ -3,6 +3,7 @@
 // It does not compute anything: values come from rules/semantics.h, shapes from infer_shape.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -33,6 +34,8 @@ struct OpVariant {
   /// kernel's output-channel count. Cut at any other leaf, such a split only makes rules that hold where two
   /// unrelated extents happen to agree.
   bool kernel_reference = false;
+  /// Index of the operator name this variant belongs to in Vocabulary::op_names (set by make_vocabulary).
+  uint8_t name_index = 0;
 };
 
 /// A type of leaf tensor: `count` interchangeable leaves named prefix1..prefixN, with a shape in each
@@ -53,7 +56,25 @@ struct Vocabulary {
   std::vector<std::string> op_names;  // the --ops list, resolved (aliases expanded), in order
   std::vector<OpVariant> variants;
   std::vector<LeafType> leaf_types;
+  /// scope[i]: bitmask of the op_names a term using op_names[i] may also use (all bits: no restriction).
+  /// A scoped family (family_scope) is enumerated only together with the operators of its scope.
+  std::vector<uint64_t> scope;
+
+  /// Whether one term may use every operator of `names` (a bitmask over op_names).
+  bool may_combine(uint64_t names) const {
+    for (uint64_t rest = names; rest != 0; rest &= rest - 1)
+      if (names & ~scope[static_cast<size_t>(std::countr_zero(rest))]) return false;
+    return true;
+  }
 };
+
+/// The operators a family outside TASO's vocabulary is enumerated with (itself included), or empty when it
+/// combines with everything. "transpose3d": 3-d transposes with each other only; "conv_pad1": the explicitly
+/// padded convolution with ewadd and relu only. Their laws with the other operators are those of the
+/// variants already there (a transpose of any permutation commutes with an element-wise operator, a padded
+/// convolution is linear like any other): enumerating every combination would repeat each such law once per
+/// attribute value, about 100 rules (docs/rulegen.md, "Scoped families").
+std::vector<std::string> family_scope(const std::string& name);
 
 /// Thrown for an unknown operator name or an operator rulegen cannot enumerate; the message lists
 /// the names it accepts.
@@ -64,8 +85,9 @@ class VocabularyError : public std::runtime_error {
 
 /// The default --ops list: TASO's generator vocabulary, tanh (NasRNN's and LSTM-like cells' activation:
 /// its concat/split rules are not relu's, whose fused forms in conv and matmul tanh does not have),
-/// conv_cut (taking convolutions that share an input apart again after their kernels were concatenated) and
-/// maxpool2x2 (VGG's and U-Net's downsampling; 20 rules more).
+/// conv_cut (taking convolutions that share an input apart again after their kernels were concatenated),
+/// maxpool2x2 (VGG's and U-Net's downsampling; 20 rules more), and the scoped families transpose3d and
+/// conv_pad1 (family_scope: the hand seed's 3-d transposes and explicitly padded convolution, 14 rules).
 std::vector<std::string> default_op_names();
 /// Every name make_vocabulary accepts (operators and the aliases "pooling", "constants").
 std::vector<std::string> known_op_names();
@@ -81,10 +103,11 @@ LeafType rank3_leaf_type();
 /// Resolves operator names into variants with their attribute domains (conv2d: strides 1 and 2,
 /// padding SAME and VALID, activation none and relu; concat/split: axes 0 and 1; matmul: activation
 /// none and relu; transpose: the 2-d swap; pooling 3x3, strides 1 and 2, SAME and VALID;
-/// enlarge/iconv/pool_kernel to 3x3). Families outside the default list, for the forms the hand seed has:
-/// "transpose3d" (the five 3-d permutations, with rank-3 leaves t), "conv_pad1" (an explicit one-pixel
-/// padding at stride 1); and, in the default list, "maxpool2x2" (2x2 stride 2) and "conv_cut" (a split of
-/// axis 1 at a kernel's axis 0; the kernel's output count must be no activation's channel count).
+/// enlarge/iconv/pool_kernel to 3x3). Beyond TASO's list, all in the default list: "transpose3d" (the five
+/// 3-d permutations, with rank-3 leaves t) and "conv_pad1" (an explicit one-pixel padding at stride 1), the
+/// forms the hand seed has, each enumerated within its scope (family_scope); "maxpool2x2" (2x2 stride 2) and
+/// "conv_cut" (a split of axis 1 at a kernel's axis 0; the kernel's output count must be no activation's
+/// channel count).
 /// Throws VocabularyError for unknown names or an empty list.
 Vocabulary make_vocabulary(const std::vector<std::string>& op_names, std::vector<LeafType> leaf_types);
 

@@ -28,7 +28,7 @@ void print_summary(const RulegenStats& s) {
             << s.refuted_cheaply << " refuted cheaply (fingerprint set C), " << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
             << " unproved, " << s.multi_candidates << " two-pattern candidates, " << s.pruned_derivable
             << " pruned as derivable (" << s.derivations_stopped_by_clock
-            << " saturations stopped by the clock), " << s.pruned_final << " dropped by the final pass, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
+            << " saturations stopped by the clock), " << s.pruned_final << " dropped by the final passes (" << s.restored << " of them restored), " << s.restored_candidates << " derivable candidates restored, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
             << " s" << (s.truncated ? " (enumeration stopped by --time-limit)" : "") << "\n";
 }
 

@@ -106,6 +106,54 @@ TEST(Minimize, FinalPassDecidesAsOneThreadWhateverTheThreads) {
   }
 }
 
+// The final pass drops a rule when the rules not dropped before it derive it; a later drop can remove what
+// that derivation used. restore_underivable checks each dropped rule again, alone, against the rules kept at
+// the end: relu-twice derives from nothing kept and comes back (once, though dropped twice); the second
+// commutativity derives from the first and stays dropped.
+TEST(Minimize, RestoreBringsBackADroppedRuleTheKeptRulesDoNotDerive) {
+  std::vector<Rule> kept = {make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"})};
+  const std::vector<Rule> dropped = {make_rule("comm-again", {"(ewadd ?p ?q)"}, {"(ewadd ?q ?p)"}),
+                                     make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"}),
+                                     make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"})};
+  RulegenConfig config;
+  EXPECT_EQ(restore_underivable(kept, dropped, matrix_types(), config), 1u);
+  EXPECT_EQ(rule_ids(kept), (std::vector<std::string>{"comm", "relu-twice"}));
+}
+
+// Candidates dropped in a shared e-graph are taken in order: the first that the kept rules do not derive
+// alone is proved and kept, and the ones after it are checked against it too (assoc derives its instance,
+// which is not restored), with the same verdicts on any number of threads; a false candidate (it was
+// dropped unproved) is refuted and listed, never kept.
+TEST(Minimize, RestoreOfDroppedCandidatesProvesThemInOrder) {
+  const std::vector<Rule> candidates = {
+      make_rule("assoc", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?a ?b) ?c)"}),
+      make_rule("relu-of-sum", {"(relu (ewadd ?a ?b))"}, {"(ewadd (relu ?a) (relu ?b))"}),
+      make_rule("assoc-instance", {"(ewadd ?a (ewadd ?b ?b))"}, {"(ewadd (ewadd ?a ?b) ?b)"}),
+      make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"}),
+  };
+  for (int threads : {1, 2, 4}) {
+    RulegenConfig config;
+    config.threads = threads;
+    config.derive.typing = DeriveLimits::Typing::Generic;
+    std::vector<Rule> kept = {make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"})};
+    RulegenResult result;
+    std::vector<Rule> derivable = candidates;
+    EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result), 2u);
+    EXPECT_EQ(rule_ids(kept), (std::vector<std::string>{"comm", "assoc", "relu-twice"})) << threads << " threads";
+    for (size_t i = 1; i < kept.size(); ++i) {
+      ASSERT_TRUE(kept[i].verification.has_value()) << kept[i].id;
+      EXPECT_EQ(kept[i].verification->status, "verified") << kept[i].id;
+    }
+    ASSERT_EQ(result.rejected.size(), 1u);
+    EXPECT_EQ(result.stats.wrong, 1u);
+    EXPECT_EQ(result.stats.proved, 2u);
+    // The refuted candidate is gone from the list: a second call proves nothing again.
+    EXPECT_EQ(derivable.size(), candidates.size() - 1);
+    EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result), 0u);
+    EXPECT_EQ(result.stats.wrong, 1u);
+  }
+}
+
 // The leaf types' extents coincide by design (a square w), so a derivation there may go through rules that
 // hold only at such shapes; with generic typing the equation gets the smallest distinct extents verify's
 // shape search finds, and the derivation has to hold without the coincidence (rulegen's minimization).
