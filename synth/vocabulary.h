@@ -87,7 +87,8 @@ class VocabularyError : public std::runtime_error {
 /// its concat/split rules are not relu's, whose fused forms in conv and matmul tanh does not have),
 /// conv_cut (taking convolutions that share an input apart again after their kernels were concatenated),
 /// maxpool2x2 (VGG's and U-Net's downsampling; 20 rules more), and the scoped families transpose3d and
-/// conv_pad1 (family_scope: the hand seed's 3-d transposes and explicitly padded convolution, 14 rules).
+/// conv_pad1 (family_scope: the hand seed's 3-d transposes and explicitly padded convolution; 12 rules of
+/// corpus/rules.json use them).
 std::vector<std::string> default_op_names();
 /// Every name make_vocabulary accepts (operators and the aliases "pooling", "constants").
 std::vector<std::string> known_op_names();

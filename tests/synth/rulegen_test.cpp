@@ -324,8 +324,9 @@ TEST(Rulegen, RulesWithEnlargeDoNotDropAGeneralRule) {
 TEST(Rulegen, TheSeedsFormsAreScopedFamiliesInTheDefault) {
   // transpose3d and conv_pad1 give the forms of the hand seed's last rules. Enumerated with every operator
   // they took corpus/rules.json past 700 rules (one copy of each law per permutation or padding); within
-  // their scopes they cost 14. transpose3d brings its rank-3 leaves. conv_cut, restricted to kernels whose
-  // output count is no activation's channel count, and maxpool2x2 are in the default list too.
+  // their scopes 12 rules of corpus/rules.json use them. transpose3d brings its rank-3 leaves. conv_cut,
+  // restricted to kernels whose output count is no activation's channel count, and maxpool2x2 are in the
+  // default list too.
   for (const std::string family : {"transpose3d", "conv_pad1"}) {
     EXPECT_EQ(std::ranges::count(default_op_names(), family), 1) << family;
     EXPECT_FALSE(family_scope(family).empty()) << family;
