@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -324,6 +325,25 @@ bool uses_enlarge(const Rule& r) {
 bool may_derive(const Rule& rule, const Rule& target) {
   return !uses_enlarge(rule) || uses_enlarge(target);
 }
+
+/// Every direction of `rules` (both_directions), compiled once, for derivations of targets one at a time.
+struct CompiledDirections {
+  std::vector<Rule> directions;
+  std::shared_ptr<const CompiledRules> compiled;
+
+  explicit CompiledDirections(const std::vector<Rule>& rules) {
+    for (const Rule& r : rules)
+      for (Rule& d : both_directions({r})) directions.push_back(std::move(d));
+    compiled = compile_for_derivation(directions);
+  }
+  /// Which directions a derivation of `target` may use (may_derive): the mask of a RuleSubset, which only
+  /// views it, so the caller keeps it alive.
+  std::vector<char> usable_for(const Rule& target) const {
+    std::vector<char> enabled(directions.size());
+    for (size_t k = 0; k < directions.size(); ++k) enabled[k] = may_derive(directions[k], target);
+    return enabled;
+  }
+};
 
 /// What a dropped rule must derive within to stay dropped (restore_underivable and
 /// restore_candidates_derived_only_together): the node budget of `rulegen derive`, which measures coverage,
@@ -677,14 +697,10 @@ size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dro
   for (const Rule& r : dropped_rules)
     if (seen.insert(text(r)).second) dropped.push_back(r);
   if (dropped.empty()) return 0;
-  std::vector<Rule> directions;
-  for (const Rule& r : kept)
-    for (Rule& d : both_directions({r})) directions.push_back(std::move(d));
-  const std::shared_ptr<const CompiledRules> compiled = compile_for_derivation(directions);
+  const CompiledDirections rules(kept);
   auto derived_with = [&](const Rule& target, DeriveLimits limits) {
-    std::vector<char> enabled(directions.size());
-    for (size_t k = 0; k < directions.size(); ++k) enabled[k] = may_derive(directions[k], target);
-    return derive_as_rewrites(target, RuleSubset{compiled, enabled}, types,
+    const std::vector<char> usable = rules.usable_for(target);
+    return derive_as_rewrites(target, RuleSubset{rules.compiled, usable}, types,
                               target.is_multi() ? two_pattern_limits(limits) : limits)
         .derived;
   };
@@ -703,27 +719,18 @@ size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::ve
                                                 const std::vector<LeafType>& types, const RulegenConfig& config,
                                                 RulegenResult& result) {
   const int threads = thread_count(config.threads);
-  auto compiled_directions = [](const std::vector<Rule>& rules) {
-    std::vector<Rule> directions;
-    for (const Rule& r : rules)
-      for (Rule& d : both_directions({r})) directions.push_back(std::move(d));
-    return std::pair(compile_for_derivation(directions), std::move(directions));
-  };
-  auto derived_alone = [&](const Rule& target, const std::pair<std::shared_ptr<const CompiledRules>,
-                                                               std::vector<Rule>>& rules,
-                           const DeriveLimits& limits) {
-    std::vector<char> enabled(rules.second.size());
-    for (size_t k = 0; k < enabled.size(); ++k) enabled[k] = may_derive(rules.second[k], target);
-    return derive_rule(target, RuleSubset{rules.first, enabled}, types, limits).derived;
+  auto derived_alone = [&](const Rule& target, const CompiledDirections& rules, const DeriveLimits& limits) {
+    const std::vector<char> usable = rules.usable_for(target);
+    return derive_rule(target, RuleSubset{rules.compiled, usable}, types, limits).derived;
   };
   // Every dropped candidate alone against the rules kept (independent checks: minimization's limits, then
   // the larger budget for those that stop there), then the ones that fail, in candidate order (smallest
   // first), against the kept rules and those restored before them.
   const DeriveLimits larger = restore_limits(config);
-  auto current = compiled_directions(kept);
+  auto current = std::make_unique<CompiledDirections>(kept);
   std::vector<char> derived(derivable.size(), 0);
   parallel_for(derivable.size(), threads, [&](size_t i) {
-    derived[i] = derived_alone(derivable[i], current, config.derive) || derived_alone(derivable[i], current, larger);
+    derived[i] = derived_alone(derivable[i], *current, config.derive) || derived_alone(derivable[i], *current, larger);
   });
   std::vector<size_t> order;
   for (size_t i = 0; i < derivable.size(); ++i)
@@ -738,7 +745,7 @@ size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::ve
     // later ones are checked again once it is restored).
     const size_t n = std::min(window, order.size() - k);
     std::vector<char> verdict(n, 0);
-    parallel_for(n, threads, [&](size_t j) { verdict[j] = derived_alone(derivable[order[k + j]], current, larger); });
+    parallel_for(n, threads, [&](size_t j) { verdict[j] = derived_alone(derivable[order[k + j]], *current, larger); });
     size_t j = 0;
     while (j < n && verdict[j]) ++j;
     k += j;
@@ -757,7 +764,7 @@ size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::ve
     r.same_shape = proof.same_shape;
     kept.push_back(std::move(r));
     ++restored;
-    current = compiled_directions(kept);
+    current = std::make_unique<CompiledDirections>(kept);
   }
   // A candidate not proved is no rule to derive: a later call does not prove it again.
   std::vector<Rule> rest;
