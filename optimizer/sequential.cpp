@@ -56,10 +56,12 @@ struct CompiledRule {
   std::vector<std::vector<int>> lhs_var;  // per lhs pattern, per pattern node: variable number or -1
   std::vector<std::vector<int>> rhs_var;
   std::vector<std::vector<int>> same_shape;  // Rule::same_shape as variable numbers
+  std::map<std::string, int> numbers;         // variable name -> number
+  bool scoped = false;                        // has_scoped_convs(*rule): matches need a scope check
 };
 
 CompiledRule compile(const Rule& rule, uint32_t index) {
-  CompiledRule c{index, &rule, 0, {}, {}, {}};
+  CompiledRule c{index, &rule, 0, {}, {}, {}, {}, has_scoped_convs(rule)};
   std::map<std::string, int> number;
   for (const std::string& v : rule.variables()) number.emplace(v, static_cast<int>(number.size()));
   c.num_vars = number.size();
@@ -74,6 +76,7 @@ CompiledRule compile(const Rule& rule, uint32_t index) {
     c.same_shape.emplace_back();
     for (const std::string& v : group) c.same_shape.back().push_back(number.at(v));
   }
+  c.numbers = number;
   return c;
 }
 
@@ -134,12 +137,17 @@ std::vector<Site> find_sites(const CompiledRule& rule, const Graph& g,
     sites = std::move(joined);
     if (sites.empty()) break;
   }
-  // The rule's shape conditions (Rule::same_shape).
+  // The rule's shape conditions (Rule::same_shape), then its scope (rules/rule_scope.h): the grouping of its
+  // convolutions, left side as matched and right side as it would be built, must be one it was verified at.
   std::erase_if(sites, [&](const Site& s) {
     for (const std::vector<int>& group : rule.same_shape)
       for (size_t k = 1; k < group.size(); ++k)
         if (g.shapes[s.binding[group[k]]] != g.shapes[s.binding[group[0]]]) return true;
-    return false;
+    if (!rule.scoped) return false;
+    VarShapes shapes;
+    for (const auto& [name, v] : rule.numbers) shapes[name] = g.shapes[s.binding[v]];
+    std::optional<std::string> grouping = instance_grouping(*rule.rule, shapes);
+    return !grouping || !scope_admits(*rule.rule, *grouping);
   });
   return sites;
 }
@@ -256,12 +264,6 @@ class Rewriter {
       }
       std::optional<Shape> shape = try_infer_shape(n.op, n.attrs, in);
       if (!shape) {  // the right side does not fit these shapes: not applicable here
-        failed_ = true;
-        return result;
-      }
-      // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
-      if (keeps_convs_ungrouped(*rule_->rule) && n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) &&
-          has_free_shape(pat, pn.children[1])) {
         failed_ = true;
         return result;
       }

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "rules/rule_scope.h"
 #include "rules/sexpr.h"
 
 namespace teq {
@@ -63,6 +64,13 @@ void validate_rule(const Rule& rule) {
       if (!seen.insert(v).second) fail(rule.id, field, "variable ?" + v + " named twice");
     }
   }
+  std::set<std::string> groupings;
+  for (size_t g = 0; g < rule.conv_groupings.size(); ++g) {
+    const std::string field = "conv_groupings[" + std::to_string(g) + "]";
+    if (std::string problem = grouping_problem(rule, rule.conv_groupings[g]); !problem.empty())
+      fail(rule.id, field, problem);
+    if (!groupings.insert(rule.conv_groupings[g]).second) fail(rule.id, field, "grouping listed twice");
+  }
 }
 
 bool is_reversible(const Rule& rule) {
@@ -85,6 +93,8 @@ std::optional<Rule> reversed_rule(const Rule& rule) {
   out.verification = rule.verification;
   out.source = rule.source;
   out.same_shape = rule.same_shape;  // every variable is on both sides of a reversible rule
+  // The same scope: a grouping names the rule's convolutions side by side, so the sides swap.
+  for (const std::string& g : rule.conv_groupings) out.conv_groupings.push_back(reversed_grouping(g));
   return out;
 }
 
@@ -103,7 +113,8 @@ bool reversal_copies_an_operand(const Rule& rule) {
 size_t add_reversed_rules(RuleCorpus& corpus) {
   auto text = [](const Rule& r) {
     return to_sexpr(r.lhs[0], r.lhs[0].root()) + "=>" + to_sexpr(r.rhs[0], r.rhs[0].root()) +
-           (r.same_shape.empty() ? "" : nlohmann::json(r.same_shape).dump());
+           (r.same_shape.empty() ? "" : nlohmann::json(r.same_shape).dump()) +
+           (r.conv_groupings.empty() ? "" : nlohmann::json(r.conv_groupings).dump());
   };
   std::set<std::string> present;
   for (const Rule& r : corpus.rules)
@@ -118,7 +129,8 @@ size_t add_reversed_rules(RuleCorpus& corpus) {
 }
 
 Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs,
-               const std::vector<std::vector<std::string>>& same_shape) {
+               const std::vector<std::vector<std::string>>& same_shape,
+               const std::vector<std::string>& conv_groupings) {
   Rule rule;
   rule.id = std::move(id);
   auto parse_side = [&](const std::vector<std::string>& texts, const char* side, std::vector<Expr>& out) {
@@ -136,6 +148,7 @@ Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::v
     rule.same_shape.emplace_back();
     for (const std::string& v : group) rule.same_shape.back().push_back(v.starts_with('?') ? v.substr(1) : v);
   }
+  rule.conv_groupings = conv_groupings;
   validate_rule(rule);
   return rule;
 }
@@ -157,6 +170,7 @@ nlohmann::json rule_to_json(const Rule& rule) {
     for (const std::string& v : group) names.push_back("?" + v);
     j["same_shape"].push_back(std::move(names));
   }
+  if (!rule.conv_groupings.empty()) j["conv_groupings"] = rule.conv_groupings;
   if (!rule.source.empty()) j["source"] = rule.source;
   if (rule.verification)
     j["verification"] = {{"status", rule.verification->status},
@@ -214,7 +228,17 @@ RuleCorpus parse_corpus(std::string_view text, const std::string& origin) {
           }
         }
       }
-      Rule rule = make_rule(id, strings("lhs"), strings("rhs"), same_shape);
+      std::vector<std::string> conv_groupings;
+      if (r.contains("conv_groupings")) {
+        const auto& gs = r["conv_groupings"];
+        auto bad = [&] { fail(id, "conv_groupings", "must be an array of grouping strings such as \"g|uu\""); };
+        if (!gs.is_array()) bad();
+        for (const auto& g : gs) {
+          if (!g.is_string()) bad();
+          conv_groupings.push_back(g);
+        }
+      }
+      Rule rule = make_rule(id, strings("lhs"), strings("rhs"), same_shape, conv_groupings);
       if (r.contains("source")) {
         if (!r["source"].is_string()) fail(id, "source", "must be a string");
         rule.source = r["source"];

@@ -36,8 +36,12 @@ struct Rule {
   /// rule applies. The one condition a rule needs beyond its right side being well-shaped: batching two
   /// convolutions into one grouped convolution is right only when the batched inputs and kernels have equal
   /// shapes (Tensat's and TASO's grouped merges; docs/corpus-format.md). A rule with conditions is verified
-  /// on grouped convolutions too, so rewriters apply its grouped ones (rules/rule_scope.h).
+  /// on grouped convolutions too, at the groupings conv_groupings lists.
   std::vector<std::vector<std::string>> same_shape;
+  /// The rule's scope: the groupings of its convolutions on weights of free shape at which it is verified and
+  /// applied, e.g. {"g|uu", "g|gg"} for a grouped merge (rules/rule_scope.h defines the text). Empty: the
+  /// all-ungrouped grouping only. Rewriters apply the rule nowhere else; ruleverify proves each.
+  std::vector<std::string> conv_groupings;
 
   bool is_multi() const { return lhs.size() > 1; }
   /// Variables of all lhs patterns, in first-occurrence order.
@@ -81,9 +85,10 @@ bool reversal_copies_an_operand(const Rule& rule);
 size_t add_reversed_rules(RuleCorpus& corpus);
 
 /// Builds a rule from pattern texts (parse + validate). Throws CorpusError naming id and field.
-/// `same_shape` groups name variables with or without their '?'.
+/// `same_shape` groups name variables with or without their '?'; `conv_groupings` as Rule::conv_groupings.
 Rule make_rule(std::string id, const std::vector<std::string>& lhs, const std::vector<std::string>& rhs,
-               const std::vector<std::vector<std::string>>& same_shape = {});
+               const std::vector<std::vector<std::string>>& same_shape = {},
+               const std::vector<std::string>& conv_groupings = {});
 
 /// Parses corpus JSON; `origin` (a file name) prefixes error messages. Ids must be unique.
 RuleCorpus parse_corpus(std::string_view json_text, const std::string& origin = "<corpus>");

@@ -224,7 +224,7 @@ std::optional<Rule> generalize_rule(const Rule& rule, const std::vector<LeafType
       // Verified only under shape conditions (a conv batching proved again with its variables' shapes tied)
       // is no generalization of a rule that holds without them: four such splits, kept without their
       // conditions, were rules ruleverify refutes.
-      if (p.status != "verified" || !p.same_shape.empty()) continue;
+      if (p.status != "verified" || !p.same_shape.empty() || !p.conv_groupings.empty()) continue;
       ++proved;
       splits[i].verification = Verification{"verified", "z3-elementwise", p.ms};
       found = std::move(splits[i]);
@@ -258,7 +258,7 @@ std::vector<Rule> generalize_rules(std::vector<Rule> rules, const std::vector<Le
   std::vector<uint64_t> proofs(n, 0), proved(n, 0);
   parallel_for(n, threads, [&](size_t i) {
     // A rule with shape conditions stays as proved: splitting its variables would have to split them too.
-    if (rules[i].same_shape.empty() && has_repeated_lhs_variable(rules[i])) general[i] = generalize_rule(rules[i], types, config, proofs[i], proved[i]);
+    if (rules[i].same_shape.empty() && rules[i].conv_groupings.empty() && has_repeated_lhs_variable(rules[i])) general[i] = generalize_rule(rules[i], types, config, proofs[i], proved[i]);
   });
   std::vector<char> is_general(n, 0);
   for (size_t i = 0; i < n; ++i) {

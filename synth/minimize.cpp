@@ -491,6 +491,7 @@ class Minimization {
         ++result.stats.proved;
         r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
         r.same_shape = proofs[j].same_shape;
+        r.conv_groupings = proofs[j].conv_groupings;
       }
       // A two-pattern rule is checked again only if rules were kept since its parallel check.
       if (index[k] ? batches[batch_of[k]].equal(*index[k])
@@ -502,7 +503,7 @@ class Minimization {
       }
       std::vector<Rule> directions = both_directions({r});
       // A rule true under shape conditions only is not asserted in the batch, whose shapes need not meet them.
-      if (index[k] && r.same_shape.empty()) batches[batch_of[k]].assert_equal(*index[k]);
+      if (index[k] && r.same_shape.empty() && r.conv_groupings.empty()) batches[batch_of[k]].assert_equal(*index[k]);
       const bool plain = !uses_enlarge(r);
       kept.push_back(r);
       for (Rule& d : directions) {
@@ -526,7 +527,7 @@ class Minimization {
   /// (Z3 is bounded by its resource limit), so a verdict proved ahead is the one proving it now would give.
   ProofResult proof_of(size_t c) {
     const Rule& r = unique_[c].rule;
-    if (r.verification) return {r.verification->status, r.verification->method, r.verification->ms, r.same_shape};
+    if (r.verification) return {r.verification->status, r.verification->method, r.verification->ms, r.same_shape, r.conv_groupings};
     if (spare_proofs_[c]) return ++spare_used_, *spare_proofs_[c];
     return prove_rule(r, config_.prove);
   }
@@ -762,6 +763,7 @@ size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::ve
     ++result.stats.proved;
     r.verification = Verification{"verified", "z3-elementwise", proof.ms};
     r.same_shape = proof.same_shape;
+    r.conv_groupings = proof.conv_groupings;
     kept.push_back(std::move(r));
     ++restored;
     current = std::make_unique<CompiledDirections>(kept);

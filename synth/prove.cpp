@@ -4,6 +4,7 @@
 
 #include <z3++.h>
 
+#include "rules/rule_scope.h"
 #include "verify/prover.h"
 
 namespace teq::synth {
@@ -20,7 +21,7 @@ ProofResult prove_as_given(const Rule& rule, const ProveConfig& config) {
   options.elementwise.shapes.max_ms = config.timeout_ms;
   z3::context ctx;
   const RuleReport report = verify_rule(rule, ctx, options);
-  ProofResult result{std::string(status_name(report.status)), report.detail, report.ms, {}};
+  ProofResult result{std::string(status_name(report.status)), report.detail, report.ms, {}, {}};
   if (report.counterexample) result.reason = format_counterexample(*report.counterexample);
   return result;
 }
@@ -46,16 +47,35 @@ std::vector<std::vector<std::string>> same_type_groups(const Rule& rule) {
   return groups;
 }
 
+/// Groupings tried per rule are 2^n for n scoped convolutions: a bound keeps a large rule's count small.
+constexpr size_t kMaxScopedConvs = 5;
+
 ProofResult prove_rule(const Rule& rule, const ProveConfig& config) {
   ProofResult result = prove_as_given(rule, config);
-  if (result.status != "wrong" || !rule.same_shape.empty() || !batches_convolutions(rule)) return result;
+  // Not verified where every convolution is ungrouped: wrong there, or (a merge whose batched convolution is
+  // grouped by construction) with no such instance at all.
+  if (result.status == "verified" || !rule.same_shape.empty() || !batches_convolutions(rule)) return result;
   Rule conditional = rule;
   conditional.same_shape = same_type_groups(rule);
   if (conditional.same_shape.empty()) return result;
+  // Its scope: each grouping at which it is proved.
+  double ms = result.ms;
+  for (const std::string& grouping : all_groupings(conditional, kMaxScopedConvs)) {
+    Rule at = conditional;
+    at.conv_groupings = {grouping};
+    const ProofResult proof = prove_as_given(at, config);
+    ms += proof.ms;
+    if (proof.status == "verified") conditional.conv_groupings.push_back(grouping);
+  }
+  if (conditional.conv_groupings.empty()) return result;
+  // All ungrouped alone is the default scope, which a rule file does not spell out.
+  if (conditional.conv_groupings == std::vector<std::string>{ungrouped_grouping(conditional)})
+    conditional.conv_groupings.clear();
   ProofResult again = prove_as_given(conditional, config);
   if (again.status != "verified") return result;
-  again.ms += result.ms;
+  again.ms += ms;
   again.same_shape = std::move(conditional.same_shape);
+  again.conv_groupings = std::move(conditional.conv_groupings);
   return again;
 }
 

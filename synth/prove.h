@@ -34,13 +34,17 @@ struct ProofResult {
   double ms = 0;
   /// Shape conditions under which the rule was verified (Rule::same_shape); empty: none needed.
   std::vector<std::vector<std::string>> same_shape;
+  /// The groupings at which it was verified (Rule::conv_groupings); empty: all ungrouped only.
+  std::vector<std::string> conv_groupings;
 };
 
 /// Proves every lhs[i] == rhs[i] of `rule` with verify's element-wise prover. A wrong rule that batches
 /// convolutions by concatenating their kernels (a conv2d on a concat) is proved again under the condition
 /// that the variables of each leaf type have equal shapes, as they have at the fingerprint shapes (the
 /// variables' names carry their type: ?k1, ?k2): Tensat's and TASO's grouped merges are right exactly then.
-/// If that proof succeeds the result is verified with those conditions.
+/// Under those conditions it is proved at each grouping of its convolutions (rules/rule_scope.h), one at a
+/// time; the groupings where it holds make its scope. If there is one, the result is verified with those
+/// conditions and groupings.
 ProofResult prove_rule(const Rule& rule, const ProveConfig& config = {});
 
 /// The variables of `rule` grouped by leaf type (the letters of their names), groups of two or more only.

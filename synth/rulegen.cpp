@@ -369,6 +369,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
       Rule r = single_rule("candidate", eager[i]);
       r.verification = Verification{"verified", "z3-elementwise", p.ms};
       r.same_shape = p.same_shape;
+      r.conv_groupings = p.conv_groupings;
       singles.push_back(std::move(r));
     } else {
       result.unbound.push_back(std::move(eager[i]));

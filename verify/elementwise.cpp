@@ -455,34 +455,43 @@ ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions&
   for (const VarShapes& s : any.assignments)
     if (auto cex = shape_mismatch(rule, s)) return wrong_by(std::move(*cex), std::move(result));
 
-  ShapeAssignments found = find_shape_assignments(patterns, options.shapes);
-  // A rule that is well-shaped only with grouped convolutions (Tensat's merge rules: the merged weight has
-  // more input channels than the image) is checked on grouped ones, each with another group count.
-  auto has_conv = [&] {
-    for (const Expr* p : patterns)
-      for (const ExprNode& n : p->nodes())
-        if (n.op == OpKind::Conv2d) return true;
-    return false;
-  };
-  const bool only_grouped =
-      found.assignments.empty() && options.shapes.conv_groups == ConvGroups::Ungrouped && has_conv();
-  bool grouped_stopped_by_clock = false;
-  // A rule with shape conditions is applied to grouped convolutions too (rules/rule_scope.h): check one.
-  if (options.grouped_conv || only_grouped || !rule.same_shape.empty()) {
+  // A rewriter applies the rule only inside its scope (rules/rule_scope.h): at each of Rule::conv_groupings,
+  // or at the all-ungrouped grouping of its convolutions on weights of free shape where it lists none. Each of
+  // these groupings is searched for and proved, so that no grouping a rewriter admits goes unchecked.
+  ShapeAssignments found;
+  bool stopped_by_clock = any.stopped_by_clock;
+  for (const std::string& grouping : scope_groupings(rule)) {
+    const bool ungrouped = grouping.find('g') == std::string::npos;
+    ShapeSearchOptions scoped = options.shapes;
+    scoped.pattern_groupings = rule_pattern_groupings(rule, grouping);
+    if (!ungrouped) scoped.conv_groups = ConvGroups::Any;
+    ShapeAssignments part = find_shape_assignments(patterns, scoped);
+    stopped_by_clock |= part.stopped_by_clock;
+    // Every grouping the scope declares must be met and proved; the default one may have no instance at all.
+    if (part.assignments.empty() && !rule.conv_groupings.empty() && !stopped_by_clock) {
+      result.detail = "no shape assignment at the declared grouping " + grouping + " (" + part.failure + ")";
+      return result;
+    }
+    if (found.failure.empty()) found.failure = part.failure;
+    for (VarShapes& s : part.assignments) found.assignments.push_back(std::move(s));
+  }
+  // --grouped-conv: an assignment with grouped convolutions too, beyond the scope (is the rule true there?).
+  if (options.grouped_conv) {
     ShapeSearchOptions grouped = options.shapes;
     grouped.conv_groups = ConvGroups::Grouped;
-    grouped.max_assignments = only_grouped ? options.shapes.max_assignments : 1;
+    grouped.max_assignments = 1;
     ShapeAssignments extra = find_shape_assignments(patterns, grouped);
-    grouped_stopped_by_clock = extra.stopped_by_clock;
+    stopped_by_clock |= extra.stopped_by_clock;
     for (VarShapes& s : extra.assignments) found.assignments.push_back(std::move(s));
   }
-  if (any.stopped_by_clock || found.stopped_by_clock || grouped_stopped_by_clock) {
+  if (stopped_by_clock) {
     result.detail = "wall-clock guard of " + std::to_string(options.shapes.max_ms) +
                     " ms stopped the shape search (a verdict that depends on the machine)";
     return result;
   }
   if (found.assignments.empty()) {
-    result.detail = "no shape assignment makes every pattern well-shaped (" + found.failure + ")";
+    result.detail = "no shape assignment in the rule's scope makes every pattern well-shaped (" + found.failure +
+                    "; convolutions on weights of free shape are ungrouped unless the rule lists conv_groupings)";
     return result;
   }
   result.shapes = found.assignments;

@@ -25,8 +25,9 @@ RuleReport verify_rule(const Rule& rule, z3::context& ctx, const VerifyOptions& 
     // element by element it was a third of the gate's CPU on rules the axioms prove anyway.
     ElementwiseResult ew = refute_elementwise(rule, options.elementwise);
     bool by_axioms = false;
-    // The axioms state laws for all shapes; a rule with shape conditions is proved element-wise.
-    if (ew.awaiting_proof && options.use_axioms && rule.same_shape.empty()) {
+    // The axioms state laws for all shapes with ungrouped convolutions; a rule with shape conditions or grouped
+    // convolutions in its scope is proved element-wise.
+    if (ew.awaiting_proof && options.use_axioms && rule.same_shape.empty() && rule.conv_groupings.empty()) {
       AxiomOptions ax;
       ax.rlimit = options.axiom_rlimit;
       ax.elementwise = options.elementwise;

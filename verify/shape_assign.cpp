@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "rules/rank_signature.h"
+#include "rules/rule_scope.h"
 #include "rules/sexpr.h"
 #include "rules/symbolic_dims.h"
 
@@ -356,6 +357,13 @@ class DimSearch {
             std::chrono::steady_clock::time_point deadline)
       : pr_(pr), opt_(opt), ranks_(std::move(ranks)), previous_(previous), used_groups_(used_groups),
         deadline_(deadline) {
+    // The grouping asked for (ShapeSearchOptions::pattern_groupings): each scoped conv's letter at its node.
+    expected_grouping_.assign(pr.num_nodes, 0);
+    for (size_t p = 0; p < opt.pattern_groupings.size() && p < pr.patterns.size(); ++p) {
+      const std::vector<ExprId> convs = scoped_convs(*pr.patterns[p]);
+      for (size_t k = 0; k < convs.size() && k < opt.pattern_groupings[p].size(); ++k)
+        expected_grouping_[pr.global(p, convs[k])] = opt.pattern_groupings[p][k];
+    }
     // A node is checked as soon as the last variable it depends on is assigned.
     std::vector<int> dep(pr.num_nodes, -1);
     nodes_at_.resize(pr.vars.size());
@@ -525,6 +533,8 @@ class DimSearch {
         if (it != used_groups_.end() && it->second.contains(in[0][1] / in[1][1])) return false;
       }
     }
+    if (const char want = expected_grouping_[g]; want != 0 && (want == 'u') != is_ungrouped_conv(in[0], in[1]))
+      return false;
     return true;
   }
 
@@ -579,6 +589,7 @@ class DimSearch {
   std::vector<std::vector<size_t>> nodes_at_;
   std::vector<std::vector<std::pair<size_t, size_t>>> pairs_at_;
   std::vector<size_t> unconditional_;
+  std::vector<char> expected_grouping_;  // per node: 'u' or 'g' where a grouping is asked for, else 0
   std::vector<Shape> shapes_;
   std::vector<Shape> var_shapes_;
   std::vector<std::vector<size_t>> axis_class_;
@@ -658,6 +669,21 @@ std::vector<const Expr*> rule_patterns(const Rule& rule, std::vector<Expr>& stor
   for (const Expr& e : storage) out.push_back(&e);
   for (const Expr& e : rule.rhs) out.push_back(&e);
   for (const Expr& e : storage) out.push_back(&e);
+  return out;
+}
+
+}  // namespace teq
+
+namespace teq {
+
+std::vector<std::string> rule_pattern_groupings(const Rule& rule, std::string_view grouping) {
+  const SidedGrouping sides = split_grouping(grouping);
+  size_t conditions = 0;
+  for (const std::vector<std::string>& group : rule.same_shape) conditions += group.size() - 1;
+  std::vector<std::string> out(sides.lhs);
+  out.resize(out.size() + conditions);
+  out.insert(out.end(), sides.rhs.begin(), sides.rhs.end());
+  out.resize(out.size() + conditions);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rules/corpus.h"
@@ -32,6 +33,9 @@ struct ShapeSearchOptions {
   /// Require lhs[i] and rhs[i] to have equal shapes (set false to look for a shape mismatch).
   bool equal_roots = true;
   ConvGroups conv_groups = ConvGroups::Ungrouped;
+  /// An exact grouping to find (rules/rule_scope.h): per pattern passed to the search, one letter 'u' or 'g'
+  /// for each of its scoped_convs(); empty strings, or an empty vector, leave convolutions to conv_groups.
+  std::vector<std::string> pattern_groupings;
   /// Give each variable distinct sizes on its own axes wherever its domains allow (a 3x2 kernel, not 3x3):
   /// equal extents within one tensor make laws true that are not true in general (an explicit one-pixel
   /// padding is SAME padding on a 3x3 kernel, an enlarge to 3x3 is the identity there). rulegen's
@@ -63,5 +67,9 @@ ShapeAssignments find_shape_assignments(std::span<const Expr* const> patterns, c
 /// that pattern i still pairs with pattern i + n/2 and every assignment found satisfies the conditions.
 /// `storage` holds the condition patterns the result points to.
 std::vector<const Expr*> rule_patterns(const Rule& rule, std::vector<Expr>& storage);
+
+/// ShapeSearchOptions::pattern_groupings for rule_patterns(rule): the grouping `grouping` of the rule
+/// (rules/rule_scope.h text, e.g. "g|uu") spread over its patterns, the condition patterns unconstrained.
+std::vector<std::string> rule_pattern_groupings(const Rule& rule, std::string_view grouping);
 
 }  // namespace teq

@@ -174,7 +174,7 @@ bool pattern_has_free_shape(const Pattern& pattern, uint32_t i) {
 }  // namespace
 
 std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, const Pattern& pattern,
-                                                      const Subst& subst, bool ungrouped_convs) {
+                                                      const Subst& subst) {
   std::vector<Shape> shapes(pattern.nodes().size());
   std::vector<Shape> in;
   for (size_t i = 0; i < pattern.nodes().size(); ++i) {
@@ -188,12 +188,18 @@ std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, cons
     std::optional<Shape> shape = try_infer_shape(n.op, n.attrs, in);
     if (!shape) return std::nullopt;
     shapes[i] = std::move(*shape);
-    // Outside what verification covered (rules/rule_scope.h): a grouped conv with a variable weight.
-    if (ungrouped_convs && n.op == OpKind::Conv2d && !is_ungrouped_conv(in[0], in[1]) &&
-        pattern_has_free_shape(pattern, n.children[1]))
-      return std::nullopt;
   }
   return shapes;
+}
+
+std::string pattern_grouping(const Pattern& pattern, const std::vector<Shape>& shapes) {
+  std::string out;
+  for (uint32_t i = 0; i < pattern.nodes().size(); ++i) {
+    const PatternNode& n = pattern.nodes()[i];
+    if (n.op != OpKind::Conv2d || !pattern_has_free_shape(pattern, n.children[1])) continue;
+    out += is_ungrouped_conv(shapes[n.children[0]], shapes[n.children[1]]) ? 'u' : 'g';
+  }
+  return out;
 }
 
 ClassId instantiate(EGraph& egraph, const Pattern& pattern, const Subst& subst, std::optional<RuleId> origin) {

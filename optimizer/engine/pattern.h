@@ -77,11 +77,12 @@ std::vector<Match> search(const EGraph& egraph, const ClassIndex& index, const P
 std::vector<Match> search_class(const EGraph& egraph, ClassId root, const Pattern& pattern, size_t num_slots);
 
 /// Shape of every node of `pattern` under `subst` (variables take their class's shape); nullopt if any
-/// operator rejects its operands' shapes, i.e. the instantiation would be ill-shaped, or if a convolution
-/// on a weight of free shape would be grouped while `ungrouped_convs` (the scope of a rule without shape
-/// conditions, rules/rule_scope.h).
+/// operator rejects its operands' shapes, i.e. the instantiation would be ill-shaped.
 std::optional<std::vector<Shape>> instantiated_shapes(const EGraph& egraph, const Pattern& pattern,
-                                                      const Subst& subst, bool ungrouped_convs = true);
+                                                      const Subst& subst);
+/// The pattern's grouping (rules/rule_scope.h): 'u' or 'g' for each conv2d on a weight of free shape, in node
+/// order, from the shapes of its nodes (instantiated_shapes). The same list as scoped_convs() of its Expr.
+std::string pattern_grouping(const Pattern& pattern, const std::vector<Shape>& shapes);
 /// Adds the instantiation of `pattern` under `subst`; returns the class of its root. Precondition:
 /// instantiated_shapes() accepted it (otherwise ShapeError propagates after a partial insertion).
 ClassId instantiate(EGraph& egraph, const Pattern& pattern, const Subst& subst, std::optional<RuleId> origin);

@@ -37,7 +37,9 @@ struct CompiledRules::Entry {
   VarTable vars;
   std::vector<Pattern> lhs, rhs;
   std::vector<std::vector<uint32_t>> same_shape;  // Rule::same_shape as variable slots
-  bool ungrouped_convs = true;                    // rules/rule_scope.h keeps_convs_ungrouped
+  /// The rule's scope (rules/rule_scope.h) restricted to the patterns this entry uses: each admitted grouping
+  /// as its sides' per-pattern groupings. Empty when the rule has no convolution on a weight of free shape.
+  std::vector<SidedGrouping> scope;
   /// For a rule that feeds itself (rules/rule_growth.h): each variable it grows, as a slot, and the operator
   /// of the term it grows it into. Empty for every other rule.
   std::vector<std::pair<uint32_t, OpKind>> grows;
@@ -49,6 +51,21 @@ struct CompiledRules::Entry {
       for (NodeId n : egraph.eclass(egraph.find(subst[slot])).nodes)
         if (egraph.node(n).op == op && egraph.origin(n) == id) return true;
     return false;
+  }
+
+  /// Whether the match `subst` is inside the rule's scope: the grouping of its convolutions, left side as
+  /// matched and right side as it would be instantiated, is one the rule was verified at. Both sides count: a
+  /// rule used right to left, or a left side whose convolution is grouped, is outside the proof all the same.
+  bool in_scope(const EGraph& egraph, const Subst& subst) const {
+    if (scope.empty()) return true;
+    SidedGrouping g;
+    for (int side = 0; side < 2; ++side)
+      for (const Pattern& p : side == 0 ? lhs : rhs) {
+        auto shapes = instantiated_shapes(egraph, p, subst);
+        if (!shapes) return false;
+        (side == 0 ? g.lhs : g.rhs).push_back(pattern_grouping(p, *shapes));
+      }
+    return std::find(scope.begin(), scope.end(), g) != scope.end();
   }
 
   /// Whether the rule's shape conditions hold under `subst`.
@@ -90,9 +107,16 @@ CompiledRules::CompiledRules(std::span<const Rule> rules, bool cross_product_mul
     ids_.push_back(rule.id);
     const RuleId id(i);
     auto compile = [&](std::vector<size_t> parts) {
-      Entry c{id, {}, {}, {}, {}, keeps_convs_ungrouped(rule), {}};
+      Entry c{id, {}, {}, {}, {}, {}, {}};
       for (size_t k : parts) c.lhs.emplace_back(rule.lhs[k], c.vars);
       for (size_t k : parts) c.rhs.emplace_back(rule.rhs[k], c.vars);
+      if (has_scoped_convs(rule))
+        for (const std::string& text : scope_groupings(rule)) {
+          const SidedGrouping full = split_grouping(text);
+          SidedGrouping part;
+          for (size_t k : parts) part.lhs.push_back(full.lhs.at(k)), part.rhs.push_back(full.rhs.at(k));
+          if (std::find(c.scope.begin(), c.scope.end(), part) == c.scope.end()) c.scope.push_back(std::move(part));
+        }
       if (parts.size() == 1)
         for (const GrowingVar& g : self_feeding_vars(rule.lhs[parts[0]], rule.rhs[parts[0]]))
           c.grows.emplace_back(*c.vars.find(g.var), g.image_op);
@@ -167,11 +191,12 @@ bool Runner::over_time() const {
 // Adds the rule's right side `side` under `subst` and merges it with `root`, if well-shaped.
 bool Runner::apply(EGraph& egraph, const Compiled& r, size_t side, ClassId root, const Subst& subst,
                    RunReport& report) const {
-  if (!r.conditions_hold(egraph, subst)) {
+  // A two-pattern rule's conditions and scope were checked for both sides together (apply_multi).
+  if (r.lhs.size() == 1 && (!r.conditions_hold(egraph, subst) || !r.in_scope(egraph, subst))) {
     ++report.rejected_shape;
     return false;
   }
-  auto shapes = instantiated_shapes(egraph, r.rhs[side], subst, r.ungrouped_convs);
+  auto shapes = instantiated_shapes(egraph, r.rhs[side], subst);
   if (!shapes || shapes->back() != egraph.shape(root)) {
     ++report.rejected_shape;
     return false;
@@ -286,9 +311,10 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
       // Both sides must be well-shaped before either is added.
       bool ok = r.conditions_hold(egraph, subst);
       for (size_t k = 0; k < 2 && ok; ++k) {
-        auto shapes = instantiated_shapes(egraph, r.rhs[k], subst, r.ungrouped_convs);
+        auto shapes = instantiated_shapes(egraph, r.rhs[k], subst);
         ok = ok && shapes && shapes->back() == egraph.shape(roots[k]);
       }
+      ok = ok && r.in_scope(egraph, subst);
       if (!ok) {
         ++report.rejected_shape;
         continue;

@@ -9,6 +9,7 @@
 #include "optimizer/optimize.h"
 #include "optimizer/sequential.h"
 #include "rules/evaluator.h"
+#include "rules/rule_scope.h"
 #include "rules/sexpr.h"
 
 namespace teq {
@@ -101,7 +102,8 @@ TEST(RuleScope, SequentialSearchMergesUngroupedConvsOnly) {
 // outputs would give each group 5.
 Rule grouped_merge() {
   return make_rule("grouped-merge", {"(concat 1 (conv2d 1 1 0 0 0 ?x1 ?w1) (conv2d 1 1 0 0 0 ?x2 ?w2))"},
-                   {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"}, {{"?x1", "?x2"}, {"?w1", "?w2"}});
+                   {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"}, {{"?x1", "?x2"}, {"?w1", "?w2"}},
+                   {"uu|g"});
 }
 
 Expr two_convs_concatenated(int64_t second_outputs) {
@@ -114,9 +116,57 @@ TEST(RuleScope, GroupedMergeAppliesWhereItsShapeConditionsHold) {
   rules.rules.push_back(grouped_merge());
   expect_merges_only(with_egraph, rules, two_convs_concatenated(4), two_convs_concatenated(6));
   expect_merges_only(with_sequential_search, rules, two_convs_concatenated(4), two_convs_concatenated(6));
-  // Without its conditions the rule is out of scope (a grouped convolution on kernels of free shape).
-  rules.rules.back().same_shape.clear();
+  // Without its scope the rule is applied where every convolution is ungrouped only, and its merged one is not.
+  rules.rules.back().conv_groupings.clear();
   EXPECT_EQ(count(with_egraph(two_convs_concatenated(4), rules).optimized, OpKind::Conv2d), 2u);
+  EXPECT_EQ(count(with_sequential_search(two_convs_concatenated(4), rules).optimized, OpKind::Conv2d), 2u);
+}
+
+// The left side's grouping counts as much as the right side's. Folding a copied input into a merged kernel
+// (rulegen's rg-0264) is right only where the right side's convolution is ungrouped, its scope "g|u": two
+// depthwise convolutions of one input merged through the reversed grouped merge give a match whose right side
+// would be grouped ("g|g"), which wrote wrong models before the scope covered both sides.
+Rule fold_copied_input() {
+  return make_rule("fold-copy", {"(conv2d 1 1 -1 -1 0 (concat 1 ?i1 ?i1) (concat 0 ?a1 ?a2))"},
+                   {"(conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2))"}, {{"?a1", "?a2"}}, {"g|u"});
+}
+
+Expr conv_of_copied_input(int64_t kernel_in_channels) {
+  const std::string c = std::to_string(kernel_in_channels);
+  return parse_expr("(let x (input x 1 4 6 6))\n(conv2d 1 1 -1 -1 0 (concat 1 x x) (concat 0 (weight a 3 " + c +
+                    " 3 3) (weight b 3 " + c + " 3 3)))");
+}
+
+TEST(RuleScope, LeftSideGroupingIsCheckedToo) {
+  RuleCorpus rules;
+  rules.rules.push_back(fold_copied_input());
+  for (const Optimizer& optimize : {Optimizer(with_egraph), Optimizer(with_sequential_search)}) {
+    // Kernels of 4 input channels: 2 groups on the left, ungrouped on the right ("g|u"), folded.
+    const OptimizeReport folded = optimize(conv_of_copied_input(4), rules);
+    EXPECT_EQ(count(folded.optimized, OpKind::Concat), 1u) << print_graph(folded.optimized);
+    expect_same_values(conv_of_copied_input(4), folded.optimized);
+    // Kernels of 2: 4 groups on the left, 2 on the right ("g|g"), outside the scope: left alone.
+    const OptimizeReport kept = optimize(conv_of_copied_input(2), rules);
+    EXPECT_EQ(count(kept.optimized, OpKind::Concat), 2u) << print_graph(kept.optimized);
+  }
+  // The scope names both sides, so the rule used right to left is checked by the same grouping, swapped.
+  const std::optional<Rule> rev = reversed_rule(fold_copied_input());
+  ASSERT_TRUE(rev.has_value());
+  EXPECT_TRUE(scope_admits(*rev, "u|g"));
+  EXPECT_FALSE(scope_admits(*rev, "g|g"));
+  EXPECT_FALSE(scope_admits(*rev, "u|u"));
+}
+
+TEST(RuleScope, GroupingsAreReadOffBothSides) {
+  const Rule rule = fold_copied_input();
+  EXPECT_EQ(ungrouped_grouping(rule), "u|u");
+  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {3, 4, 3, 3}}, {"a2", {3, 4, 3, 3}}}), "g|u");
+  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {3, 2, 3, 3}}, {"a2", {3, 2, 3, 3}}}), "g|g");
+  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {3, 3, 3, 3}}, {"a2", {3, 3, 3, 3}}}), std::nullopt);
+  EXPECT_EQ(all_groupings(rule), (std::vector<std::string>{"u|u", "g|u", "u|g", "g|g"}));
+  EXPECT_EQ(split_grouping("g,u|uu"), (SidedGrouping{{"g", "u"}, {"uu"}}));
+  // A pool kernel's shape is no free shape: its convolution is outside the scope's letters.
+  EXPECT_EQ(scoped_convs(parse_pattern("(conv2d 1 1 -1 -1 0 ?x (pool_kernel 3 3 ?x))")).size(), 0u);
 }
 
 }  // namespace

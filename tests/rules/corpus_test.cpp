@@ -35,6 +35,7 @@ void expect_same_corpus(const RuleCorpus& a, const RuleCorpus& b) {
     EXPECT_EQ(x.rhs, y.rhs) << x.id;
     EXPECT_EQ(x.source, y.source) << x.id;
     EXPECT_EQ(x.same_shape, y.same_shape) << x.id;
+    EXPECT_EQ(x.conv_groupings, y.conv_groupings) << x.id;
     ASSERT_EQ(x.verification.has_value(), y.verification.has_value()) << x.id;
     if (x.verification) {
       EXPECT_EQ(x.verification->status, y.verification->status);
@@ -101,6 +102,29 @@ TEST(Corpus, ShapeConditionsRoundTripAndReverse) {
   both.rules.push_back(c.rules[0]);
   both.rules.back().id = "unconditional";
   both.rules.back().same_shape.clear();
+  EXPECT_EQ(add_reversed_rules(both), 2u);
+}
+
+// A rule's scope (Rule::conv_groupings, rules/rule_scope.h) is written and read back as it is, and the
+// reversal swaps each grouping's sides, since a grouping names the left side's convolutions first.
+TEST(Corpus, ConvGroupingsRoundTripAndReverse) {
+  RuleCorpus c;
+  c.rules.push_back(make_rule("grouped-merge", {"(concat 1 (conv2d 1 1 0 0 0 ?x1 ?w1) (conv2d 1 1 0 0 0 ?x2 ?w2))"},
+                              {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"},
+                              {{"?x1", "x2"}, {"?w1", "?w2"}}, {"uu|g", "gg|g"}));
+  const std::string text = dump_corpus(c);
+  EXPECT_NE(text.find(R"("conv_groupings":["uu|g","gg|g"])"), std::string::npos) << text;
+  const RuleCorpus back = parse_corpus(text);
+  expect_same_corpus(c, back);
+  EXPECT_EQ(dump_corpus(back), text);
+  const std::optional<Rule> rev = reversed_rule(c.rules[0]);
+  ASSERT_TRUE(rev.has_value());
+  EXPECT_EQ(rev->conv_groupings, (std::vector<std::string>{"g|uu", "g|gg"}));
+  // The same sides with another scope are another rule: add_reversed_rules keeps both reversals.
+  RuleCorpus both = c;
+  both.rules.push_back(c.rules[0]);
+  both.rules.back().id = "narrower";
+  both.rules.back().conv_groupings = {"uu|g"};
   EXPECT_EQ(add_reversed_rules(both), 2u);
 }
 
@@ -240,6 +264,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadCorpus{"SameShapeUnbound",
                   R"j([{"id": "r15", "lhs": ["(ewadd ?x ?y)"], "rhs": ["(ewadd ?y ?x)"], "same_shape": [["?x", "?z"]]}])j",
                   {"rule 'r15'", "same_shape[0]", "?z is not bound by the lhs"}},
+        BadCorpus{"ConvGroupingsNotStrings",
+                  R"j([{"id": "r16", "lhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "rhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "conv_groupings": [1]}])j",
+                  {"rule 'r16'", "conv_groupings", "grouping strings"}},
+        BadCorpus{"ConvGroupingOfTheWrongLength",
+                  R"j([{"id": "r17", "lhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "rhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "conv_groupings": ["gg|g"]}])j",
+                  {"rule 'r17'", "conv_groupings[0]", "u|u has one letter"}},
+        BadCorpus{"ConvGroupingWithoutSides",
+                  R"j([{"id": "r18", "lhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "rhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "conv_groupings": ["g"]}])j",
+                  {"rule 'r18'", "conv_groupings[0]", "LHS|RHS"}},
+        BadCorpus{"ConvGroupingTwice",
+                  R"j([{"id": "r19", "lhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "rhs": ["(conv2d 1 1 0 0 0 ?x ?w)"], "conv_groupings": ["g|g", "g|g"]}])j",
+                  {"rule 'r19'", "conv_groupings[1]", "listed twice"}},
         BadCorpus{"SourceNotString",
                   R"j([{"id": "r11", "lhs": ["(relu ?x)"], "rhs": ["(relu ?x)"], "source": 5}])j",
                   {"rule 'r11'", "source", "must be a string"}}));
