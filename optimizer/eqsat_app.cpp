@@ -76,6 +76,7 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
                       {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
                       {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
   if (!c.reason.empty()) j["reason"] = c.reason;
+  if (!c.note.empty()) j["note"] = c.note;
   for (const onnx_io::SizeCheck& s : c.sizes)
     j["sizes"].push_back({{"dim", s.dim}, {"value", s.value}, {"evaluated", s.evaluated}, {"passed", s.passed},
                           {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason}});
@@ -479,6 +480,7 @@ void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io
         << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
         << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
         << fmt("%g", options.rtol) << ", atol " << fmt("%g", options.atol) << "), " << fmt("%.2f", c.seconds) << " s\n";
+  if (!c.note.empty()) log << "  check: note: " << c.note << "\n";
   for (const onnx_io::SizeCheck& s : c.sizes)
     log << "  check at " << s.dim << "=" << s.value << ": "
         << (!s.evaluated ? "not checked: " + s.reason
