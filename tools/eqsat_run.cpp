@@ -77,7 +77,9 @@ int main(int argc, char** argv) {
   app.add_option("--model", c.builtin, "optimize a built-in benchmark model instead (see --list-models)");
   app.add_flag("--list-models", list_models, "print the built-in model names and exit");
   auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
-  app.add_option("-o,--output", output, "where to write the optimized ONNX model");
+  app.add_option("-o,--output", output,
+                 "where to write the result: the optimized ONNX model once the check passes; the input model "
+                 "unchanged when the check finds a difference (exit 5) or cannot run (exit 0, or 4 with --check)");
   app.add_option("--rules", rules,
                  "rule corpus JSON, repeatable: the files are used together (default: corpus/rules.json, "
                  "rulegen's)");
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-check", no_check,
                "do not compare original and optimized before writing: write the optimized model unchecked")
       ->excludes(check_opt);
-  app.add_option("--seed", c.check_options.seed, "random seed of --check")->capture_default_str();
+  app.add_option("--seed", c.check_options.seed, "random seed of the check's inputs")->capture_default_str();
   app.add_option("--rtol", c.check_options.rtol, "the check's tolerance relative to each element: |optimized - original| <= rtol * |original| + atol * "
                  "max(1, largest |original| in that output)")
       ->check(kNonNegative)
@@ -162,6 +164,10 @@ int main(int argc, char** argv) {
                  "value of a symbolic input dimension: NAME=VALUE for a named one (dim_param), INPUT:AXIS=VALUE for "
                  "dimension AXIS of graph input INPUT, named or not (repeatable)");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
+  app.footer(
+      "Exit status: 0 done (OUT is the checked optimized model, or the input unchanged); 2 bad input or options; "
+      "3 internal error; 4 --check could not run (OUT is the input); 5 rejected: the check found a difference "
+      "(OUT is the input). docs/eqsat-run.md, docs/errors.md.");
   // --export writes the input model and stops: options of the optimization make no sense with it.
   for (const char* name : {"--output", "--report", "--check", "--no-check", "--measure", "--search"})
     export_opt->excludes(app.get_option(name));
