@@ -179,6 +179,12 @@ eqsat_run_case(unnamed_dim_bound 0 "check: 12 output elements.*check at x:0=1: 3
 set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/external_data.opt.onnx|${EQSAT_RUN_WORK}/external_data.opt.onnx.data")
 eqsat_run_case(external_data 0 "check: .*equal within tolerance.*wrote .*external_data.opt.onnx \\(tensor data in .*external_data.opt.onnx.data\\)"
                ${EQSAT_RUN_DATA}/external_data.onnx ${ok_rules} --check -o ${EQSAT_RUN_WORK}/external_data.opt.onnx)
+# A rejected optimization of such a model: the input is written again with its tensors in OUT.data beside
+# the output (the model file re-serialized, every tensor the same), so that the copy finds its data.
+set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/external_rejected.onnx|${EQSAT_RUN_WORK}/external_rejected.onnx.data")
+eqsat_run_case(external_data_rejected 5 "REJECTED: .*wrote .*external_rejected.onnx \\(tensor data in .*external_rejected.onnx.data\\) \\(the input model, unchanged\\)"
+               ${EQSAT_RUN_DATA}/external_data.onnx --rules ${PROJECT_SOURCE_DIR}/tests/data/wrong_rule.json --cost flops
+               -o ${EQSAT_RUN_WORK}/external_rejected.onnx)
 set(EQSAT_RUN_EXTRA "")
 # Opset 20: Gelu is the vocabulary's gelu; its tanh form stays opaque, with a note.
 eqsat_run_case(opset20_gelu 0 "opset 20.*note: node 'Gelu_6' \\(Gelu\\) stays opaque: approximate='tanh'"

@@ -10,7 +10,10 @@ eqsat-run's defaults (the numerical check on), each with its expected behaviour:
                            check at unk__1=1 rejected the reordered float32 sum (an element near 0.005 among
                            values near 20, off by 2e-6). Now: exit 0, and the optimized model is written.
 
-For each: exit 0, the report says the check passed, the written file passes onnx.checker and gives the
+And a rejected optimization of a model with external data (a deliberately wrong rule): exit 5, the input
+written with its data in OUT.data, equal to the original in onnxruntime.
+
+For each repro: exit 0, the report says the check passed, the written file passes onnx.checker and gives the
 original's outputs in onnxruntime at two values of each symbolic dimension (or two input draws).
 
 Usage: test_issue42_repros.py EQSAT_RUN DATA_DIR WORK_DIR. Exits 77 (skipped) without numpy/onnx/onnxruntime.
@@ -58,6 +61,18 @@ def compare(name, original, written, dims):
     return failures
 
 
+def rejected_external(exe, data, work):
+    """A wrong rule (tests/data/wrong_rule.json) on a model with external data: exit 5, and the input written
+    again with its data beside the output, computing what the input does in onnxruntime."""
+    rules = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "wrong_rule.json")
+    out = os.path.join(work, "external_rejected.onnx")
+    proc = subprocess.run([exe, os.path.join(data, "external_data.onnx"), "--rules", rules, "--cost", "flops",
+                           "-o", out], capture_output=True, text=True)
+    if proc.returncode != 5:
+        return [f"external_data.onnx with a wrong rule: exit {proc.returncode}, expected 5: {proc.stderr.strip()}"]
+    return compare("external_data.onnx (rejected)", os.path.join(data, "external_data.onnx"), out, {})
+
+
 def main():
     exe, data, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
@@ -84,6 +99,7 @@ def main():
         except Exception as e:  # onnx raises several types
             failures.append(f"{model}: onnx.checker rejects the written model: {e}")
         failures += compare(model, source, out, dims)
+    failures += rejected_external(exe, data, work)
     for f in failures:
         print("FAILED:", f)
     return 1 if failures else 0
