@@ -76,6 +76,7 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
                       {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
                       {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
   if (!c.reason.empty()) j["reason"] = c.reason;
+  if (!c.note.empty()) j["note"] = c.note;
   for (const onnx_io::SizeCheck& s : c.sizes)
     j["sizes"].push_back({{"dim", s.dim}, {"value", s.value}, {"evaluated", s.evaluated}, {"passed", s.passed},
                           {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason}});
@@ -111,6 +112,13 @@ fs::path write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs
   } catch (const onnx_io::OnnxError& e) {
     throw EqsatError(e.what());
   }
+}
+
+void write_bytes(std::string_view bytes, const fs::path& path) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw EqsatError(path.string() + ": cannot open for writing");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw EqsatError(path.string() + ": write failed");
 }
 
 std::string data_note(const fs::path& data) {
@@ -276,13 +284,8 @@ class OutputPlan {
 
   /// Writes -o; returns the external data file written beside it (empty: none).
   fs::path write(const fs::path& path) {
+    if (write_input_as_is_) return write_input(path);
     try {
-      if (write_input_as_is_) {
-        onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
-        const onnx_io::OriginalFile& input =
-            symbolic_ ? original_file : (reread = onnx_io::read_original_file(config_.model, config_.import));
-        return onnx_io::copy_model(input.bytes, input.import.external_data_dir, path);
-      }
       // The export already made, read back and checked; re-exported only to write external data.
       if (!exported.empty() && !model_.external_data) return onnx_io::copy_model(exported, ".", path);
     } catch (const onnx_io::OnnxError& e) {
@@ -290,6 +293,27 @@ class OutputPlan {
     }
     return write_onnx(model_, r_.optimized, path, export_options());
   }
+
+  /// Writes the input model to -o, unchanged: byte for byte when its tensors are all inside the file. A
+  /// model with external data is written again with that data in PATH.data beside it (every tensor the
+  /// same, the file itself re-serialized), so that the copy finds its data wherever it is written; the
+  /// input's data files are never moved or rewritten. A built-in model is exported as built.
+  fs::path write_input(const fs::path& path) {
+    if (!config_.builtin.empty()) return write_onnx(model_, model_.graph, path);
+    try {
+      onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
+      const onnx_io::OriginalFile& input =
+          symbolic_ ? original_file : (reread = onnx_io::read_original_file(config_.model, config_.import));
+      if (model_.external_data) return onnx_io::copy_model(input.bytes, input.import.external_data_dir, path);
+      write_bytes(input.bytes, path);
+    } catch (const onnx_io::OnnxError& e) {
+      throw EqsatError(e.what());
+    }
+    return {};
+  }
+
+  /// Whether -o gets the input file as it is anyway (nothing to improve).
+  bool writes_input_as_is() const { return write_input_as_is_; }
 
   const double claimed_cost;  // extraction's figure
   double exported_cost;       // the export's, read back
@@ -410,10 +434,42 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"folded_shape_nodes",
                        {{"original", result.model.shape_nodes_folded}, {"exported", f.plan.exported_shape_nodes}}}};
   if (!f.output_data.empty()) j["output_data"] = f.output_data.string();
+  j["check_mode"] = config.check == CheckMode::Off ? "off" : config.check == CheckMode::Required ? "required" : "default";
+  j["rejected"] = !result.rejected.empty();
+  if (!result.rejected.empty()) j["rejected_reason"] = result.rejected;
+  // Which model the output path got: the input unchanged (rejected, or nothing to improve) or the export.
+  j["written"] = config.output.empty()                                          ? "none"
+                 : !result.rejected.empty() || f.plan.writes_input_as_is() ? "input"
+                                                                             : "export";
   if (result.check) j["check"] = check_json(*result.check, config.check_options);
   if (f.latency) j["latency"] = f.latency->to_json();
   if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(&f.cost)) j["cost_stats"] = measured->stats().to_json();
   return j;
+}
+
+/// What the check's outcome means for the file written and the exit status.
+struct Verdict {
+  int exit_code = 0;
+  std::string rejected;  // why the input is written instead of the optimized model; empty: not rejected
+};
+
+/// A check that found a difference rejects the optimization (exit kExitRejected); one that could not run
+/// keeps the input too, since nothing vouches for the optimized model, and exits kExitCheckNotRun only when
+/// --check asked for it. With nothing to improve (`input_as_is`) a check that cannot run changes nothing.
+Verdict judge(const EqsatConfig& config, const std::optional<onnx_io::CheckResult>& check, bool input_as_is) {
+  if (!check || (check->evaluated && check->passed)) return {};
+  if (!check->evaluated) {
+    const int code = config.check == CheckMode::Required ? kExitCheckNotRun : 0;
+    if (input_as_is) return {code, ""};
+    return {code, "the check could not run, so nothing vouches for the optimized model (--no-check writes it "
+                  "unchecked): " + check->reason};
+  }
+  std::string where = "max abs diff " + fmt("%.3g", check->max_abs_diff) + ", max rel diff " +
+                      fmt("%.3g", check->max_rel_diff) + " at the imported size";
+  for (const onnx_io::SizeCheck& size : check->sizes)
+    if (size.evaluated && !size.passed)
+      where += "; max abs diff " + fmt("%.3g", size.max_abs_diff) + " at " + size.dim + "=" + std::to_string(size.value);
+  return {kExitRejected, "the check found the optimized model computing other values (" + where + "): " + check->reason};
 }
 
 void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io::CheckOptions& options) {
@@ -424,6 +480,7 @@ void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io
         << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
         << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
         << fmt("%g", options.rtol) << ", atol " << fmt("%g", options.atol) << "), " << fmt("%.2f", c.seconds) << " s\n";
+  if (!c.note.empty()) log << "  check: note: " << c.note << "\n";
   for (const onnx_io::SizeCheck& s : c.sizes)
     log << "  check at " << s.dim << "=" << s.value << ": "
         << (!s.evaluated ? "not checked: " + s.reason
@@ -470,7 +527,13 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
   if (f.latency)
     log << "  measured on " << f.latency->device << ": " << fmt("%.3f", f.latency->original.median_ms) << " ms -> "
         << fmt("%.3f", f.latency->optimized.median_ms) << " ms, speedup " << fmt("%.3f", f.latency->speedup) << "x\n";
-  if (!config.output.empty()) log << "  wrote " << config.output.string() << data_note(f.output_data) << "\n";
+  // A difference rejects the optimization; a check that could not run only withholds it.
+  const bool not_run = result.check && !result.check->evaluated;
+  if (!result.rejected.empty()) log << (not_run ? "  kept the input model: " : "  REJECTED: ") << result.rejected << "\n";
+  if (!config.output.empty())
+    log << "  wrote " << config.output.string() << data_note(f.output_data)
+        << (result.rejected.empty() ? "" : " (the input model, unchanged)") << "\n";
+  if (config.check == CheckMode::Off) log << "  not checked (--no-check)\n";
   if (!config.report.empty()) log << "  report " << config.report.string() << "\n";
 }
 
@@ -545,14 +608,18 @@ EqsatResult optimize_model(const EqsatConfig& config) {
   else
     plan.decide(*cost);
   if (config.measure && !facts.latency) measure(r.optimized, "--measure: ");
-  if (!config.output.empty()) facts.output_data = plan.write(config.output);
-  if (config.check) {
+  // The check before the write: what it finds decides which file the output path gets.
+  if (config.check != CheckMode::Off) {
     onnx_io::CheckOptions co = config.check_options;
     if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
     result.check = onnx_io::check_optimization(model, r.optimized, plan.original_file.bytes,
                                                plan.original_file.import, co, plan.exported);
-    result.exit_code = !result.check->evaluated ? kExitCheckNotRun : result.check->passed ? 0 : 1;
   }
+  const Verdict verdict = judge(config, result.check, plan.writes_input_as_is());
+  result.exit_code = verdict.exit_code;
+  result.rejected = verdict.rejected;
+  if (!config.output.empty())
+    facts.output_data = result.rejected.empty() ? plan.write(config.output) : plan.write_input(config.output);
   facts.total_seconds = since(start);
 
   result.report_json = report_json(config, result, facts);

@@ -1,9 +1,11 @@
 // optimize_model: what eqsat-run does, as a library call (import an ONNX model, optimize it with a rule
 // corpus under a cost model, export it, optionally check it numerically, write a JSON report). The
 // program itself (tools/eqsat_run.cpp) only parses options into an EqsatConfig and maps errors to exit
-// codes. Usage:
-//   EqsatConfig c{.model = "corpus/models/mlp.onnx", .output = "mlp.opt.onnx", .check = true};
-//   EqsatResult r = optimize_model(c);   // r.exit_code: 0 ok, 1 the check found a difference, 4 no check
+// codes. The numerical check runs unless it is turned off, and decides what is written: a model it finds
+// different, or cannot vouch for, is not handed over; the output path gets the input model instead.
+// Usage:
+//   EqsatConfig c{.model = "corpus/models/mlp.onnx", .output = "mlp.opt.onnx"};
+//   EqsatResult r = optimize_model(c);  // r.exit_code: 0 ok, kExitRejected, kExitCheckNotRun (with --check)
 #pragma once
 
 #include <filesystem>
@@ -24,6 +26,15 @@ namespace teq {
 
 enum class SearchMethod { Saturation, Sequential };
 
+/// Whether the optimized model is compared numerically with the original before it is written
+/// (docs/eqsat-run.md, "--check"). In both checking modes a model the check finds different, or cannot
+/// evaluate, is not written: the output path gets the input model unchanged.
+enum class CheckMode {
+  Default,   // check; a check that cannot run keeps the input and exits 0 (a note says why)
+  Required,  // --check: the same, except that a check that cannot run exits kExitCheckNotRun
+  Off,       // --no-check: write the optimized model unchecked
+};
+
 struct EqsatConfig {
   std::filesystem::path model;            // the .onnx file to optimize, or
   std::string builtin;                    // a built-in benchmark model (optimizer/models/builtin.h)
@@ -43,7 +54,7 @@ struct EqsatConfig {
   OptimizeConfig optimize{.saturation = {.iter_limit = kDefaultIterationsPerRound}, .rounds = kDefaultRounds};
   SequentialConfig sequential;            // TASO-style baseline (--search sequential)
   bool measure = false;                   // time original and optimized end to end on the GPU
-  bool check = false;                     // compare original and optimized numerically
+  CheckMode check = CheckMode::Default;   // compare original and optimized numerically before writing
   /// Also apply each rule right to left where it can be (rules/corpus.h reversed_rule): rulegen writes each
   /// equality once, in the direction its enumeration found it, so a rewrite such as zero-padding a 1x1
   /// kernel to 3x3 (Tensat's enlarge) is in the generated corpus only as its inverse. On by default
@@ -65,13 +76,22 @@ struct LatencyComparison;  // optimizer/cost/measured_cost.h
 std::string latency_keeps_original(const LatencyComparison& latency, double min_gain);
 
 /// Exit code of eqsat-run when --check was asked for and could not run (an operator without a reference
-/// implementation, say): the optimized model and the report are written, but nothing vouches for them.
+/// implementation, say): the output path gets the input model unchanged, since nothing vouches for the
+/// optimized one. Without --check (CheckMode::Default) the same run exits 0, with a note.
 inline constexpr int kExitCheckNotRun = 4;
+/// Exit code of eqsat-run when the check found the optimized model computing other values (at the imported
+/// size or at the second value of a symbolic dimension): the optimization is rejected and the output path
+/// gets the input model unchanged; the summary and the report say where and by how much it differed.
+/// (Until issue 42 this was exit 1, with the wrong model written.)
+inline constexpr int kExitRejected = 5;
 
 struct EqsatResult {
-  /// 0: done; 1: the check found outputs beyond tolerance (at the imported size or at the second value of
-  /// a symbolic dimension); kExitCheckNotRun: the check could not run (check->reason says why).
+  /// 0: done (the optimized model, or the input when nothing was gained or the check could not run by
+  /// default); kExitRejected; kExitCheckNotRun (CheckMode::Required only).
   int exit_code = 0;
+  /// Why the optimized model was not written and the input was (the check's difference, or why it could not
+  /// run); empty when the optimized model (or the input as it is, with nothing to improve) was written.
+  std::string rejected;
   onnx_io::OnnxModel model;
   OptimizeReport report;
   std::optional<onnx_io::CheckResult> check;

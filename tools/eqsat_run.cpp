@@ -1,8 +1,14 @@
 // eqsat-run: optimize an ONNX model by equality saturation (docs/eqsat-run.md).
 //   eqsat-run MODEL.onnx -o OUT.onnx [--rules FILE] [--cost SPEC] [--extract greedy|ilp] [--check] ...
 //   eqsat-run --model resnet50 [--search sequential] [--measure] [--export FILE.onnx] ...
-// Options -> EqsatConfig -> optimize_model() -> exit code: 0 done, 1 --check found a difference,
-// 2 bad input (file, model, opset, shapes, rules, cost model), 3 internal error, 4 --check could not run.
+// Options -> EqsatConfig -> optimize_model() -> exit code (docs/errors.md):
+//   0 done: OUT is the optimized model, checked numerically against the input (unless --no-check), or the
+//     input unchanged (nothing cheaper found, or, without --check, a check that could not run);
+//   2 bad input (file, model, opset, shapes, rules, cost model, options); 3 internal error (a bug);
+//   4 --check was given and could not run (an operator it cannot evaluate): OUT is the input unchanged;
+//   5 rejected: the check found the optimized model computing other values: OUT is the input unchanged.
+// The check runs by default; --no-check writes the optimized model unchecked. Exit 1 is no longer used
+// (it was "the check found a difference", with the wrong model written).
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -71,7 +77,9 @@ int main(int argc, char** argv) {
   app.add_option("--model", c.builtin, "optimize a built-in benchmark model instead (see --list-models)");
   app.add_flag("--list-models", list_models, "print the built-in model names and exit");
   auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
-  app.add_option("-o,--output", output, "where to write the optimized ONNX model");
+  app.add_option("-o,--output", output,
+                 "where to write the result: the optimized ONNX model once the check passes; the input model "
+                 "unchanged when the check finds a difference (exit 5) or cannot run (exit 0, or 4 with --check)");
   app.add_option("--rules", rules,
                  "rule corpus JSON, repeatable: the files are used together (default: corpus/rules.json, "
                  "rulegen's)");
@@ -135,20 +143,33 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--report", report, "write a JSON report here");
   app.add_flag("--measure", c.measure, "time original and optimized end to end on the GPU (needs one)");
-  app.add_flag("--check", c.check, "compare original and optimized on seeded random inputs (exit 1 if they differ)");
-  app.add_option("--seed", c.check_options.seed, "random seed of --check")->capture_default_str();
-  app.add_option("--rtol", c.check_options.rtol, "relative tolerance of --check")
+  bool check = false, no_check = false;
+  auto* check_opt = app.add_flag(
+      "--check", check,
+      "the numerical check (on by default) is required: exit 4 when it cannot run (an operator it cannot "
+      "evaluate) instead of 0; either way OUT is then the input model unchanged");
+  app.add_flag("--no-check", no_check,
+               "do not compare original and optimized before writing: write the optimized model unchecked")
+      ->excludes(check_opt);
+  app.add_option("--seed", c.check_options.seed, "random seed of the check's inputs")->capture_default_str();
+  app.add_option("--rtol", c.check_options.rtol, "the check's tolerance relative to each element: |optimized - original| <= rtol * |original| + atol * "
+                 "max(1, largest |original| in that output)")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--atol", c.check_options.atol, "absolute tolerance of --check")
+  app.add_option("--atol", c.check_options.atol, "the check's tolerance relative to each output tensor's scale (its largest |value|, at least 1): "
+                 "float32 rounds a sum relative to the values summed")
       ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--dim", dims,
                  "value of a symbolic input dimension: NAME=VALUE for a named one (dim_param), INPUT:AXIS=VALUE for "
                  "dimension AXIS of graph input INPUT, named or not (repeatable)");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
+  app.footer(
+      "Exit status: 0 done (OUT is the checked optimized model, or the input unchanged); 2 bad input or options; "
+      "3 internal error; 4 --check could not run (OUT is the input); 5 rejected: the check found a difference "
+      "(OUT is the input). docs/eqsat-run.md, docs/errors.md.");
   // --export writes the input model and stops: options of the optimization make no sense with it.
-  for (const char* name : {"--output", "--report", "--check", "--measure", "--search"})
+  for (const char* name : {"--output", "--report", "--check", "--no-check", "--measure", "--search"})
     export_opt->excludes(app.get_option(name));
   try {
     app.parse(argc, argv);
@@ -162,6 +183,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   c.model = model;
+  c.check = no_check ? teq::CheckMode::Off : check ? teq::CheckMode::Required : teq::CheckMode::Default;
   c.export_original = exported;
   c.search = search == "sequential" ? teq::SearchMethod::Sequential : teq::SearchMethod::Saturation;
   c.sequential.time_limit_s = c.optimize.saturation.time_limit_s;
@@ -182,7 +204,11 @@ int main(int argc, char** argv) {
   try {
     const teq::EqsatResult r = teq::optimize_model(c);
     if (r.exit_code == teq::kExitCheckNotRun)
-      std::cerr << "eqsat-run: error: --check could not run: " << r.check->reason << "\n";
+      std::cerr << "eqsat-run: error: --check could not run: " << r.check->reason
+                << (c.output.empty() ? "" : "; wrote the input model unchanged") << "\n";
+    else if (r.exit_code == teq::kExitRejected)
+      std::cerr << "eqsat-run: error: optimization rejected: " << r.rejected
+                << (c.output.empty() ? "" : "; wrote the input model unchanged") << "\n";
     return r.exit_code;
   } catch (const teq::EqsatError& e) {
     std::cerr << "eqsat-run: error: " << e.what() << "\n";

@@ -289,20 +289,71 @@ class Exporter {
     return y;
   }
 
+  /// How an operand of a binary element-wise node is written: at its term's shape, as the operand of its
+  /// broadcast (ONNX broadcasts it again), or as a constant cut to the axes along which it varies.
+  enum class Lean { Full, Unbroadcast, Compact };
+  struct OperandForm {
+    Lean lean = Lean::Full;
+    Shape shape;  // the shape it has in the file
+  };
+
+  /// The operands of the binary element-wise node `id`, each in its lean form (operand_form) as long as
+  /// ONNX's broadcasting still gives the node the shape of its term; else the first is written at its full
+  /// shape. Each lean form is chosen against the other operand's term, not against what is written for it, so
+  /// two lean operands can shrink the result: a constant compacted to 0-d divided by a broadcast 0-d input is
+  /// a 0-d Div where the term has rank 3, and every node downstream has the wrong rank (a Concat axis out of
+  /// range, issue 42). Checking the pair keeps the invariant the exporter relies on: each node's output has
+  /// exactly its term's shape.
+  std::pair<std::string, std::string> binary_operands(ExprId id) {
+    const std::vector<ExprId>& kids = g_[id].children;
+    OperandForm x = operand_form(kids[0], kids[1]);
+    const OperandForm y = operand_form(kids[1], kids[0]);
+    if (broadcast_of(x.shape, y.shape) != shapes_[id.value]) x = {Lean::Full, shapes_[kids[0].value]};
+    std::string xn = write_operand(kids[0], x.lean);  // in this order: the node numbering stays as it was
+    return {xn, write_operand(kids[1], y.lean)};
+  }
+  /// numpy's broadcast of two shapes (both are forms of one shape here, so their extents agree or are 1).
+  static Shape broadcast_of(const Shape& a, const Shape& b) {
+    Shape out(std::max(a.size(), b.size()), 1);
+    for (size_t k = 1; k <= out.size(); ++k) {
+      const int64_t da = k <= a.size() ? a[a.size() - k] : 1, db = k <= b.size() ? b[b.size() - k] : 1;
+      out[out.size() - k] = da == 1 ? db : da;
+    }
+    return out;
+  }
+
   /// Operand `c` of a binary element-wise node whose other operand is `other`: a broadcast is left to
   /// ONNX's own numpy broadcasting when the other operand already has the full shape.
   /// So is a folded constant that repeats along some axes (a bias the optimizer moved through a matmul,
   /// `broadcast(beta) @ W + broadcast(b)`): it is written at the smallest shape that broadcasts back to it.
   /// Written at full shape it stops onnxruntime's MatMul+Add fusion (which wants a bias of the last axis) and
-  /// fixes the batch dimension into the file.
-  std::string binary_operand(ExprId c, ExprId other) {
-    if (g_[c].op == OpKind::Broadcast && g_[other].op != OpKind::Broadcast) return emit(g_[c].children[0]);
-    if (materialized(c) && !materialized(other) && shapes_[other.value] == shapes_[c.value]) return compact_constant(c);
+  /// fixes the batch dimension into the file. Whether two lean forms together still give the full shape is
+  /// binary_operands' business.
+  OperandForm operand_form(ExprId c, ExprId other) {
+    if (g_[c].op == OpKind::Broadcast && g_[other].op != OpKind::Broadcast)
+      return {Lean::Unbroadcast, shapes_[g_[c].children[0].value]};
+    if (materialized(c) && !materialized(other) && shapes_[other.value] == shapes_[c.value])
+      if (const std::optional<Tensor<float>>& small = compacted(c)) return {Lean::Compact, small->shape};
+    return {Lean::Full, shapes_[c.value]};
+  }
+  std::string write_operand(ExprId c, Lean lean) {
+    switch (lean) {
+      case Lean::Unbroadcast: return emit(g_[c].children[0]);
+      case Lean::Compact: return compact_constant(c);
+      case Lean::Full: break;
+    }
     return emit(c);
+  }
+  /// Constant `c` cut to the axes along which it varies (repeated_axes_removed), computed once; nullopt
+  /// when no axis repeats.
+  const std::optional<Tensor<float>>& compacted(ExprId c) {
+    auto it = compacted_.find(c.value);
+    if (it == compacted_.end()) it = compacted_.emplace(c.value, repeated_axes_removed(const_value(c))).first;
+    return it->second;
   }
   std::string compact_constant(ExprId c) {
     if (auto it = compact_names_.find(c.value); it != compact_names_.end()) return it->second;
-    std::optional<Tensor<float>> small = repeated_axes_removed(const_value(c));
+    const std::optional<Tensor<float>>& small = compacted(c);
     if (!small) return emit(c);
     std::string name = fresh("teq_const");
     *graph_->add_initializer() = make_float_tensor(name, small->shape, small->data);
@@ -558,11 +609,11 @@ class Exporter {
       case OpKind::EwDiv: {
         static const std::map<OpKind, std::string> kOps{
             {OpKind::EwAdd, "Add"}, {OpKind::EwSub, "Sub"}, {OpKind::EwMul, "Mul"}, {OpKind::EwDiv, "Div"}};
-        std::string x = binary_operand(kids[0], kids[1]);
+        const auto [x, y] = binary_operands(id);
         // x * x as Pow(x, 2), the form onnxruntime's LayerNormalization fusion matches (the import reads it back
         // as x * x): written as Mul, an exported layer norm stays nine kernels at ORT_ENABLE_ALL.
         if (node.op == OpKind::EwMul && kids[0] == kids[1]) return finish("Pow", {x, float_scalar(2.0f)}, id, 0, &n);
-        return finish(kOps.at(node.op), {x, binary_operand(kids[1], kids[0])}, id, 0, &n);
+        return finish(kOps.at(node.op), {x, y}, id, 0, &n);
       }
       case OpKind::Smul: return finish("Mul", {arg(0), arg(1)}, id, 0, &n);
       case OpKind::Relu: return finish("Relu", {arg(0)}, id, 0, &n);
@@ -641,6 +692,7 @@ class Exporter {
   std::map<std::pair<int64_t, std::vector<ExprId>>, std::vector<ExprId>> opaque_group_;
   std::set<int64_t> emitted_opaque_;
   std::unordered_map<uint32_t, std::string> names_, preferred_, compact_names_;
+  std::unordered_map<uint32_t, std::optional<Tensor<float>>> compacted_;
   std::unordered_map<uint32_t, Tensor<float>> const_values_;
   std::set<std::string> taken_, claimed_, node_names_, initializers_;
   std::map<std::vector<int64_t>, std::string> int_constants_;

@@ -4,7 +4,9 @@
 # This file has two roles: included by tests/CMakeLists.txt it registers the tests; run with
 # `cmake -P` it is the runner of one case (EXE, ARGS separated by '|', EXPECT_RC, EXPECT_MSG regex on stderr,
 # optional EXPECT_OUT regex on stdout, TRUNCATE_FROM/TRUNCATE_TO to make a truncated copy of a file first,
-# REPORT to validate, EXPECT_FILES: files ('|'-separated) removed before the run that it must write).
+# REPORT to validate, EXPECT_FILES: files ('|'-separated) removed before the run that it must write,
+# EXPECT_IDENTICAL=WRITTEN|ORIGINAL: a file the run must leave byte for byte equal to another, EXPECT_DIFFERENT
+# likewise for a file that must differ).
 # tests/programs/errors.cmake runs its cases through it too.
 if(CMAKE_SCRIPT_MODE_FILE)
   if(DEFINED TRUNCATE_FROM)
@@ -34,6 +36,17 @@ if(CMAKE_SCRIPT_MODE_FILE)
   foreach(f IN LISTS expect_files)
     if(NOT EXISTS "${f}")
       message(FATAL_ERROR "the run did not write ${f}")
+    endif()
+  endforeach()
+  foreach(kind IDENTICAL DIFFERENT)
+    if(DEFINED EXPECT_${kind})
+      string(REPLACE "|" ";" pair "${EXPECT_${kind}}")
+      execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${pair} RESULT_VARIABLE differ)
+      if(kind STREQUAL "IDENTICAL" AND NOT differ EQUAL 0)
+        message(FATAL_ERROR "${EXPECT_${kind}}: the files differ (or one is missing)")
+      elseif(kind STREQUAL "DIFFERENT" AND differ EQUAL 0)
+        message(FATAL_ERROR "${EXPECT_${kind}}: the files are the same")
+      endif()
     endif()
   endforeach()
   if(DEFINED REPORT)
@@ -134,12 +147,21 @@ set_tests_properties(eqsat_run.same_result_under_load PROPERTIES TIMEOUT 300)
 eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_MODELS}/shared_matmul.onnx
                ${ok_rules} -o ${EQSAT_RUN_WORK}/shared_matmul.opt.onnx --check --report
                ${EQSAT_RUN_WORK}/shared_matmul.json)
-# A check that cannot run (an operator without a reference implementation) exits 4, after writing the
-# optimized model and the report.
-set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/opaque_ops.opt.onnx|${EQSAT_RUN_WORK}/opaque_ops.json")
-eqsat_run_case(check_opaque 4 "check: could not run: cannot evaluate: .*LeakyRelu.*error: --check could not run"
+# A check that cannot run (an operator without a reference implementation) exits 4 with --check, after
+# writing the report and, at the output path, the input model unchanged (nothing vouches for the optimized one).
+set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/opaque_ops.opt.onnx|${EQSAT_RUN_WORK}/opaque_ops.json"
+    "-DEXPECT_IDENTICAL=${EQSAT_RUN_WORK}/opaque_ops.opt.onnx|${EQSAT_RUN_MODELS}/opaque_ops.onnx")
+eqsat_run_case(check_opaque 4 "check: could not run: cannot evaluate: .*LeakyRelu.*error: --check could not run.*wrote the input model unchanged"
                ${EQSAT_RUN_MODELS}/opaque_ops.onnx ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx
                --report ${EQSAT_RUN_WORK}/opaque_ops.json)
+# Issue 42's repros (tests/python/data): the exporter's rank bug (exit 3 before: a Concat axis out of range in
+# the export) and the check's false alarm on a reordered float32 sum (rejected before at unk__1=1). Both exit
+# 0 with the check on by default; onnxruntime compares the written files in eqsat_run.issue42_repros.
+set(EQSAT_RUN_EXTRA "")
+eqsat_run_case(export_concat_axis 0 "check: .*equal within tolerance.*wrote"
+               ${EQSAT_RUN_DATA}/export-concat-axis.onnx --cost analytical:cpu-ort -o ${EQSAT_RUN_WORK}/export-concat-axis.opt.onnx)
+eqsat_run_case(check_false_alarm 0 "rules used: rg-[0-9]+-matmul-matmul.*check: .*equal within tolerance.*check at unk__1=1: 396 output elements, equal within tolerance"
+               ${EQSAT_RUN_DATA}/check-false-alarm.onnx --dim unk__1=3 -o ${EQSAT_RUN_WORK}/check-false-alarm.opt.onnx)
 set(EQSAT_RUN_EXTRA "")
 # Dilated convolutions (tools/make_models.py dilated_conv) import into the vocabulary, optimize with the seed
 # corpus, export and pass --check (onnxruntime compares them in eqsat_run.onnxruntime_import_forms).
@@ -157,6 +179,12 @@ eqsat_run_case(unnamed_dim_bound 0 "check: 12 output elements.*check at x:0=1: 3
 set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/external_data.opt.onnx|${EQSAT_RUN_WORK}/external_data.opt.onnx.data")
 eqsat_run_case(external_data 0 "check: .*equal within tolerance.*wrote .*external_data.opt.onnx \\(tensor data in .*external_data.opt.onnx.data\\)"
                ${EQSAT_RUN_DATA}/external_data.onnx ${ok_rules} --check -o ${EQSAT_RUN_WORK}/external_data.opt.onnx)
+# A rejected optimization of such a model: the input is written again with its tensors in OUT.data beside
+# the output (the model file re-serialized, every tensor the same), so that the copy finds its data.
+set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/external_rejected.onnx|${EQSAT_RUN_WORK}/external_rejected.onnx.data")
+eqsat_run_case(external_data_rejected 5 "REJECTED: .*wrote .*external_rejected.onnx \\(tensor data in .*external_rejected.onnx.data\\) \\(the input model, unchanged\\)"
+               ${EQSAT_RUN_DATA}/external_data.onnx --rules ${PROJECT_SOURCE_DIR}/tests/data/wrong_rule.json --cost flops
+               -o ${EQSAT_RUN_WORK}/external_rejected.onnx)
 set(EQSAT_RUN_EXTRA "")
 # Opset 20: Gelu is the vocabulary's gelu; its tanh form stays opaque, with a note.
 eqsat_run_case(opset20_gelu 0 "opset 20.*note: node 'Gelu_6' \\(Gelu\\) stays opaque: approximate='tanh'"
@@ -203,6 +231,14 @@ add_test(NAME eqsat_run.onnxruntime_import_forms
                  ${EQSAT_RUN_DATA}/opset20.onnx ${EQSAT_RUN_DATA}/opset21.onnx ${EQSAT_RUN_DATA}/external_data.onnx
                  ${EQSAT_RUN_DATA}/torch_ops.onnx ${EQSAT_RUN_DATA}/dilated_conv.onnx)
 set_tests_properties(eqsat_run.onnxruntime_import_forms PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# Issue 42's repros, written with the check on by default: the written file equals the original in
+# onnxruntime at two values of the symbolic dimension.
+add_test(NAME eqsat_run.issue42_repros
+         COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                 sh ${PROJECT_SOURCE_DIR}/tests/python/test_issue42_repros.py $<TARGET_FILE:eqsat-run>
+                 ${EQSAT_RUN_DATA} ${EQSAT_RUN_WORK}/issue42)
+set_tests_properties(eqsat_run.issue42_repros PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 # --check at batch 2 of a model optimized at batch 1 (a Flatten) gives onnxruntime's verdict.
 add_test(NAME eqsat_run.second_size_onnxruntime

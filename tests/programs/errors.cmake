@@ -89,7 +89,7 @@ set(OK_RULES --rules ${SMALL} --cost flops)
 set(_errors_defs "")
 
 # errors_case(NAME PROGRAM RC STREAM REGEX ARG...): PROGRAM ARG... exits with RC and prints a line matching
-# REGEX on STREAM (stderr or stdout).
+# REGEX on STREAM (stderr or stdout). ERRORS_EXTRA, when set, passes more runner checks (EXPECT_IDENTICAL, ...).
 function(errors_case name program rc stream regex)
   string(REPLACE ";" "|" args "${ARGN}")
   if(stream STREQUAL "stdout")
@@ -99,7 +99,7 @@ function(errors_case name program rc stream regex)
   endif()
   add_test(NAME errors.${name}
            COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:${program}> "-DARGS=${args}" -DEXPECT_RC=${rc} "${expect}"
-                   -P ${ERRORS_RUNNER})
+                   ${ERRORS_EXTRA} -P ${ERRORS_RUNNER})
   set_tests_properties(errors.${name} PROPERTIES TIMEOUT 120 LABELS errors)
   set(_errors_defs "${_errors_defs}errors_case_def(${name} ${program} ${rc} ${stream} [==[${regex}]==])\n" PARENT_SCOPE)
 endfunction()
@@ -170,9 +170,28 @@ errors_case(eqsat_run_conflicting_model eqsat-run 2 stderr "eqsat-run: error: gi
             ${MLP} --model squeezenet ${OK_RULES})
 errors_case(eqsat_run_conflicting_export eqsat-run 2 stderr "--export excludes --output"
             --model squeezenet --export ${W}/squeezenet.onnx -o ${W}/squeezenet.opt.onnx)
+# The check decides what -o gets (docs/eqsat-run.md, "--check"): a model it finds different or cannot
+# evaluate is never written; the output path gets the input byte for byte.
+set(OPAQUE ${PROJECT_SOURCE_DIR}/corpus/models/opaque_ops.onnx)
+set(WRONG_RULE --rules ${PROJECT_SOURCE_DIR}/tests/data/wrong_rule.json --cost flops)
+set(ERRORS_EXTRA "-DEXPECT_IDENTICAL=${W}/opaque_required.onnx|${OPAQUE}")
 errors_case(eqsat_run_check_not_run eqsat-run 4 stderr
             "eqsat-run: error: --check could not run: cannot evaluate: the model contains operator LeakyRelu"
-            ${PROJECT_SOURCE_DIR}/corpus/models/opaque_ops.onnx ${OK_RULES} --check)
+            ${OPAQUE} ${OK_RULES} --check -o ${W}/opaque_required.onnx)
+set(ERRORS_EXTRA "-DEXPECT_IDENTICAL=${W}/opaque_default.onnx|${OPAQUE}")
+errors_case(eqsat_run_check_not_run_default eqsat-run 0 stderr
+            "kept the input model: the check could not run, so nothing vouches for the optimized model"
+            ${OPAQUE} ${WRONG_RULE} -o ${W}/opaque_default.onnx)
+set(ERRORS_EXTRA "-DEXPECT_IDENTICAL=${W}/mlp_rejected.onnx|${MLP}")
+errors_case(eqsat_run_check_rejects eqsat-run 5 stderr
+            "eqsat-run: error: optimization rejected: the check found the optimized model computing other values \\(max abs diff"
+            ${MLP} ${WRONG_RULE} -o ${W}/mlp_rejected.onnx)
+set(ERRORS_EXTRA "-DEXPECT_DIFFERENT=${W}/mlp_unchecked.onnx|${MLP}")
+errors_case(eqsat_run_no_check eqsat-run 0 stderr "not checked \\(--no-check\\)"
+            ${MLP} ${WRONG_RULE} --no-check -o ${W}/mlp_unchecked.onnx)
+set(ERRORS_EXTRA "")
+errors_case(eqsat_run_check_and_no_check eqsat-run 2 stderr "--check excludes --no-check"
+            ${MLP} ${OK_RULES} --check --no-check)
 set(DATA ${PROJECT_SOURCE_DIR}/tests/python/data)
 errors_case(eqsat_run_unsupported_opset eqsat-run 2 stderr
             "eqsat-run: error: .*opset22\\.onnx: unsupported opset 22 \\(supported: 7 to 21\\)" ${DATA}/opset22.onnx ${OK_RULES})

@@ -3,9 +3,11 @@
 
 A model with a symbolic batch and a Flatten (tests/python/data/flatten_batch.onnx) is optimized at batch 1
 with --check. The check also runs at batch 2 (the optimized model exported and imported there); its verdict
-must be onnxruntime's: the optimized file runs at batch 2 and gives the original's outputs, or it does not.
-Whatever the exporter makes of the batch dimension, the test stays meaningful: it fails when --check passes
-a model that onnxruntime rejects or computes differently at batch 2, or fails one that works there.
+must be onnxruntime's on the optimized file (made again with --no-check, which writes it unchecked): it runs
+at batch 2 and gives the original's outputs, or it does not. Whatever the exporter makes of the batch
+dimension, the test stays meaningful: it fails when --check passes a model that onnxruntime rejects or
+computes differently at batch 2, or fails one that works there. A failed check must exit 5 and leave the
+input model, byte for byte, at the output path.
 
 Usage: test_second_size.py EQSAT_RUN MODEL RULES WORK_DIR. Exits 77 (skipped) without onnxruntime.
 """
@@ -34,8 +36,8 @@ def main():
     for f in (out, report):
         if os.path.exists(f):
             os.remove(f)
-    proc = subprocess.run([exe, model, "--dim", "batch=1", "--rules", rules, "--cost", "flops", "--check",
-                           "-o", out, "--report", report], capture_output=True, text=True)
+    args = [exe, model, "--dim", "batch=1", "--rules", rules, "--cost", "flops", "-o", out]
+    proc = subprocess.run(args + ["--check", "--report", report], capture_output=True, text=True)
     print(proc.stderr)
     with open(report) as f:
         check = json.load(f)["check"]
@@ -43,6 +45,13 @@ def main():
     failures = []
     if [(s["dim"], s["value"], s["evaluated"]) for s in sizes] != [("batch", 2, True)]:
         failures.append(f"expected one evaluated check at batch=2, report has {sizes}")
+    verdict = bool(sizes) and sizes[0]["passed"]
+    if not verdict and open(out, "rb").read() != open(model, "rb").read():
+        failures.append("the check failed, yet the output is not the input model byte for byte")
+    # The optimized model itself, unchecked, for onnxruntime's verdict.
+    unchecked = subprocess.run(args + ["--no-check"], capture_output=True, text=True)
+    if unchecked.returncode != 0:
+        failures.append(f"eqsat-run --no-check exited {unchecked.returncode}: {unchecked.stderr.strip()}")
     x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 6, 6)).astype(np.float32)
     want = run(model, x)
     try:
@@ -51,12 +60,11 @@ def main():
         ort_says = f"runs at batch 2, {'same' if ort_ok else 'other'} outputs"
     except Exception as e:  # onnxruntime raises several types
         ort_ok, ort_says = False, f"fails at batch 2 ({str(e)[:120]})"
-    verdict = bool(sizes) and sizes[0]["passed"]
     print(f"onnxruntime: the optimized model {ort_says}; --check at batch=2: {'passed' if verdict else 'failed'}")
     if verdict != ort_ok:
         failures.append(f"--check at batch=2 {'passed' if verdict else 'failed'}, onnxruntime: {ort_says}")
-    if proc.returncode != (0 if ort_ok else 1):
-        failures.append(f"eqsat-run exited {proc.returncode}, expected {0 if ort_ok else 1}")
+    if proc.returncode != (0 if ort_ok else 5):
+        failures.append(f"eqsat-run exited {proc.returncode}, expected {0 if ort_ok else 5}")
     if not ort_ok and "batch=2" not in proc.stderr:
         failures.append("the failure message does not name batch=2")
     for f in failures:
