@@ -51,6 +51,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 BATCH = "batch"
+SEQ = "seq"
+SYMBOLS = (BATCH, SEQ)
 INT64_MAX = 2**63 - 1
 
 
@@ -115,15 +117,18 @@ class Builder:
         return n
 
     # nodes ------------------------------------------------------------------------------------------------------
-    def node(self, op, inputs, n_out=1, **attrs):
-        """Adds a node if ONNX shape inference gives its outputs a known shape; returns the outputs or raises."""
+    def node(self, op, inputs, n_out=1, shape_value=False, **attrs):
+        """Adds a node if ONNX shape inference gives its outputs a known shape; returns the outputs or raises.
+        shape_value: an integer node of a shape computation (Shape, Gather, Concat of int64), not a pool tensor."""
         outs = [self.name(op.lower() + "_") for _ in range(n_out)]
         nd = helper.make_node(op, inputs, outs, **attrs)
-        shapes = self._infer(nd)
+        shapes = [None] * n_out if shape_value else self._infer(nd)
         self.nodes.append(nd)
         for i in inputs:
             if i:
                 self.consumers[i] = self.consumers.get(i, 0) + 1
+        if shape_value:
+            return outs if n_out > 1 else outs[0]
         for o, s in zip(outs, shapes):
             self.shapes[o] = s
             self.pool.append(o)
@@ -142,7 +147,7 @@ class Builder:
         outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in nd.output]
         m = self._model(self._graph(self.nodes + [nd], outs))
         try:
-            inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+            inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
         except Exception as e:  # noqa: BLE001 (onnx raises several kinds)
             raise Reject(f"{nd.op_type}: {e}") from None
         by_name = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
@@ -157,8 +162,8 @@ class Builder:
             for d in v.type.tensor_type.shape.dim:
                 if d.HasField("dim_value") and d.dim_value > 0:
                     dims.append(int(d.dim_value))
-                elif d.HasField("dim_param") and d.dim_param == BATCH:
-                    dims.append(BATCH)
+                elif d.HasField("dim_param") and d.dim_param in SYMBOLS:
+                    dims.append(d.dim_param)
                 else:
                     raise Reject(f"{nd.op_type}: unknown or empty dimension")
             if int(np.prod([x for x in dims if isinstance(x, int)] or [1])) > 200_000:
@@ -242,7 +247,7 @@ def _conv_params(b: Builder, c, h, w, rewritable=False):
     if rewritable and r.random() < 0.6:
         divs = _divisors(c)
         u = r.random()
-        g = 1 if u < 0.3 else c if u < 0.65 else _choice(b, divs)
+        g = 1 if u < 0.25 else c if u < 0.65 else _choice(b, divs)
         k = _choice(b, [1, 3, 5], [2, 4, 1])
         s = _choice(b, [1, 2])
         attrs = {"kernel_shape": [k, k], "group": int(g), "strides": [s, s]}
@@ -823,8 +828,30 @@ def m_layernorm(b: Builder):
                                          b.weight([d], scale=0.1)], axis=-1, epsilon=1e-5)
 
 
+def m_computed_reshape(b: Builder):
+    """A Reshape whose target is computed from the input's shape (Shape, Gather/Slice, Concat), as PyTorch
+    exports x.view(x.size(0), -1): the symbolic batch stays symbolic (issue 43)."""
+    x = _pick(b, lambda s: len(s) >= 2 and not isinstance(s[0], int) and _concrete(s, range(1, len(s))))
+    s = b.shapes[x]
+    sh = b.node("Shape", [x], shape_value=True)
+    if b.rng.random() < 0.5:
+        lead = b.node("Slice", [sh, b.ints([0]), b.ints([1])], shape_value=True)
+    else:
+        lead = b.node("Unsqueeze", [b.node("Gather", [sh, b.ints(0)], shape_value=True, axis=0), b.ints([0])],
+                      shape_value=True)
+    rest = int(np.prod(s[1:]))
+    tail = _factor(b, rest, int(b.rng.integers(1, 3)))
+    if b.rng.random() < 0.5:
+        tail[0] = -1
+    tgt = b.node("Concat", [lead, b.ints(tail)], shape_value=True, axis=0)
+    b.motifs.append("computed-reshape")
+    return b.node("Reshape", [x, tgt])
+
+
+EXTENDED = [(m_computed_reshape, 5)]
+
 MOTIFS = [
-    (m_conv, 10), (m_parallel_conv, 12), (m_shared_weight_conv, 2), (m_pool, 6), (m_pad_then_window, 2),
+    (m_conv, 10), (m_parallel_conv, 14), (m_shared_weight_conv, 2), (m_pool, 6), (m_pad_then_window, 2),
     (m_batchnorm, 2), (m_conv_bn_relu, 3), (m_matmul, 5), (m_parallel_matmul, 5), (m_matmul_pair, 1.5),
     (m_gemm, 2), (m_activation, 4), (m_binary, 7), (m_scale_algebra, 2), (m_concat, 5), (m_concat_split, 3),
     (m_split, 3), (m_slice, 2), (m_transpose, 3), (m_reshape, 4), (m_reduce_mean, 2), (m_softmax, 2),
@@ -846,6 +873,8 @@ def _start(b: Builder):
     else:
         rank = _choice(b, [2, 3, 4], [3, 3, 1])
         shape = [batch] + [int(_choice(b, [2, 3, 4, 5, 8, 16])) for _ in range(rank - 1)]
+        if sym and rank == 3 and r.random() < 0.4:
+            shape[1] = SEQ   # [batch, seq, d], a transformer's activations
         b.add_input(shape)
         b.motifs.append("matrix")
     if r.random() < 0.2:
@@ -853,15 +882,16 @@ def _start(b: Builder):
         b.add_input(list(b.shapes[b.pool[0]]))
 
 
-def generate(seed: int, max_attempts: int = 50) -> onnx.ModelProto:
-    """The model of this seed: deterministic; tries sub-seeds until a candidate is valid in onnx and ORT."""
+def generate(seed: int, extended: bool = False, max_attempts: int = 50) -> onnx.ModelProto:
+    """The model of this seed: deterministic; tries sub-seeds until a candidate is valid in onnx and ORT.
+    extended: also constructs eqsat-run refused when this was written (shapes computed from tensors)."""
     for attempt in range(max_attempts):
         rng = np.random.default_rng([seed, attempt])
         opset = int(_choice_rng(rng, [13, 17, 18], [1, 3, 1]))
         b = Builder(rng, opset)
         _start(b)
         steps = int(rng.integers(2, 9))
-        fns, weights = zip(*MOTIFS)
+        fns, weights = zip(*(MOTIFS + (EXTENDED if extended else [])))
         p = np.asarray(weights, dtype=float)
         p /= p.sum()
         done = 0
@@ -1027,7 +1057,7 @@ def run_one(task):
     seed, cfg_index, cfg, a = task
     row = {"seed": seed, "config": cfg_index, "options": " ".join(cfg), "class": "", "rc": None, "seconds": 0.0,
            "speedup": None, "rules_used": "", "motifs": "", "nodes": 0, "symbolic": "", "detail": ""}
-    m = generate(seed)
+    m = generate(seed, a["extended"])
     row["motifs"] = next((p.value for p in m.metadata_props if p.key == "eqsat.motifs"), "")
     row["nodes"] = len(m.graph.node)
     syms = symbolic_dims(m)
@@ -1125,14 +1155,14 @@ def campaign(args):
     if not os.path.exists(args.binary):
         sys.exit(f"random_models: no eqsat-run at {args.binary}")
     seeds = list(range(args.start, args.start + args.n)) if args.seeds is None else parse_seeds(args.seeds)
-    configs = [c.split() for c in args.config] if args.config else [[]]
+    configs = [[] if c.strip() in ("", "default") else c.split() for c in args.config] if args.config else [[]]
     os.makedirs(args.out, exist_ok=True)
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
     a = {"binary": os.path.abspath(args.binary), "cwd": args.cwd, "timeout": args.timeout,
          "sizes": [int(v) for v in args.sizes.split(",")], "rtol": args.rtol, "atol": args.atol,
          "auto_dim": None if args.no_auto_dim else args.auto_dim, "out": os.path.abspath(args.out),
-         "work": os.path.abspath(work), "save_refused": args.save_refused}
+         "work": os.path.abspath(work), "save_refused": args.save_refused, "extended": args.extended}
     tasks = [(s, ci, cfg, a) for s in seeds for ci, cfg in enumerate(configs)]
     rows, counts = [], {c: 0 for c in CLASSES}
     t0 = time.monotonic()
@@ -1195,7 +1225,7 @@ def campaign(args):
 def cmd_generate(args):
     os.makedirs(args.out, exist_ok=True)
     for s in parse_seeds(args.seeds):
-        m = generate(s)
+        m = generate(s, args.extended)
         path = os.path.join(args.out, f"seed-{s}.onnx")
         onnx.save(m, path)
         if args.verbose:
@@ -1214,6 +1244,7 @@ def main(argv=None):
     g.add_argument("seeds", nargs="+", help="seeds: N, A-B, or comma-separated")
     g.add_argument("-o", "--out", default="random-models")
     g.add_argument("-v", "--verbose", action="store_true")
+    g.add_argument("--extended", action="store_true", help="also shapes computed from tensors (Shape, Gather, ...)")
     c = sub.add_parser("campaign", help="generate, optimize with eqsat-run, compare in onnxruntime")
     c.add_argument("--binary", required=True, help="the eqsat-run executable")
     c.add_argument("-n", type=int, default=100, help="number of seeds (from --start)")
@@ -1221,7 +1252,7 @@ def main(argv=None):
     c.add_argument("--seeds", nargs="+", help="explicit seeds or ranges instead of -n/--start")
     c.add_argument("--config", action="append",
                    help="eqsat-run options of one configuration, e.g. '--cost analytical:cpu-ort' (repeatable: "
-                        "each model runs under each; default: no options)")
+                        "each model runs under each; 'default': no options, the default)")
     c.add_argument("--jobs", type=int, default=1)
     c.add_argument("--timeout", type=float, default=120, help="seconds per eqsat-run before 'hang'")
     c.add_argument("--sizes", default="1,3", help="values of every symbolic dimension to compare at")
@@ -1234,6 +1265,8 @@ def main(argv=None):
     c.add_argument("-o", "--out", default="random-campaign", help="results.json, results.csv, failures/")
     c.add_argument("--fail-on", default="WRONG,crash,hang,harness-error",
                    help="classes that make the exit status 1")
+    c.add_argument("--extended", action="store_true",
+                   help="generate also shapes computed from tensors (Shape, Gather, Concat -> Reshape)")
     c.add_argument("--save-refused", action="store_true", help="also keep the refused models")
     c.add_argument("--progress", type=int, default=25, help="a progress line every N runs")
     c.add_argument("-q", "--quiet", action="store_true", help="only failures and the summary")
