@@ -828,6 +828,29 @@ def m_layernorm(b: Builder):
                                          b.weight([d], scale=0.1)], axis=-1, epsilon=1e-5)
 
 
+def m_constant(b: Builder):
+    """A constant operand for the ops that follow: an initializer or a Constant node, shaped like a tensor of
+    the graph (batch 1) or small and random, sometimes with all elements equal (folding paths)."""
+    r = b.rng
+    if r.random() < 0.6:
+        x = _pick(b, lambda s: True)
+        shape = [d if isinstance(d, int) else 1 for d in b.shapes[x]]
+    else:
+        shape = [int(_choice(b, [1, 2, 3, 4, 6])) for _ in range(int(r.integers(0, 5)))]
+    n = int(np.prod(shape)) if shape else 1
+    vals = np.full(n, r.standard_normal()) if r.random() < 0.3 else r.standard_normal(n)
+    if r.random() < 0.5:
+        t = b.weight(shape, values=vals, prefix="k")
+        b.pool.append(t)
+        b.motifs.append("initializer")
+        return t
+    nm = b.name("const_")
+    t = numpy_helper.from_array(np.asarray(vals, dtype=np.float32).reshape(shape), nm)
+    y = b.node("Constant", [], value=t)
+    b.motifs.append("Constant")
+    return y
+
+
 def m_computed_reshape(b: Builder):
     """A Reshape whose target is computed from the input's shape (Shape, Gather/Slice, Concat), as PyTorch
     exports x.view(x.size(0), -1): the symbolic batch stays symbolic (issue 43)."""
@@ -855,7 +878,7 @@ MOTIFS = [
     (m_batchnorm, 2), (m_conv_bn_relu, 3), (m_matmul, 5), (m_parallel_matmul, 5), (m_matmul_pair, 1.5),
     (m_gemm, 2), (m_activation, 4), (m_binary, 7), (m_scale_algebra, 2), (m_concat, 5), (m_concat_split, 3),
     (m_split, 3), (m_slice, 2), (m_transpose, 3), (m_reshape, 4), (m_reduce_mean, 2), (m_softmax, 2),
-    (m_layernorm, 1),
+    (m_layernorm, 1), (m_constant, 1.5),
 ]
 
 
