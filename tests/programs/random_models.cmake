@@ -14,6 +14,6 @@ add_test(NAME eqsat_run.random_models
          COMMAND sh -c "if [ -x '${RANDOM_MODELS_VENV}' ]; then exec '${RANDOM_MODELS_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
                  sh ${PROJECT_SOURCE_DIR}/tools/random_models.py campaign --binary $<TARGET_FILE:eqsat-run>
                  -n 60 --jobs 2 --timeout 120 --quiet --cwd ${PROJECT_SOURCE_DIR}
-                 --config default --config "--cost analytical:cpu-ort --check" --config "--cost flops"
+                 --config default "--config=--cost analytical:cpu-ort --check" "--config=--cost flops"
                  -o ${CMAKE_CURRENT_BINARY_DIR}/random_models)
 set_tests_properties(eqsat_run.random_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
