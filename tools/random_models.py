@@ -1206,11 +1206,10 @@ def campaign(args):
             counts[row["class"]] += 1
             rows.append(row)
             bad = row["class"] in ("WRONG", "crash", "hang", "harness-error")
-            if bad or not args.quiet:
-                if bad or k % max(1, args.progress) == 0 or k == len(tasks):
-                    el = time.monotonic() - t0
-                    summary = " ".join(f"{c} {n}" for c, n in counts.items() if n)
-                    print(f"[{k}/{len(tasks)} {el:.0f}s] {summary}", flush=True)
+            if bad or (not args.quiet and (k % max(1, args.progress) == 0 or k == len(tasks))):
+                el = time.monotonic() - t0
+                summary = " ".join(f"{c} {n}" for c, n in counts.items() if n)
+                print(f"[{k}/{len(tasks)} {el:.0f}s] {summary}", flush=True)
                 if bad:
                     print(f"  seed {seed} cfg {ci}: {row['class']}: {row.get('detail', '')}"
                           f"{'; rules ' + row['rules_used'] if row.get('rules_used') else ''}", flush=True)
@@ -1309,7 +1308,7 @@ def main(argv=None):
                    help="generate also shapes computed from tensors (Shape, Gather, Concat -> Reshape)")
     c.add_argument("--save-refused", action="store_true", help="also keep the refused models")
     c.add_argument("--progress", type=int, default=25, help="a progress line every N runs")
-    c.add_argument("-q", "--quiet", action="store_true", help="only failures and the summary")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress lines: only failures and the summary")
     args = ap.parse_args(argv)
     if args.cmd == "generate":
         return cmd_generate(args)
