@@ -489,6 +489,19 @@ ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions&
                     " ms stopped the shape search (a verdict that depends on the machine)";
     return result;
   }
+  // No instance in the default scope: a rule that is false wherever it is well-shaped (Tensat's merges as
+  // stated) still gets its counterexample, from an assignment at any grouping; else it is unknown.
+  if (found.assignments.empty() && rule.conv_groupings.empty() && options.random_probe) {
+    for (ConvGroups groups : {ConvGroups::Grouped, ConvGroups::Any}) {
+      ShapeSearchOptions any_grouping = options.shapes;
+      any_grouping.conv_groups = groups;
+      for (const VarShapes& s : find_shape_assignments(patterns, any_grouping).assignments)
+        if (auto cex = random_probe(rule, s, 0x9e0)) {
+          cex->note += " (at a grouping outside the rule's scope, where it is never applied)";
+          return wrong_by(std::move(*cex), std::move(result));
+        }
+    }
+  }
   if (found.assignments.empty()) {
     result.detail = "no shape assignment in the rule's scope makes every pattern well-shaped (" + found.failure +
                     "; convolutions on weights of free shape are ungrouped unless the rule lists conv_groupings)";

@@ -304,7 +304,7 @@ void print(const char* what, const Outcome& o) {
   for (const auto& [rule, n] : o.wrong_by_rule) std::printf("  wrong e-nodes made by %s: %zu\n", rule.c_str(), n);
 }
 
-constexpr int kGraphs = 150;
+constexpr int kGraphs = 1000;
 
 TEST(CorpusScopeProperty, EveryAlternativeComputesTheOriginal) {
   const Outcome o = check_every_alternative(corpus_both_ways(), kGraphs, 42);

@@ -133,8 +133,8 @@ Rule fold_copied_input() {
 
 Expr conv_of_copied_input(int64_t kernel_in_channels) {
   const std::string c = std::to_string(kernel_in_channels);
-  return parse_expr("(let x (input x 1 4 6 6))\n(conv2d 1 1 -1 -1 0 (concat 1 x x) (concat 0 (weight a 3 " + c +
-                    " 3 3) (weight b 3 " + c + " 3 3)))");
+  return parse_expr("(let x (input x 1 4 6 6))\n(conv2d 1 1 -1 -1 0 (concat 1 x x) (concat 0 (weight a 4 " + c +
+                    " 3 3) (weight b 4 " + c + " 3 3)))");
 }
 
 TEST(RuleScope, LeftSideGroupingIsCheckedToo) {
@@ -160,8 +160,8 @@ TEST(RuleScope, LeftSideGroupingIsCheckedToo) {
 TEST(RuleScope, GroupingsAreReadOffBothSides) {
   const Rule rule = fold_copied_input();
   EXPECT_EQ(ungrouped_grouping(rule), "u|u");
-  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {3, 4, 3, 3}}, {"a2", {3, 4, 3, 3}}}), "g|u");
-  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {3, 2, 3, 3}}, {"a2", {3, 2, 3, 3}}}), "g|g");
+  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {4, 4, 3, 3}}, {"a2", {4, 4, 3, 3}}}), "g|u");
+  EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {4, 2, 3, 3}}, {"a2", {4, 2, 3, 3}}}), "g|g");
   EXPECT_EQ(instance_grouping(rule, {{"i1", {1, 4, 6, 6}}, {"a1", {3, 3, 3, 3}}, {"a2", {3, 3, 3, 3}}}), std::nullopt);
   EXPECT_EQ(all_groupings(rule), (std::vector<std::string>{"u|u", "g|u", "u|g", "g|g"}));
   EXPECT_EQ(split_grouping("g,u|uu"), (SidedGrouping{{"g", "u"}, {"uu"}}));

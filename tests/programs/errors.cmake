@@ -243,9 +243,9 @@ errors_case(ruleverify_let_cycle ruleverify 2 stderr "ruleverify: .*unknown name
 errors_case(ruleverify_bare_variable ruleverify 2 stderr
             "ruleverify: .*rule 'bare-variable': lhs\\[0\\]: a bare variable matches everything" ${B}/bare_variable.json)
 errors_case(ruleverify_huge_dimension ruleverify 1 stdout
-            "huge-reshape +unknown .*no shape assignment makes every pattern well-shaped" ${B}/huge_dim.json --jobs 1)
+            "huge-reshape +unknown .*no shape assignment in the rule's scope makes every pattern well-shaped" ${B}/huge_dim.json --jobs 1)
 errors_case(ruleverify_negative_attribute ruleverify 1 stdout
-            "negative-slice +unknown .*no shape assignment makes every pattern well-shaped" ${B}/negative_attr.json --jobs 1)
+            "negative-slice +unknown .*no shape assignment in the rule's scope makes every pattern well-shaped" ${B}/negative_attr.json --jobs 1)
 errors_case(ruleverify_negative_option ruleverify 2 stderr "--jobs: Value -1 not in range 0 to 1024"
             ${SMALL} --jobs -1)
 errors_case(ruleverify_removed_option ruleverify 2 stderr

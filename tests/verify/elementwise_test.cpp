@@ -211,8 +211,9 @@ TEST(Elementwise, GroupedMergeHoldsUnderItsShapeConditions) {
   const std::vector<std::string> rhs = {"(conv2d 1 1 0 0 0 (concat 1 ?x1 ?x2) (concat 0 ?w1 ?w2))"};
   const ElementwiseResult wrong = prove_elementwise(make_rule("as-stated", lhs, rhs), ctx);
   EXPECT_EQ(wrong.status, VerifyStatus::Wrong) << wrong.detail;
-  const ElementwiseResult right =
-      prove_elementwise(make_rule("correct-instance", lhs, rhs, {{"?x1", "?x2"}, {"?w1", "?w2"}}), ctx);
+  // Its scope: the merged convolution grouped, the two it replaces ungrouped or grouped alike.
+  const ElementwiseResult right = prove_elementwise(
+      make_rule("correct-instance", lhs, rhs, {{"?x1", "?x2"}, {"?w1", "?w2"}}, {"uu|g", "gg|g"}), ctx);
   ASSERT_EQ(right.status, VerifyStatus::Verified) << right.detail;
   bool ungrouped_lhs = false, grouped_lhs = false;
   for (const VarShapes& s : right.shapes) {
