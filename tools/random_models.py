@@ -20,7 +20,7 @@ same seeded inputs at each --sizes value of the symbolic dimensions and classifi
   ok-optimized  exit 0 (or 4, check could not run), a rewritten file equal to the original in onnxruntime
   ok-kept       as above, eqsat-run kept the original graph (report's kept_original, or no rule used)
   refused       exit 2 (bad input / unsupported)
-  rejected      exit 1 (its own check failed) and no differing file left at the output path
+  rejected      exit 5 (its own check found a difference; the input is written) or exit 1 (binaries before the check-by-default)
   crash         exit 3, another exit status, or a signal
   hang          ran past --timeout
   WRONG         the written file differs from the original beyond tolerance, fails (invalid, or onnxruntime
@@ -1129,7 +1129,7 @@ def run_one(task):
         cls, detail = "hang", f"timeout after {a['timeout']} s"
     elif rc == 2:
         cls, detail = "refused", _last_error(log)
-    elif rc == 1:
+    elif rc in (1, 5):
         cls, detail = "rejected", _last_error(log)
     elif rc in (0, 4):
         if not os.path.exists(out_path):
