@@ -1,10 +1,12 @@
 #include "synth/prove.h"
 
 #include <map>
+#include <optional>
 
 #include <z3++.h>
 
 #include "rules/rule_scope.h"
+#include "verify/elementwise.h"
 #include "verify/prover.h"
 
 namespace teq::synth {
@@ -50,33 +52,43 @@ std::vector<std::vector<std::string>> same_type_groups(const Rule& rule) {
 /// Groupings tried per rule are 2^n for n scoped convolutions: a bound keeps a large rule's count small.
 constexpr size_t kMaxScopedConvs = 5;
 
-ProofResult prove_rule(const Rule& rule, const ProveConfig& config) {
-  ProofResult result = prove_as_given(rule, config);
-  // Not verified where every convolution is ungrouped: wrong there, or (a merge whose batched convolution is
-  // grouped by construction) with no such instance at all.
-  if (result.status == "verified" || !rule.same_shape.empty() || !batches_convolutions(rule)) return result;
-  Rule conditional = rule;
-  conditional.same_shape = same_type_groups(rule);
-  if (conditional.same_shape.empty()) return result;
-  // Its scope: each grouping at which it is proved.
-  double ms = result.ms;
-  for (const std::string& grouping : all_groupings(conditional, kMaxScopedConvs)) {
-    Rule at = conditional;
+/// `rule` (with conv_groupings empty) proved at each grouping of its convolutions, one at a time: verified
+/// with the groupings where it holds as its scope, or nullopt when it holds at none.
+static std::optional<ProofResult> prove_at_each_grouping(Rule rule, const ProveConfig& config, double& ms) {
+  for (const std::string& grouping : all_groupings(rule, kMaxScopedConvs)) {
+    Rule at = rule;
     at.conv_groupings = {grouping};
     const ProofResult proof = prove_as_given(at, config);
     ms += proof.ms;
-    if (proof.status == "verified") conditional.conv_groupings.push_back(grouping);
+    if (proof.status == "verified") rule.conv_groupings.push_back(grouping);
   }
-  if (conditional.conv_groupings.empty()) return result;
+  if (rule.conv_groupings.empty()) return std::nullopt;
   // All ungrouped alone is the default scope, which a rule file does not spell out.
-  if (conditional.conv_groupings == std::vector<std::string>{ungrouped_grouping(conditional)})
-    conditional.conv_groupings.clear();
-  ProofResult again = prove_as_given(conditional, config);
-  if (again.status != "verified") return result;
+  if (rule.conv_groupings == std::vector<std::string>{ungrouped_grouping(rule)}) rule.conv_groupings.clear();
+  ProofResult again = prove_as_given(rule, config);
+  if (again.status != "verified") return std::nullopt;
   again.ms += ms;
-  again.same_shape = std::move(conditional.same_shape);
-  again.conv_groupings = std::move(conditional.conv_groupings);
+  again.same_shape = std::move(rule.same_shape);
+  again.conv_groupings = std::move(rule.conv_groupings);
   return again;
+}
+
+ProofResult prove_rule(const Rule& rule, const ProveConfig& config) {
+  ProofResult result = prove_as_given(rule, config);
+  if (result.status == "verified" || !rule.conv_groupings.empty() || !has_scoped_convs(rule)) return result;
+  double ms = result.ms;
+  // No instance with every convolution ungrouped (a depthwise pool kernel, a merge grouped by construction):
+  // its scope is the groupings it holds at.
+  if (result.status == "unknown" && result.reason.find(kNoAssignmentInScope) != std::string::npos)
+    if (std::optional<ProofResult> scoped = prove_at_each_grouping(rule, config, ms)) return *scoped;
+  // A convolution batching that is wrong as enumerated: again with the variables of each leaf type of equal
+  // shape, at each grouping.
+  if (!rule.same_shape.empty() || !batches_convolutions(rule)) return result;
+  Rule conditional = rule;
+  conditional.same_shape = same_type_groups(rule);
+  if (conditional.same_shape.empty()) return result;
+  if (std::optional<ProofResult> scoped = prove_at_each_grouping(conditional, config, ms)) return *scoped;
+  return result;
 }
 
 }  // namespace teq::synth

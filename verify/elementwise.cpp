@@ -503,7 +503,7 @@ ElementwiseResult refute_elementwise(const Rule& rule, const ElementwiseOptions&
     }
   }
   if (found.assignments.empty()) {
-    result.detail = "no shape assignment in the rule's scope makes every pattern well-shaped (" + found.failure +
+    result.detail = std::string(kNoAssignmentInScope) + " makes every pattern well-shaped (" + found.failure +
                     "; convolutions on weights of free shape are ungrouped unless the rule lists conv_groupings)";
     return result;
   }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <z3++.h>
@@ -15,6 +16,10 @@
 #include "verify/shape_assign.h"
 
 namespace teq {
+
+/// How an unknown verdict starts when no shape assignment exists in the rule's scope (rules/rule_scope.h):
+/// rulegen then looks for the groupings the rule holds at.
+inline constexpr std::string_view kNoAssignmentInScope = "no shape assignment in the rule's scope";
 
 struct ElementwiseOptions {
   /// Z3 resource limit per query (one output element pair on one shape assignment): the budget that decides
