@@ -55,4 +55,13 @@ size_t Expr::num_ops() const {
   return n;
 }
 
+std::vector<bool> reached_from(const Expr& expr, ExprId root) {
+  std::vector<bool> reached(root.value + 1, false);
+  reached[root.value] = true;
+  for (uint32_t i = root.value + 1; i-- > 0;)
+    if (reached[i])
+      for (ExprId c : expr[ExprId(i)].children) reached[c.value] = true;
+  return reached;
+}
+
 }  // namespace teq

@@ -62,4 +62,8 @@ class Expr {
   std::unordered_map<ExprNode, ExprId, ExprNodeHash> memo_;
 };
 
+/// Which nodes `root` reaches (itself included), indexed by ExprId up to `root`: children precede parents in an
+/// Expr, so one backward pass decides.
+std::vector<bool> reached_from(const Expr& expr, ExprId root);
+
 }  // namespace teq

@@ -7,11 +7,7 @@ namespace teq {
 std::vector<ExprId> scoped_convs(const Expr& pattern) {
   // Only what the root reaches, as a compiled pattern keeps (optimizer/engine/pattern.cpp).
   const ExprId root = pattern.root();
-  std::vector<bool> reached(root.value + 1, false);
-  reached[root.value] = true;
-  for (uint32_t i = root.value + 1; i-- > 0;)
-    if (reached[i])
-      for (ExprId c : pattern[ExprId(i)].children) reached[c.value] = true;
+  const std::vector<bool> reached = reached_from(pattern, root);
   std::vector<ExprId> out;
   for (uint32_t i = 0; i <= root.value; ++i) {
     if (!reached[i]) continue;

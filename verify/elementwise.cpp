@@ -334,31 +334,28 @@ std::optional<Counterexample> wide_counterexample(const Rule& rule, std::span<co
   return std::nullopt;
 }
 
-/// Which convolutions on a weight of free shape are grouped under `s`, or nullopt when a pattern is ill-shaped
-/// there, a tensor exceeds `max_elements`, or two paired roots differ in shape. The optimizer applies a rule
-/// only where its right side has the left side's shape and no convolution on a weight of free shape is
-/// grouped (optimizer/engine/pattern.cpp, the same rules/rule_scope.h tests), so only such assignments can meet the rule in a graph.
+/// The grouping of the patterns' convolutions on weights of free shape under `s` (rules/rule_scope.h, one
+/// pattern after another), or nullopt when a pattern is ill-shaped there, a tensor exceeds `max_elements`, or
+/// two paired roots differ in shape. The optimizer applies a rule only where its right side has the left
+/// side's shape and the grouping is in the rule's scope, so probes near a proved assignment keep its grouping.
 /// With `paired_roots_may_differ`, only the grouping is asked for (the coincidence check compares the roots).
-std::optional<std::vector<bool>> conv_grouping(std::span<const Expr* const> patterns, const VarShapes& s,
-                                               int64_t max_elements, bool paired_roots_may_differ = false) {
-  std::vector<bool> grouped;
+std::optional<std::string> conv_grouping(std::span<const Expr* const> patterns, const VarShapes& s,
+                                         int64_t max_elements, bool paired_roots_may_differ = false) {
+  std::string grouping;
   std::vector<Shape> roots;
   for (const Expr* p : patterns) {
     auto shapes = try_infer_shapes(*p, s);
     if (!shapes) return std::nullopt;
-    for (size_t i = 0; i < p->size(); ++i) {
-      if (num_elements((*shapes)[i]) > max_elements) return std::nullopt;
-      const ExprNode& n = p->nodes()[i];
-      if (n.op != OpKind::Conv2d || !has_free_shape(*p, n.children[1])) continue;
-      grouped.push_back(!is_ungrouped_conv((*shapes)[n.children[0].value], (*shapes)[n.children[1].value]));
-    }
+    for (const Shape& shape : *shapes)
+      if (num_elements(shape) > max_elements) return std::nullopt;
+    grouping += pattern_grouping(*p, *shapes) + ",";
     roots.push_back((*shapes)[p->root().value]);
   }
-  if (paired_roots_may_differ) return grouped;
+  if (paired_roots_may_differ) return grouping;
   const size_t half = roots.size() / 2;
   for (size_t i = 0; i < half; ++i)
     if (roots[i] != roots[i + half]) return std::nullopt;
-  return grouped;
+  return grouping;
 }
 
 /// The neighbour probe (ElementwiseOptions::neighbor_probe): a random-probe difference on assignments near

@@ -26,12 +26,8 @@ std::optional<uint32_t> VarTable::find(const std::string& name) const {
 
 Pattern::Pattern(const Expr& expr, VarTable& vars) {
   const ExprId root = expr.root();
-  // Keep only what the root reaches; children precede parents in an Expr, so the root comes last.
-  std::vector<bool> needed(root.value + 1, false);
-  needed[root.value] = true;
-  for (uint32_t i = root.value + 1; i-- > 0;)
-    if (needed[i])
-      for (ExprId c : expr[ExprId(i)].children) needed[c.value] = true;
+  // Keep only what the root reaches; the root comes last.
+  const std::vector<bool> needed = reached_from(expr, root);
   std::unordered_map<uint32_t, uint32_t> mapped;
   for (uint32_t i = 0; i <= root.value; ++i) {
     if (!needed[i]) continue;

@@ -56,15 +56,16 @@ struct CompiledRules::Entry {
   /// Whether the match `subst` is inside the rule's scope: the grouping of its convolutions, left side as
   /// matched and right side as it would be instantiated, is one the rule was verified at. Both sides count: a
   /// rule used right to left, or a left side whose convolution is grouped, is outside the proof all the same.
-  bool in_scope(const EGraph& egraph, const Subst& subst) const {
+  /// `rhs_shapes`: instantiated_shapes of each right side, which the caller has computed already.
+  bool in_scope(const EGraph& egraph, const Subst& subst, std::span<const std::vector<Shape>> rhs_shapes) const {
     if (scope.empty()) return true;
     SidedGrouping g;
-    for (int side = 0; side < 2; ++side)
-      for (const Pattern& p : side == 0 ? lhs : rhs) {
-        auto shapes = instantiated_shapes(egraph, p, subst);
-        if (!shapes) return false;
-        (side == 0 ? g.lhs : g.rhs).push_back(pattern_grouping(p, *shapes));
-      }
+    for (const Pattern& p : lhs) {
+      auto shapes = instantiated_shapes(egraph, p, subst);  // the matched shapes
+      if (!shapes) return false;
+      g.lhs.push_back(pattern_grouping(p, *shapes));
+    }
+    for (size_t k = 0; k < rhs.size(); ++k) g.rhs.push_back(pattern_grouping(rhs[k], rhs_shapes[k]));
     return std::find(scope.begin(), scope.end(), g) != scope.end();
   }
 
@@ -192,12 +193,13 @@ bool Runner::over_time() const {
 bool Runner::apply(EGraph& egraph, const Compiled& r, size_t side, ClassId root, const Subst& subst,
                    RunReport& report) const {
   // A two-pattern rule's conditions and scope were checked for both sides together (apply_multi).
-  if (r.lhs.size() == 1 && (!r.conditions_hold(egraph, subst) || !r.in_scope(egraph, subst))) {
+  const bool single = r.lhs.size() == 1;
+  if (single && !r.conditions_hold(egraph, subst)) {
     ++report.rejected_shape;
     return false;
   }
   auto shapes = instantiated_shapes(egraph, r.rhs[side], subst);
-  if (!shapes || shapes->back() != egraph.shape(root)) {
+  if (!shapes || shapes->back() != egraph.shape(root) || (single && !r.in_scope(egraph, subst, {&*shapes, 1}))) {
     ++report.rejected_shape;
     return false;
   }
@@ -310,11 +312,13 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
       }
       // Both sides must be well-shaped before either is added.
       bool ok = r.conditions_hold(egraph, subst);
+      std::vector<std::vector<Shape>> rhs_shapes;
       for (size_t k = 0; k < 2 && ok; ++k) {
         auto shapes = instantiated_shapes(egraph, r.rhs[k], subst);
-        ok = ok && shapes && shapes->back() == egraph.shape(roots[k]);
+        ok = shapes && shapes->back() == egraph.shape(roots[k]);
+        if (ok) rhs_shapes.push_back(std::move(*shapes));
       }
-      ok = ok && r.in_scope(egraph, subst);
+      ok = ok && r.in_scope(egraph, subst, rhs_shapes);
       if (!ok) {
         ++report.rejected_shape;
         continue;

@@ -20,6 +20,7 @@
 #include "rules/evaluator.h"
 #include "rules/rule_scope.h"
 #include "rules/sexpr.h"
+#include "tests/optimizer/random_graph.h"
 
 namespace teq {
 namespace {
@@ -27,15 +28,12 @@ namespace {
 /// Grows a random graph of convolutions, pools, matmuls and element-wise operators, with the structures
 /// where conv and matmul rules apply: several operators of one kind on one input, their outputs
 /// concatenated or added.
-class ConvGraphGenerator {
+class ConvGraphGenerator : test::RandomGraphBuilder {
  public:
-  explicit ConvGraphGenerator(std::mt19937& rng) : rng_(rng) {}
+  explicit ConvGraphGenerator(std::mt19937& rng) : RandomGraphBuilder(rng) {}
 
   Expr generate() {
-    g_ = Expr();
-    pool_.clear();
-    ops_.clear();
-    leaves_ = 0;
+    reset();
     const int want = uniform(2, 6);
     for (int tries = 0; static_cast<int>(ops_.size()) < want && tries < 60; ++tries) step();
     if (ops_.empty()) add_op(OpKind::Relu, {}, {image()});
@@ -45,33 +43,11 @@ class ConvGraphGenerator {
   }
 
  private:
-  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   template <class T>
   T pick(std::initializer_list<T> xs) {
     return *(xs.begin() + uniform(0, static_cast<int>(xs.size()) - 1));
   }
 
-  ExprId leaf(Shape shape, bool weight) {
-    const std::string name = (weight ? "w" : "x") + std::to_string(leaves_++);
-    ExprId id = g_.add(ExprNode{weight ? OpKind::Weight : OpKind::Input, shape, {}, name});
-    pool_.push_back({id, std::move(shape)});
-    return id;
-  }
-  Shape shape_of(ExprId id) const {
-    for (const auto& [e, s] : pool_)
-      if (e == id) return s;
-    throw std::logic_error("unknown node");
-  }
-  std::optional<ExprId> add_op(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> children) {
-    std::vector<Shape> in;
-    for (ExprId c : children) in.push_back(shape_of(c));
-    std::optional<Shape> out = try_infer_shape(op, attrs, in);
-    if (!out) return std::nullopt;
-    ExprId id = g_.add(op, std::move(attrs), std::move(children));
-    pool_.push_back({id, std::move(*out)});
-    ops_.push_back(id);
-    return id;
-  }
   /// A 4-d tensor: an existing one (mostly the newest), or a new input with 2 to 8 channels.
   ExprId image() {
     std::vector<ExprId> fits;
@@ -184,25 +160,7 @@ class ConvGraphGenerator {
       default: add_op(pick({OpKind::Relu, OpKind::Tanh, OpKind::Sigmoid}), {}, {ops_.empty() ? image() : ops_.back()});
     }
   }
-
-  std::mt19937& rng_;
-  Expr g_;
-  std::vector<std::pair<ExprId, Shape>> pool_;
-  std::vector<ExprId> ops_;
-  int leaves_ = 0;
 };
-
-std::map<std::string, Tensor<double>> random_leaves(const Expr& g, std::mt19937& rng) {
-  std::uniform_real_distribution<double> value(-1, 1);
-  std::map<std::string, Tensor<double>> out;
-  for (const ExprNode& n : g.nodes()) {
-    if (n.op != OpKind::Input && n.op != OpKind::Weight) continue;
-    Tensor<double> t(n.attrs, 0.0);
-    for (double& v : t.data) v = value(rng);
-    out.emplace(n.name, std::move(t));
-  }
-  return out;
-}
 
 /// The value of one e-node with its children's classes' values as operands.
 Tensor<double> node_value(const EGraph& egraph, const ENode& n, const std::map<ClassId, Tensor<double>>& values,
@@ -244,7 +202,7 @@ Outcome check_every_alternative(const RuleCorpus& rules, int graphs, uint32_t se
   Outcome out;
   for (int trial = 0; trial < graphs; ++trial) {
     const Expr graph = gen.generate();
-    const auto leaves = random_leaves(graph, rng);
+    const auto leaves = test::random_leaves(graph, rng);
     EGraph egraph;
     egraph.add_expr(graph);
     Runner runner(compiled, RunnerConfig{.node_limit = 2'000, .iter_limit = 4, .time_limit_s = 1e9});

@@ -19,20 +19,18 @@
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"
 #include "tests/engine/test_rules.h"
+#include "tests/optimizer/random_graph.h"
 
 namespace teq {
 namespace {
 
 /// Grows a random graph one operator at a time, choosing operands from what exists or new leaves.
-class GraphGenerator {
+class GraphGenerator : test::RandomGraphBuilder {
  public:
-  explicit GraphGenerator(std::mt19937& rng) : rng_(rng) {}
+  explicit GraphGenerator(std::mt19937& rng) : RandomGraphBuilder(rng) {}
 
   Expr generate() {
-    g_ = Expr();
-    pool_.clear();
-    ops_.clear();
-    leaves_ = 0;
+    reset();
     const int want = uniform(2, 7);
     for (int tries = 0; static_cast<int>(ops_.size()) < want && tries < 50; ++tries) step();
     if (ops_.empty()) add_op(OpKind::Relu, {}, {pick_or_input()});
@@ -42,20 +40,8 @@ class GraphGenerator {
   }
 
  private:
-  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   int dim() { return uniform(1, 4); }
 
-  ExprId leaf(Shape shape, bool weight) {
-    std::string name = (weight ? "w" : "x") + std::to_string(leaves_++);
-    ExprId id = g_.add(ExprNode{weight ? OpKind::Weight : OpKind::Input, shape, {}, name});
-    pool_.push_back({id, std::move(shape)});
-    return id;
-  }
-  const Shape& shape_of(ExprId id) const {
-    for (const auto& [e, s] : pool_)
-      if (e == id) return s;
-    throw std::logic_error("unknown node");
-  }
   ExprId pick_or_input() {
     if (pool_.empty() || uniform(0, 5) == 0) {
       Shape s(uniform(2, 3));
@@ -85,21 +71,6 @@ class GraphGenerator {
     if (!fits.empty() && uniform(0, 3)) return fits[uniform(0, static_cast<int>(fits.size()) - 1)];
     return leaf({1, uniform(1, 3), uniform(2, 5), uniform(2, 5)}, false);
   }
-  /// Adds the operator if it is well-shaped.
-  std::optional<ExprId> add_op(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> children) {
-    std::vector<Shape> in;
-    for (ExprId c : children) in.push_back(shape_of(c));
-    try {
-      Shape out = infer_shape(op, attrs, in);
-      ExprId id = g_.add(op, std::move(attrs), std::move(children));
-      pool_.push_back({id, std::move(out)});
-      ops_.push_back(id);
-      return id;
-    } catch (const ShapeError&) {
-      return std::nullopt;
-    }
-  }
-
   void step() {
     switch (uniform(0, 11)) {
       // Activations mostly follow the newest operator, as in real models (and fusion rules apply).
@@ -171,24 +142,7 @@ class GraphGenerator {
     }
   }
 
-  std::mt19937& rng_;
-  Expr g_;
-  std::vector<std::pair<ExprId, Shape>> pool_;
-  std::vector<ExprId> ops_;
-  int leaves_ = 0;
 };
-
-std::map<std::string, Tensor<double>> random_leaves(const Expr& g, std::mt19937& rng) {
-  std::uniform_real_distribution<double> value(-1, 1);
-  std::map<std::string, Tensor<double>> out;
-  for (const ExprNode& n : g.nodes()) {
-    if (n.op != OpKind::Input && n.op != OpKind::Weight) continue;
-    Tensor<double> t(n.attrs, 0.0);
-    for (double& v : t.data) v = value(rng);
-    out.emplace(n.name, std::move(t));
-  }
-  return out;
-}
 
 /// Max |a - b| relative to the values' scale, over all outputs.
 double max_error(const std::vector<Tensor<double>>& a, const std::vector<Tensor<double>>& b) {
@@ -213,7 +167,7 @@ void check_random_graphs(const RuleCorpus& rules, int graphs, uint32_t seed, Pro
   for (int trial = 0; trial < graphs; ++trial) {
     const Expr graph = gen.generate();
     SCOPED_TRACE("trial " + std::to_string(trial) + ": " + print_graph(graph));
-    const auto leaves = random_leaves(graph, rng);
+    const auto leaves = test::random_leaves(graph, rng);
     const std::vector<Tensor<double>> expected = evaluate<double>(graph, Arith<double>{}, leaves);
 
     EGraph egraph;
@@ -305,7 +259,7 @@ TEST(SaturationProperty, OptimizeGraphEndToEnd) {
       EXPECT_EQ(progress_lines, r.iterations);
       EXPECT_LE(r.optimized_cost, r.original_cost + 1e-15);
       EXPECT_NEAR(r.optimized_cost, graph_cost(r.optimized, cost), 1e-15);
-      const auto leaves = random_leaves(graph, rng);
+      const auto leaves = test::random_leaves(graph, rng);
       EXPECT_LT(max_error(evaluate<double>(graph, Arith<double>{}, leaves),
                           evaluate<double>(r.optimized, Arith<double>{}, leaves)),
                 1e-9);
