@@ -547,8 +547,9 @@ std::string latency_keeps_original(const LatencyComparison& latency, double min_
          " runs), not --min-gain " + fmt("%.3g", 100 * min_gain) + "% faster";
 }
 
-EqsatResult optimize_model(const EqsatConfig& config) {
+EqsatResult optimize_model(const EqsatConfig& given) {
   const auto start = Clock::now();
+  EqsatConfig config = given;  // gains the values the import gave symbolic dimensions that --dim did not
   std::ostream* log = config.log;
   EqsatResult result;
 
@@ -573,6 +574,15 @@ EqsatResult optimize_model(const EqsatConfig& config) {
 
   result.model = load_model(config);
   const onnx_io::OnnxModel& model = result.model;
+  std::string defaulted;  // "batch=1, seq=128"
+  for (const auto& [name, value] : model.defaulted_dims) {
+    config.import.dims.emplace(name, value);
+    defaulted += (defaulted.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  }
+  for (const auto& [axis, value] : model.defaulted_axes) {
+    config.import.axis_dims.emplace(axis, value);
+    defaulted += (defaulted.empty() ? "" : ", ") + axis.input + ":" + std::to_string(axis.axis) + "=" + std::to_string(value);
+  }
   const ModelFootprint footprint{.weight_bytes = weight_bytes(model.graph)};
   if (footprint.weight_bytes > 0) cost = load_cost_model(config, corpus_dir, footprint);
   const std::string model_name = config.builtin.empty() ? config.model.string() : config.builtin;
@@ -580,6 +590,9 @@ EqsatResult optimize_model(const EqsatConfig& config) {
     *log << "eqsat-run: " << model_name << ": " << model.graph.num_ops() << " operators ("
          << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
          << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name() << "\n";
+    if (!defaulted.empty())
+      *log << "  symbolic dimensions optimized at " << defaulted
+           << " (no --dim given); the written file is checked at other values of each as well\n";
     for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
     for (const std::string& f : model.folded) *log << "  import: " << f << "\n";
     if (cost->streams_weights())

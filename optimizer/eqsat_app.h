@@ -61,7 +61,9 @@ struct EqsatConfig {
   /// (eqsat-run --one-way turns it off).
   bool both_ways = true;
   onnx_io::CheckOptions check_options;
-  onnx_io::ImportOptions import;
+  /// Symbolic dimensions that --dim does not give are bound to symbolic_dim_value's defaults (batch 1,
+  /// anything else 128), and the written file is checked at other values of each.
+  onnx_io::ImportOptions import{.default_dims = true};
   /// With a db: cost model: write every node the DB lacked as a one-node ONNX model into this folder, with
   /// index.json ({"nodes": [{"file", "key"}]}), for bench/ort_cost_db.py to time; empty: nothing written.
   std::filesystem::path cost_misses_dir;

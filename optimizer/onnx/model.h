@@ -15,6 +15,13 @@
 
 namespace teq::onnx_io {
 
+/// One dimension of one graph input, by position: how a dimension without a name is given a value.
+struct InputAxis {
+  std::string input;
+  int64_t axis = 0;  // negative: counted from the last dimension
+  auto operator<=>(const InputAxis&) const = default;
+};
+
 /// A declared graph input or output.
 struct TensorInfo {
   std::string name;
@@ -62,6 +69,10 @@ struct OnnxModel {
   /// constants. They cost nothing once a runtime folds them (onnxruntime at ORT_ENABLE_ALL) but run on every
   /// inference at ORT_DISABLE_ALL: the report counts them (folded_shape_nodes) for that level's prediction.
   int shape_nodes_folded = 0;
+  /// Symbolic dimensions the import bound to a default value (ImportOptions::default_dims), by name, and
+  /// unnamed ones by input and axis: the caller's options plus these give the sizes the model was imported at.
+  std::map<std::string, int64_t> defaulted_dims;
+  std::map<InputAxis, int64_t> defaulted_axes;
 
   /// Number of opaque operator nodes.
   size_t num_opaque() const { return opaque.size(); }

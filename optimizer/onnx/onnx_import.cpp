@@ -1,6 +1,7 @@
 #include "optimizer/onnx/onnx_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -36,6 +37,39 @@ ValueType value_type(const onnx::TypeProto& t) {
   return v;
 }
 
+/// Whether a graph input (not an initializer) has a dimension without a value.
+bool has_symbolic_dims(const onnx::ModelProto& proto) {
+  std::unordered_set<std::string> inits;
+  for (const auto& t : proto.graph().initializer()) inits.insert(t.name());
+  for (const auto& in : proto.graph().input()) {
+    if (inits.count(in.name()) || !in.type().tensor_type().has_shape()) continue;
+    for (const auto& d : in.type().tensor_type().shape().dim())
+      if (!d.has_dim_value()) return true;
+  }
+  return false;
+}
+
+/// A copy of `proto` whose initializers other than integer and boolean ones keep their type and dims but
+/// no data: what shape inference and shape folding read, without a second copy of the weights.
+onnx::ModelProto without_float_data(onnx::ModelProto& proto) {
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
+  inits.Swap(proto.mutable_graph()->mutable_initializer());
+  onnx::ModelProto copy = proto;
+  inits.Swap(proto.mutable_graph()->mutable_initializer());
+  for (const auto& t : proto.graph().initializer()) {
+    onnx::TensorProto* c = copy.mutable_graph()->add_initializer();
+    const int32_t type = t.data_type();
+    if (type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32 || type == onnx::TensorProto::BOOL) {
+      *c = t;
+      continue;
+    }
+    c->set_name(t.name());
+    c->set_data_type(type);
+    *c->mutable_dims() = t.dims();
+  }
+  return copy;
+}
+
 std::string describe(const onnx::NodeProto& n) {
   return "node '" + (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) + "' (" +
          n.op_type() + ")";
@@ -44,14 +78,21 @@ std::string describe(const onnx::NodeProto& n) {
 OnnxModel Importer::run() {
   check_header();
   make_shell();
+  // The graph before its dimensions are bound, without float data (shapes and integers are what folding
+  // reads): bound at the probe values, it shows which folded values follow the symbolic dimensions.
+  std::optional<onnx::ModelProto> unbound;
+  if (has_symbolic_dims(proto_)) unbound = without_float_data(proto_);
   m_.external_data = load_external_data(proto_, dir_, m_.source);
-  bind_symbolic_dims();
+  bind_symbolic_dims(proto_, false);
   // Opsets 18..21 are read through the library's opset-17 schemas: nodes in their opset-17 form from here
   // on (m_.opset stays the model's, for export; opaque nodes export their original protos). After the
   // dimensions are bound: an uneven Split-18 needs its input's extent.
   if (m_.opset > kLibraryOpset) adapted_ = adapt_to_library_opset(proto_, m_.source);
   check_nodes();
-  m_.shape_nodes_folded = fold_shape_arithmetic(proto_);  // integer shape arithmetic of fixed shapes -> Constant nodes
+  // Integer shape arithmetic of fixed shapes -> Constant nodes.
+  m_.shape_nodes_folded = fold_shape_arithmetic(proto_, &folded_);
+  if (unbound) find_size_dependent(std::move(*unbound), folded_);
+  m_.shape_nodes_folded -= static_cast<int>(size_dependent_.size());  // those stay nodes
   infer_shapes();
   onnx::GraphProto& g = *proto_.mutable_graph();
   collect_used(g);
@@ -85,8 +126,9 @@ void Importer::make_shell() {
   m_.shell = shell.SerializeAsString();
 }
 
-void Importer::bind_symbolic_dims() {
-  onnx::GraphProto& g = *proto_.mutable_graph();
+int Importer::bind_symbolic_dims(onnx::ModelProto& proto, bool probe) {
+  int symbolic = 0;
+  onnx::GraphProto& g = *proto.mutable_graph();
   std::unordered_set<std::string> inits;
   for (const auto& t : g.initializer()) inits.insert(t.name());
   // Dimensions given by input and axis (--dim INPUT:AXIS=VALUE), with the axis made non-negative.
@@ -119,13 +161,22 @@ void Importer::bind_symbolic_dims() {
         if (d.has_dim_value() && d.dim_value() != it->second)
           fail("--dim " + in.name() + ":" + std::to_string(k) + "=" + std::to_string(it->second) + ": dimension " +
                std::to_string(k) + " of graph input '" + in.name() + "' is fixed at " + std::to_string(d.dim_value()));
-        d.set_dim_value(it->second);
+        if (!d.has_dim_value()) ++symbolic;
+        d.set_dim_value(probe && !d.has_dim_value() ? probe_dim_value(it->second) : it->second);
         continue;
       }
       if (d.has_dim_value()) continue;
+      ++symbolic;
       std::string sym = d.has_dim_param() ? d.dim_param() : std::string();
       auto it = options_.dims.find(sym);
-      int64_t value = it != options_.dims.end() ? it->second : options_.default_dim;
+      int64_t value = it != options_.dims.end() ? it->second : symbolic_dim_value(options_, sym, k);
+      if (value > 0 && it == options_.dims.end() && !probe) {
+        // Not given: the default, recorded so that the caller checks the other values of the same dimension.
+        if (sym.empty())
+          m_.defaulted_axes[InputAxis{in.name(), k}] = value;
+        else
+          m_.defaulted_dims[sym] = value;
+      }
       if (value <= 0) {
         // An unnamed dimension has no NAME to give: it is given by input and axis.
         if (sym.empty())
@@ -134,11 +185,56 @@ void Importer::bind_symbolic_dims() {
         fail("graph input '" + in.name() + "' has a symbolic dimension '" + sym + "'; give it a value (eqsat-run --dim " +
              sym + "=VALUE)");
       }
-      d.set_dim_value(value);
+      d.set_dim_value(probe ? probe_dim_value(value) : value);
     }
   }
   // Declared intermediate shapes may hold the symbols just bound; inference recomputes them.
   g.clear_value_info();
+  return symbolic;
+}
+
+void Importer::find_size_dependent(onnx::ModelProto unbound, const FoldRecord& base) {
+  if (base.empty()) return;
+  try {
+    bind_symbolic_dims(unbound, true);
+    if (m_.opset > kLibraryOpset) adapt_to_library_opset(unbound, m_.source);
+    fold_shape_arithmetic(unbound, &probe_folded_);
+  } catch (const std::exception&) {
+    probe_folded_.clear();  // the model does not fold at the probe sizes: every folded value counts as size-dependent
+  }
+  for (const auto& [name, value] : base) {
+    auto it = probe_folded_.find(name);
+    if (it == probe_folded_.end() || !(it->second == value)) size_dependent_.insert(name);
+  }
+}
+
+std::optional<std::string> Importer::size_dependent_input(const onnx::NodeProto& n) const {
+  for (const auto& in : n.input())
+    if (size_dependent_.count(in)) return in;
+  return std::nullopt;
+}
+
+bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
+  // A Reshape whose target changes with the sizes can still be the vocabulary's reshape: the export writes
+  // each dimension that changes as 0 (the input's extent at that axis) or -1 (inferred, once), and the
+  // driver's checks at other sizes vouch for the file. Here: at most one changing dimension (a -1 of the
+  // file's target counts as one) that is not the input's extent at the same axis.
+  if (n.op_type() != "Reshape" || n.input_size() < 2 || size_dependent_input(n) != n.input(1)) return false;
+  if (attr_int(n, "allowzero", 0) != 0) return false;
+  auto b = folded_.find(n.input(1)), p = probe_folded_.find(n.input(1));
+  if (b == folded_.end() || p == probe_folded_.end() || b->second.values.size() != p->second.values.size()) return false;
+  auto x = types_.find(n.input(0));
+  if (x == types_.end() || !x->second.shape) return false;
+  const Shape& in = *x->second.shape;
+  // A -1 in the file's own target may stand for a dimension that changes too: it takes the one -1.
+  int inferred = std::count(b->second.values.begin(), b->second.values.end(), int64_t{-1}) > 0 ? 1 : 0;
+  for (size_t k = 0; k < b->second.values.size(); ++k) {
+    const int64_t base = b->second.values[k], probe = p->second.values[k];
+    if (base == probe || base == 0 || base == -1) continue;
+    if (k < in.size() && in[k] == base) continue;  // written as 0 (checked at the other sizes)
+    ++inferred;
+  }
+  return inferred <= 1;
 }
 
 void Importer::check_nodes() {
@@ -211,6 +307,12 @@ void Importer::collect_used(const onnx::GraphProto& g) {
     for (const auto& out : n.output()) producer_[out] = &n;
   }
   for (const auto& out : g.output()) used_.insert(out.name()), ++readers_[out.name()];
+  // A size-dependent value is imported as the node it was folded from, which reads its own inputs.
+  for (const std::string& name : size_dependent_) {
+    onnx::NodeProto original;
+    if (original.ParseFromString(folded_.at(name).original_node))
+      for (const auto& in : original.input()) used_.insert(in);
+  }
   // An adapted node that stays opaque is exported with its original inputs (GroupNormalization's scale,
   // say, which its opset-17 stand-in does not read): those are used too.
   for (const auto& [_, a] : adapted_) {
@@ -369,6 +471,18 @@ OnnxModel import_from(std::string_view bytes, const std::string& origin, const I
 }
 
 }  // namespace
+
+int64_t symbolic_dim_value(const ImportOptions& options, const std::string& name, int64_t axis) {
+  if (options.default_dim > 0) return options.default_dim;
+  if (!options.default_dims) return 0;
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool batch = lower.find("batch") != std::string::npos || lower == "n" || lower == "b" || lower == "bs" ||
+                     (name.empty() && axis == 0);
+  return batch ? kDefaultBatch : kDefaultExtent;
+}
+
+int64_t probe_dim_value(int64_t value) { return 2 * value + 1; }
 
 OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options) {
   return import_from(bytes, origin, options, options.external_data_dir);

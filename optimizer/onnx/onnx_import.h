@@ -21,13 +21,6 @@ namespace teq::onnx_io {
 inline constexpr int64_t kMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 21;
 
-/// One dimension of one graph input, by position: how a dimension without a name is given a value.
-struct InputAxis {
-  std::string input;
-  int64_t axis = 0;  // negative: counted from the last dimension
-  auto operator<=>(const InputAxis&) const = default;
-};
-
 struct ImportOptions {
   /// Values for symbolic input dimensions (dim_param), e.g. {"batch", 1}. A symbolic dimension without
   /// a value here is an error unless default_dim > 0.
@@ -37,10 +30,23 @@ struct ImportOptions {
   /// value is an error.
   std::map<InputAxis, int64_t> axis_dims = {};
   int64_t default_dim = 0;
+  /// A symbolic dimension that neither `axis_dims` nor `dims` gives a value (and default_dim is 0) gets
+  /// symbolic_dim_value's: eqsat-run imports so when --dim does not say. Off: such a dimension is an error.
+  bool default_dims = false;
   /// Folder that external tensor data locations are relative to. import_onnx: the model file's folder when
   /// empty; import_onnx_bytes: external data is an error when empty.
   std::filesystem::path external_data_dir = {};
 };
+
+/// What a symbolic dimension without a given value is bound to: options.default_dim when set; with
+/// options.default_dims, kDefaultBatch for a dimension named like a batch ("batch" in its name, N, B, bs; an
+/// unnamed axis 0) and kDefaultExtent for any other (a sequence, an image side); else 0 (an error).
+inline constexpr int64_t kDefaultBatch = 1;
+inline constexpr int64_t kDefaultExtent = 128;
+int64_t symbolic_dim_value(const ImportOptions& options, const std::string& name, int64_t axis);
+/// The value each symbolic dimension is bound to a second time at import (2v + 1: odd and unlike any
+/// product of the first values) to see which folded shape values follow the dimensions.
+int64_t probe_dim_value(int64_t value);
 
 /// Imports a model file. Throws OnnxError (message starts with the file name) for a missing or
 /// unreadable file, a file that is not an ONNX model (or is truncated), an opset outside

@@ -195,9 +195,6 @@ errors_case(eqsat_run_check_and_no_check eqsat-run 2 stderr "--check excludes --
 set(DATA ${PROJECT_SOURCE_DIR}/tests/python/data)
 errors_case(eqsat_run_unsupported_opset eqsat-run 2 stderr
             "eqsat-run: error: .*opset22\\.onnx: unsupported opset 22 \\(supported: 7 to 21\\)" ${DATA}/opset22.onnx ${OK_RULES})
-errors_case(eqsat_run_unnamed_dim eqsat-run 2 stderr
-            "eqsat-run: error: .*graph input 'x' has an unnamed symbolic dimension \\(axis 0\\). give it a value \\(eqsat-run --dim x:0=VALUE\\)"
-            ${DATA}/unnamed_dim.onnx ${OK_RULES})
 errors_case(eqsat_run_dim_unknown_input eqsat-run 2 stderr
             "eqsat-run: error: .*--dim nope:0=2: the model has no graph input 'nope' \\(its inputs: x\\)"
             ${DATA}/unnamed_dim.onnx ${OK_RULES} --dim nope:0=2)

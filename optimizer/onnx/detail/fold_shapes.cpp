@@ -26,11 +26,13 @@ struct IntTensor {
 };
 
 bool is_int_type(int32_t t) { return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32; }
+/// Integers and booleans (0/1): the element types folded.
+bool is_foldable_type(int32_t t) { return is_int_type(t) || t == onnx::TensorProto::BOOL; }
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
 std::optional<IntTensor> from_proto(const onnx::TensorProto& t) {
-  if (!is_int_type(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  if (!is_foldable_type(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
   Shape dims = tensor_dims(t);
   int64_t count = 1;
   for (int64_t d : dims) {
@@ -72,7 +74,7 @@ int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 
 class Folder {
  public:
-  explicit Folder(onnx::ModelProto& m) : m_(m), opset_(default_opset(m)) {}
+  Folder(onnx::ModelProto& m, FoldRecord* record) : m_(m), record_(record), opset_(default_opset(m)) {}
 
   int run() {
     int total = 0;
@@ -89,9 +91,12 @@ class Folder {
 
  private:
   static bool foldable(const std::string& op) {
-    static const std::unordered_set<std::string> ops{"Shape", "Size",  "Identity", "Cast",  "Unsqueeze",
-                                                     "Squeeze", "Concat", "Gather", "Slice", "Range",
-                                                     "Add",   "Sub",   "Mul",      "Div",   "Min", "Max"};
+    static const std::unordered_set<std::string> ops{
+        "Shape", "Size",  "Identity", "Cast",    "Unsqueeze", "Squeeze", "Concat",         "Gather",
+        "Slice", "Range", "Add",      "Sub",     "Mul",       "Div",     "Min",            "Max",
+        "Mod",   "Neg",   "Abs",      "Not",     "Equal",     "Less",    "LessOrEqual",    "Greater",
+        "And",   "Or",    "Xor",      "Where",   "Expand",    "Reshape", "ConstantOfShape", "CumSum",
+        "GreaterOrEqual"};
     return ops.count(op) > 0;
   }
 
@@ -155,6 +160,7 @@ class Folder {
       }
       if (!v || num_elements(v->dims) > kMaxFoldedElements) continue;
       consts_[n.output(0)] = *v;
+      if (record_) record_->emplace(n.output(0), FoldedValue{n.SerializeAsString(), v->dims, v->v});
       replace_by_constant(n, *v);
       ++folded;
     }
@@ -173,9 +179,9 @@ class Folder {
 
   static void replace_by_constant(onnx::NodeProto& n, const IntTensor& v) {
     onnx::TensorProto t = make_int_tensor(n.output(0), v.dims, v.v);
-    if (v.type == onnx::TensorProto::INT32) {
+    if (v.type == onnx::TensorProto::INT32 || v.type == onnx::TensorProto::BOOL) {  // both in int32_data
       t.clear_int64_data();
-      t.set_data_type(onnx::TensorProto::INT32);
+      t.set_data_type(v.type);
       for (int64_t x : v.v) t.add_int32_data(static_cast<int32_t>(x));
     }
     n.clear_input();
@@ -290,39 +296,67 @@ class Folder {
   }
 
   std::optional<IntTensor> fold_slice(const onnx::NodeProto& n, const IntTensor* x) const {
-    // 1-d data only (shape vectors); starts/ends/axes/steps inputs from opset 10, attributes before.
-    if (x->dims.size() != 1) return std::nullopt;
-    int64_t extent = x->dims[0], start = 0, end = 0, step = 1;
+    // starts/ends/axes/steps: inputs from opset 10, attributes (no steps) before.
+    const int64_t rank = static_cast<int64_t>(x->dims.size());
+    if (rank == 0) return std::nullopt;
+    std::vector<int64_t> starts, ends, axes, steps;
     if (opset_ < 10) {
       auto s = attr_ints(n, "starts"), e = attr_ints(n, "ends");
-      if (!s || !e || s->size() != 1 || e->size() != 1) return std::nullopt;
-      start = (*s)[0];
-      end = (*e)[0];
+      if (!s || !e) return std::nullopt;
+      starts = *s;
+      ends = *e;
+      axes = attr_ints(n, "axes").value_or(std::vector<int64_t>{});
     } else {
       const IntTensor *s = input(n, 1), *e = input(n, 2);
-      if (!s || !e || s->v.size() != 1 || e->v.size() != 1) return std::nullopt;
-      start = s->v[0];
-      end = e->v[0];
+      if (!s || !e) return std::nullopt;
+      starts = s->v;
+      ends = e->v;
       if (has_input(n, 3)) {
         const IntTensor* a = input(n, 3);
-        if (!a || a->v.size() != 1 || norm_axis(a->v[0], 1) != 0) return std::nullopt;
+        if (!a) return std::nullopt;
+        axes = a->v;
       }
       if (has_input(n, 4)) {
         const IntTensor* st = input(n, 4);
-        if (!st || st->v.size() != 1 || st->v[0] == 0) return std::nullopt;
-        step = st->v[0];
+        if (!st) return std::nullopt;
+        steps = st->v;
       }
     }
-    // ONNX's clamping: [0, extent] for positive steps, [-1, extent - 1] for negative ones.
-    auto clamp = [&](int64_t v) {
-      if (v < 0) v += extent;
-      return step > 0 ? std::clamp(v, int64_t{0}, extent) : std::clamp(v, int64_t{-1}, extent - 1);
-    };
-    start = clamp(start);
-    end = clamp(end);
-    IntTensor y{{0}, {}, x->type};
-    for (__int128 k = start; step > 0 ? k < end : k > end; k += step) y.v.push_back(x->v[static_cast<size_t>(k)]);
-    y.dims[0] = static_cast<int64_t>(y.v.size());
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      return std::nullopt;
+    // Per axis: the first index and the step; untouched axes keep every element.
+    Shape first(rank, 0), step(rank, 1), dims = x->dims;
+    std::vector<bool> seen(rank, false);
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const int64_t a = norm_axis(axes[k], rank);
+      if (a < 0 || a >= rank || seen[a] || steps[k] == 0) return std::nullopt;
+      seen[a] = true;
+      const int64_t extent = x->dims[a], st = steps[k];
+      // ONNX's clamping: [0, extent] for positive steps, [-1, extent - 1] for negative ones.
+      auto clamp = [&](int64_t v) {
+        if (v < 0) v = v < -extent ? -extent - 1 : v + extent;  // without overflow for INT64_MIN
+        return st > 0 ? std::clamp(v, int64_t{0}, extent) : std::clamp(v, int64_t{-1}, extent - 1);
+      };
+      const int64_t b = clamp(starts[k]), e = clamp(ends[k]);
+      const __int128 span = st > 0 ? static_cast<__int128>(e) - b : static_cast<__int128>(b) - e;
+      const __int128 mag = st > 0 ? st : -static_cast<__int128>(st);
+      dims[a] = span <= 0 ? 0 : static_cast<int64_t>((span + mag - 1) / mag);
+      first[a] = b;
+      step[a] = st;
+    }
+    if (num_elements(dims) > kMaxFoldedElements) return std::nullopt;
+    IntTensor y{dims, {}, x->type};
+    Shape idx(rank, 0), strides(rank, 1);
+    for (int64_t k = rank - 1; k > 0; --k) strides[k - 1] = strides[k] * x->dims[k];
+    for (int64_t flat = 0; flat < num_elements(dims); ++flat) {
+      int64_t at = 0;
+      for (int64_t k = 0; k < rank; ++k) at += (first[k] + idx[k] * step[k]) * strides[k];
+      y.v.push_back(x->v[static_cast<size_t>(at)]);
+      next_index(idx, dims);
+    }
     return y;
   }
 
@@ -346,9 +380,12 @@ class Folder {
     const std::string& op = n.op_type();
     const IntTensor* b = input(n, 1);
     if (!b || b->type != x->type) return std::nullopt;
+    const bool logic = op == "And" || op == "Or" || op == "Xor";
+    if (logic != (x->type == onnx::TensorProto::BOOL)) return std::nullopt;  // arithmetic on integers only
+    const bool compare = op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual";
     auto dims = broadcast(x->dims, b->dims);
     if (!dims || num_elements(*dims) > kMaxFoldedElements) return std::nullopt;
-    IntTensor y{*dims, {}, x->type};
+    IntTensor y{*dims, {}, compare ? onnx::TensorProto::BOOL : x->type};
     Shape idx(dims->size(), 0);
     for (int64_t flat = 0; flat < num_elements(*dims); ++flat) {
       int64_t p = x->v[broadcast_index(x->dims, idx)], q = b->v[broadcast_index(b->dims, idx)];
@@ -361,8 +398,22 @@ class Folder {
       else if (op == "Div") {
         if (q == 0 || (q == -1 && p == std::numeric_limits<int64_t>::min())) return std::nullopt;
         r = p / q;  // truncates toward zero, as onnxruntime's integer Div
+      } else if (op == "Mod") {
+        // fmod = 0: the result takes the divisor's sign (Python's %), as onnxruntime's integer Mod.
+        if (q == 0 || attr_int(n, "fmod", 0) != 0 || (q == -1 && p == std::numeric_limits<int64_t>::min()))
+          return std::nullopt;
+        r = p % q;
+        if (r != 0 && ((r < 0) != (q < 0))) r += q;
       } else if (op == "Min") r = std::min(p, q);
       else if (op == "Max") r = std::max(p, q);
+      else if (op == "Equal") r = p == q;
+      else if (op == "Less") r = p < q;
+      else if (op == "LessOrEqual") r = p <= q;
+      else if (op == "Greater") r = p > q;
+      else if (op == "GreaterOrEqual") r = p >= q;
+      else if (op == "And") r = p && q;
+      else if (op == "Or") r = p || q;
+      else if (op == "Xor") r = (p != 0) != (q != 0);
       else return std::nullopt;
       y.v.push_back(r);
       for (size_t k = idx.size(); k-- > 0;) {  // next multi-index
@@ -371,6 +422,118 @@ class Folder {
       }
     }
     return y;
+  }
+
+  /// ConstantOfShape with an integer or boolean value (float fills are data, not shapes).
+  std::optional<IntTensor> fold_constant_of_shape(const onnx::NodeProto& n) const {
+    const IntTensor* shape = input(n, 0);
+    if (!shape || shape->dims.size() != 1) return std::nullopt;
+    for (int64_t d : shape->v)
+      if (d < 0 || d > kMaxFoldedElements) return std::nullopt;
+    if (num_elements(shape->v) > kMaxFoldedElements) return std::nullopt;
+    IntTensor fill{{}, {0}, onnx::TensorProto::FLOAT};  // the default value is float 0: not folded
+    if (const auto* a = find_attr(n, "value"); a && a->has_t()) {
+      auto v = from_proto(a->t());
+      if (!v || v->v.size() != 1) return std::nullopt;
+      fill = *v;
+    }
+    if (!is_foldable_type(fill.type)) return std::nullopt;
+    return IntTensor{shape->v, std::vector<int64_t>(static_cast<size_t>(num_elements(shape->v)), fill.v[0]), fill.type};
+  }
+
+  std::optional<IntTensor> fold_where(const onnx::NodeProto& n, const IntTensor* cond) const {
+    const IntTensor *a = input(n, 1), *b = input(n, 2);
+    if (!a || !b || cond->type != onnx::TensorProto::BOOL || a->type != b->type) return std::nullopt;
+    auto ab = broadcast(a->dims, b->dims);
+    auto dims = ab ? broadcast(cond->dims, *ab) : std::nullopt;
+    if (!dims || num_elements(*dims) > kMaxFoldedElements) return std::nullopt;
+    IntTensor y{*dims, {}, a->type};
+    Shape idx(dims->size(), 0);
+    for (int64_t flat = 0; flat < num_elements(*dims); ++flat) {
+      y.v.push_back(cond->v[broadcast_index(cond->dims, idx)] ? a->v[broadcast_index(a->dims, idx)]
+                                                              : b->v[broadcast_index(b->dims, idx)]);
+      next_index(idx, *dims);
+    }
+    return y;
+  }
+
+  std::optional<IntTensor> fold_expand(const onnx::NodeProto& n, const IntTensor* x) const {
+    const IntTensor* shape = input(n, 1);
+    if (!shape || shape->dims.size() != 1) return std::nullopt;
+    auto dims = broadcast(x->dims, shape->v);  // Expand broadcasts both ways (a 1 in `shape` keeps x's extent)
+    if (!dims || num_elements(*dims) > kMaxFoldedElements) return std::nullopt;
+    IntTensor y{*dims, {}, x->type};
+    Shape idx(dims->size(), 0);
+    for (int64_t flat = 0; flat < num_elements(*dims); ++flat) {
+      y.v.push_back(x->v[broadcast_index(x->dims, idx)]);
+      next_index(idx, *dims);
+    }
+    return y;
+  }
+
+  std::optional<IntTensor> fold_reshape(const onnx::NodeProto& n, const IntTensor* x) const {
+    const IntTensor* target = input(n, 1);
+    if (!target || target->dims.size() != 1) return std::nullopt;
+    const bool allowzero = attr_int(n, "allowzero", 0) != 0;
+    Shape dims = target->v;
+    int64_t known = 1, infer = -1;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] == 0 && !allowzero) {
+        if (k >= x->dims.size()) return std::nullopt;
+        dims[k] = x->dims[k];
+      }
+      if (dims[k] == -1) {
+        if (infer >= 0) return std::nullopt;
+        infer = static_cast<int64_t>(k);
+      } else if (dims[k] < 0) {
+        return std::nullopt;
+      } else {
+        known *= dims[k];
+      }
+    }
+    const int64_t count = num_elements(x->dims);
+    if (infer >= 0) {
+      if (known == 0 || count % known != 0) return std::nullopt;
+      dims[infer] = count / known;
+    }
+    if (num_elements(dims) != count) return std::nullopt;
+    return IntTensor{dims, x->v, x->type};
+  }
+
+  std::optional<IntTensor> fold_cumsum(const onnx::NodeProto& n, const IntTensor* x) const {
+    const IntTensor* axis_input = input(n, 1);
+    if (!axis_input || axis_input->v.size() != 1 || x->dims.empty() || x->type == onnx::TensorProto::BOOL)
+      return std::nullopt;
+    const int64_t rank = static_cast<int64_t>(x->dims.size()), axis = norm_axis(axis_input->v[0], rank);
+    if (axis < 0 || axis >= rank) return std::nullopt;
+    const bool exclusive = attr_int(n, "exclusive", 0) != 0, reverse = attr_int(n, "reverse", 0) != 0;
+    const int64_t outer = num_elements(Shape(x->dims.begin(), x->dims.begin() + axis)), extent = x->dims[axis],
+                  inner = num_elements(Shape(x->dims.begin() + axis + 1, x->dims.end()));
+    IntTensor y = *x;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        uint64_t sum = 0;  // wraps on overflow, as the arithmetic above
+        for (int64_t s = 0; s < extent; ++s) {
+          const int64_t k = reverse ? extent - 1 - s : s, at = (o * extent + k) * inner + i;
+          if (exclusive) {
+            y.v[at] = static_cast<int64_t>(sum);
+            sum += static_cast<uint64_t>(x->v[at]);
+          } else {
+            sum += static_cast<uint64_t>(x->v[at]);
+            y.v[at] = static_cast<int64_t>(sum);
+          }
+        }
+      }
+    if (y.type == onnx::TensorProto::INT32)
+      for (int64_t& e : y.v) e = static_cast<int32_t>(e);
+    return y;
+  }
+
+  static void next_index(Shape& idx, const Shape& dims) {
+    for (size_t k = idx.size(); k-- > 0;) {
+      if (++idx[k] < dims[k]) break;
+      idx[k] = 0;
+    }
   }
 
   std::optional<IntTensor> evaluate(const onnx::NodeProto& n) const {
@@ -386,18 +549,34 @@ class Folder {
       std::vector<int64_t> v(s.begin() + b, s.begin() + std::max(b, e));
       return IntTensor{{static_cast<int64_t>(v.size())}, v};
     }
+    if (op == "ConstantOfShape") return fold_constant_of_shape(n);
     const IntTensor* x = input(n, 0);
     if (!x) return std::nullopt;
     if (op == "Identity") return *x;
     if (op == "Cast") {
       int64_t to = attr_int(n, "to", 0);
-      if (!is_int_type(static_cast<int32_t>(to))) return std::nullopt;
+      if (!is_foldable_type(static_cast<int32_t>(to))) return std::nullopt;
       IntTensor y = *x;
       y.type = static_cast<int32_t>(to);
       if (to == onnx::TensorProto::INT32)
         for (int64_t& e : y.v) e = static_cast<int32_t>(e);
+      if (to == onnx::TensorProto::BOOL)
+        for (int64_t& e : y.v) e = e != 0;
       return y;
     }
+    if (op == "Neg" || op == "Abs" || op == "Not") {
+      if ((op == "Not") != (x->type == onnx::TensorProto::BOOL)) return std::nullopt;
+      IntTensor y = *x;
+      for (int64_t& e : y.v) {
+        if (op != "Not" && e == std::numeric_limits<int64_t>::min()) return std::nullopt;
+        e = op == "Neg" ? -e : op == "Abs" ? (e < 0 ? -e : e) : !e;
+      }
+      return y;
+    }
+    if (op == "Where") return fold_where(n, x);
+    if (op == "Expand") return fold_expand(n, x);
+    if (op == "Reshape") return fold_reshape(n, x);
+    if (op == "CumSum") return fold_cumsum(n, x);
     if (op == "Unsqueeze") return fold_unsqueeze(n, x);
     if (op == "Squeeze") return fold_squeeze(n, x);
     if (op == "Concat") return fold_concat(n, x);
@@ -412,6 +591,7 @@ class Folder {
   };
 
   onnx::ModelProto& m_;
+  FoldRecord* record_;
   int64_t opset_;
   std::unordered_map<std::string, Known> types_;
   std::unordered_map<std::string, IntTensor> consts_;
@@ -419,6 +599,6 @@ class Folder {
 
 }  // namespace
 
-int fold_shape_arithmetic(onnx::ModelProto& model) { return Folder(model).run(); }
+int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record) { return Folder(model, record).run(); }
 
 }  // namespace teq::onnx_io::detail

@@ -5,18 +5,36 @@
 // this pass evaluates it and replaces each folded node by a Constant node holding its value.
 #pragma once
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include <onnx/onnx_pb.h>
+
+#include "rules/tensor.h"
 
 namespace teq::onnx_io::detail {
 
+/// A folded node: the node as it was (serialized NodeProto) and the value it was replaced by.
+struct FoldedValue {
+  std::string original_node;
+  Shape dims;
+  std::vector<int64_t> values;
+  bool operator==(const FoldedValue& o) const { return dims == o.dims && values == o.values; }
+};
+/// Folded nodes by output name.
+using FoldRecord = std::map<std::string, FoldedValue>;
+
 /// Repeats ONNX shape inference and a folding pass until nothing more folds. Folds a default-domain node
-/// when its output is an INT64/INT32 tensor of at most kMaxFoldedElements values computed from constants
+/// when its output is an INT64/INT32/BOOL tensor of at most kMaxFoldedElements values computed from constants
 /// (Constant nodes, initializers that are not graph inputs, nodes folded before) and from the static shapes of
-/// any tensor: Shape, Size, Identity, Cast (to integers), Unsqueeze, Squeeze, Concat, Gather, Slice (1-d),
-/// Range, Add, Sub, Mul, Div (truncating, as onnxruntime), Min, Max. Float computation is never folded.
-/// Returns the number of nodes folded. Leaves the graph's value_info empty (the importer re-infers shapes);
+/// any tensor: Shape, Size, Identity, Cast (to integers or bool), Unsqueeze, Squeeze, Concat, Gather, Slice,
+/// Range, Add, Sub, Mul, Div (truncating, as onnxruntime), Mod, Min, Max, Neg, Abs, Not, And, Or, Xor, Equal,
+/// Less(OrEqual), Greater(OrEqual), Where, Expand, Reshape, ConstantOfShape (integer or bool fill), CumSum.
+/// Float computation is never folded. Returns the number of nodes folded; `record` (optional) gets each
+/// folded node as it was and its value. Leaves the graph's value_info empty (the importer re-infers shapes);
 /// shape inference errors stop the pass quietly (the importer reports them).
-int fold_shape_arithmetic(onnx::ModelProto& model);
+int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record = nullptr);
 
 inline constexpr int64_t kMaxFoldedElements = 4096;
 

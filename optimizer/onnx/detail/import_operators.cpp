@@ -23,6 +23,17 @@ void Importer::import_node(const onnx::NodeProto& n) {
   for (const auto& in : n.input())
     if (!in.empty() && !values_.count(in) && !m_.passthrough.count(in))
       fail(describe(n) + " reads '" + in + "', which no earlier node, input or initializer defines");
+  // A value computed from the symbolic dimensions stays the computation the file has: the node as it was
+  // before folding, opaque; so does a node that reads such a value (its result would otherwise hold one size).
+  if (n.op_type() == "Constant" && n.output_size() == 1 && size_dependent_.count(n.output(0))) {
+    onnx::NodeProto original;
+    if (!original.ParseFromString(folded_.at(n.output(0)).original_node)) fail(describe(n) + ": folded node is corrupt");
+    return import_opaque(original);
+  }
+  if (auto dependent = size_dependent_input(n); dependent && !reshape_follows_sizes(n)) {
+    note_opaque(n, "reads '" + *dependent + "', which is computed from the symbolic input dimensions");
+    return import_opaque(n);
+  }
   const AdaptedNode* adapted = adapted_node(n);
   if (adapted && adapted->stand_in) {
     // An operator newer than opset 17 whose working node only carries its shapes: named as the model has it.

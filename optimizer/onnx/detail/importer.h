@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/detail/fold_shapes.h"
 #include "optimizer/onnx/detail/opset_adapt.h"
 #include "optimizer/onnx/model.h"
 #include "optimizer/onnx/onnx_import.h"
@@ -55,7 +57,20 @@ class Importer {
 
   void make_shell();
 
-  void bind_symbolic_dims();
+  /// Gives every symbolic dimension of the graph inputs of `proto` its value (--dim, else the default of
+  /// symbolic_dim_value); `probe`: the probe value of each instead (probe_dim_value). Returns how many
+  /// dimensions were symbolic.
+  int bind_symbolic_dims(onnx::ModelProto& proto, bool probe);
+
+  /// The folded values that change with the symbolic dimensions: `unbound` (the model before binding, float
+  /// data stripped) bound at the probe values and folded; a value it computes otherwise, or not at all, is
+  /// size-dependent. Such a value stays the computation the file has (opaque nodes), and so does each node
+  /// that reads it, but a Reshape whose target can be written with 0 and -1.
+  void find_size_dependent(onnx::ModelProto unbound, const FoldRecord& base);
+
+  /// Whether `n` reads a size-dependent value (and which), and whether it still maps onto the vocabulary.
+  std::optional<std::string> size_dependent_input(const onnx::NodeProto& n) const;
+  bool reshape_follows_sizes(const onnx::NodeProto& n) const;
 
   /// Before shape inference: nodes in topological order (which also rules out cycles), and every node of the
   /// default domain an operator of the model's opset with inputs, outputs and attributes its schema allows.
@@ -214,6 +229,8 @@ class Importer {
   std::map<std::string, ExprId> folded_var_;
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
+  FoldRecord folded_, probe_folded_;  // shape arithmetic folded at the bound sizes and at the probe sizes
+  std::set<std::string> size_dependent_;  // folded outputs whose value changes with a symbolic dimension
 };
 
 }  // namespace teq::onnx_io::detail

@@ -51,6 +51,13 @@ std::vector<int64_t> tensor_ints(const onnx::TensorProto& t) {
     }
     return std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end());
   }
+  if (t.data_type() == onnx::TensorProto::BOOL) {  // one byte per element raw, else in int32_data
+    if (t.has_raw_data()) {
+      auto v = from_raw<uint8_t>(t, n);
+      return std::vector<int64_t>(v.begin(), v.end());
+    }
+    return std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end());
+  }
   throw OnnxError("tensor '" + t.name() + "' is not an integer tensor");
 }
 
