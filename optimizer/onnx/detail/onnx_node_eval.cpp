@@ -240,7 +240,13 @@ Binary binary_op(const Node& c, int32_t type) {
   }
   if (op == "Pow") return [](double a, double b) { return std::pow(a, b); };
   if (op == "Mod") {
-    if (c.i("fmod", 0) || !integer) return [](double a, double b) { return std::fmod(a, b); };
+    if (c.i("fmod", 0)) return [](double a, double b) { return std::fmod(a, b); };
+    if (!integer)  // the sign of the divisor, as Python's %
+      return [](double a, double b) {
+        double r = std::fmod(a, b);
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+      };
     return [](double a, double b) {
       if (b == 0) return 0.0;
       const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
@@ -683,7 +689,8 @@ OnnxValue shape_op(const Node& c) {
   const int64_t start = clamp(c.i("start", 0)), end = clamp(c.i("end", rank));
   std::vector<double> v;
   for (int64_t d = start; d < end; ++d) v.push_back(static_cast<double>(c.x(0).shape[static_cast<size_t>(d)]));
-  return {T(Shape{static_cast<int64_t>(v.size())}, std::move(v)), TP::INT64};
+  const Shape s{static_cast<int64_t>(v.size())};
+  return {T(s, std::move(v)), TP::INT64};
 }
 
 OnnxValue constant_of_shape(const Node& c) {
@@ -766,8 +773,8 @@ OnnxValue reduce(const Node& c) {
   }
   const int64_t n_out = num_elements(kept_shape), per = x.size() / std::max<int64_t>(n_out, 1);
   double init = 0;
-  if (op == "ReduceMax") init = -kInf;
-  if (op == "ReduceMin") init = kInf;
+  if (op == "ReduceMax") init = c.type(0) == TP::BOOL ? 0 : -kInf;
+  if (op == "ReduceMin") init = c.type(0) == TP::BOOL ? 1 : kInf;
   if (op == "ReduceProd") init = 1;
   std::vector<double> acc(static_cast<size_t>(n_out), init);
   const std::vector<int64_t> ost = broadcast_strides(kept_shape, x.shape);
