@@ -12,6 +12,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/detail/onnx_node_eval.h"
 #include "optimizer/onnx/fast_eval.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "rules/evaluator.h"
@@ -26,25 +27,147 @@ using Leaves = std::map<std::string, Tensor<double>>;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-/// The first opaque operator of `g`, described for a message, or empty.
-std::string first_opaque(const OnnxModel& model, const Expr& g) {
+/// An opaque node described for a message: "operator Resize (node 'r')".
+std::string describe_opaque(const OnnxModel& model, size_t id) {
+  if (id >= model.opaque.size()) return "opaque operator #" + std::to_string(id);
+  const OpaqueNode& op = model.opaque[id];
+  return "operator " + (op.domain.empty() ? "" : op.domain + ".") + op.op_type +
+         (op.name.empty() ? "" : " (node '" + op.name + "')");
+}
+
+/// The first opaque operator of `g` that the check cannot evaluate (detail::onnx_node_evaluable), described
+/// for a message, or empty.
+std::string first_unevaluable(const OnnxModel& model, const Expr& g) {
   for (const ExprNode& n : g.nodes())
     if (n.op == OpKind::Opaque) {
       size_t id = static_cast<size_t>(ops::opaque_attrs(n.attrs).id);
-      if (id >= model.opaque.size()) return "opaque operator #" + std::to_string(id);
-      const OpaqueNode& op = model.opaque[id];
-      return "operator " + (op.domain.empty() ? "" : op.domain + ".") + op.op_type +
-             (op.name.empty() ? "" : " (node '" + op.name + "')");
+      onnx::NodeProto proto;
+      if (id >= model.opaque.size() || !proto.ParseFromString(model.opaque[id].proto) ||
+          !detail::onnx_node_evaluable(proto))
+        return describe_opaque(model, id);
     }
   return "";
 }
+
+/// Identities of a model's opaque nodes (op type and first output name), to tell a node kept opaque at one
+/// size only from one opaque at every size.
+std::set<std::string> opaque_keys(const OnnxModel& model) {
+  std::set<std::string> keys;
+  for (const OpaqueNode& op : model.opaque) {
+    onnx::NodeProto proto;
+    proto.ParseFromString(op.proto);
+    keys.insert(op.op_type + "\x1f" + (proto.output_size() ? proto.output(0) : op.name));
+  }
+  return keys;
+}
+
+/// The first opaque node of `model` whose identity is not in `base` (the same file imported at the sizes
+/// bound first): an operator the importer keeps opaque at this size only, because its shape no longer fits.
+std::string first_opaque_not_in(const OnnxModel& model, const std::set<std::string>& base) {
+  for (const ExprNode& n : model.graph.nodes())
+    if (n.op == OpKind::Opaque) {
+      size_t id = static_cast<size_t>(ops::opaque_attrs(n.attrs).id);
+      if (id >= model.opaque.size()) return describe_opaque(model, id);
+      onnx::NodeProto proto;
+      proto.ParseFromString(model.opaque[id].proto);
+      const OpaqueNode& op = model.opaque[id];
+      if (!base.count(op.op_type + "\x1f" + (proto.output_size() ? proto.output(0) : op.name)))
+        return describe_opaque(model, id);
+    }
+  return "";
+}
+
+/// The values of a graph's opaque nodes, computed by detail::evaluate_onnx_node from the node's proto: its
+/// inputs are the Expr children (input_child) or passed-through initializers, each with its element type
+/// (graph inputs as declared, opaque outputs as the import recorded, everything else float). All outputs of
+/// a node are computed at once and kept until each Expr node that reads one has taken it.
+class OpaqueEvaluator {
+ public:
+  OpaqueEvaluator(const OnnxModel& model, const Expr& g) : model_(model), g_(g), types_(g.size(), onnx::TensorProto::FLOAT) {
+    std::map<std::string, int32_t> input_types;
+    for (const TensorInfo& in : model.inputs) input_types[in.name] = in.elem_type;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const ExprNode& n = g.nodes()[i];
+      if (n.op == OpKind::Input) {
+        auto it = input_types.find(n.name);
+        if (it != input_types.end() && it->second != 0) types_[i] = it->second;
+      } else if (n.op == OpKind::Opaque) {
+        const ops::OpaqueAttrs a = ops::opaque_attrs(n.attrs);
+        ++readers_[a.id];
+        if (static_cast<size_t>(a.id) < model.opaque.size()) {
+          const auto& ot = model.opaque[static_cast<size_t>(a.id)].output_types;
+          if (static_cast<size_t>(a.output) < ot.size() && ot[static_cast<size_t>(a.output)] != 0)
+            types_[i] = ot[static_cast<size_t>(a.output)];
+        }
+      }
+    }
+  }
+
+  Tensor<double> operator()(size_t node, ops::Args<double> args, const Shape& shape) {
+    const ExprNode& n = g_.nodes()[node];
+    const ops::OpaqueAttrs a = ops::opaque_attrs(n.attrs);
+    const size_t id = static_cast<size_t>(a.id);
+    if (id >= model_.opaque.size()) ops::throw_opaque_not_evaluable(n.attrs);
+    auto it = outputs_.find(a.id);
+    if (it == outputs_.end()) it = outputs_.emplace(a.id, compute(node, args)).first;
+    const std::vector<detail::OnnxValue>& outs = it->second;
+    if (static_cast<size_t>(a.output) >= outs.size())
+      throw ShapeError(describe_opaque(model_, id) + " has no output " + std::to_string(a.output));
+    Tensor<double> value = outs[static_cast<size_t>(a.output)].t;
+    if (--readers_[a.id] == 0) outputs_.erase(a.id);
+    if (value.shape != shape)
+      throw ShapeError(describe_opaque(model_, id) + " computed output " + std::to_string(a.output) + " of shape " +
+                       to_string(value.shape) + " where the import inferred " + to_string(shape));
+    return value;
+  }
+
+ private:
+  std::vector<detail::OnnxValue> compute(size_t node, ops::Args<double> args) {
+    const ExprNode& n = g_.nodes()[node];
+    const size_t id = static_cast<size_t>(ops::opaque_attrs(n.attrs).id);
+    const OpaqueNode& op = model_.opaque[id];
+    onnx::NodeProto proto;
+    if (!proto.ParseFromString(op.proto)) throw ShapeError(describe_opaque(model_, id) + ": corrupt node");
+    std::vector<detail::OnnxValue> held(static_cast<size_t>(proto.input_size()));
+    std::vector<const detail::OnnxValue*> inputs(static_cast<size_t>(proto.input_size()), nullptr);
+    for (int k = 0; k < proto.input_size(); ++k) {
+      const size_t kk = static_cast<size_t>(k);
+      const int child = kk < op.input_child.size() ? op.input_child[kk] : -1;
+      if (child >= 0) {
+        if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
+        held[kk] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
+        inputs[kk] = &held[kk];
+      } else if (!proto.input(k).empty()) {
+        inputs[kk] = &passthrough(proto.input(k), op);
+      }
+    }
+    return detail::evaluate_onnx_node(proto, inputs, model_.opset);
+  }
+
+  const detail::OnnxValue& passthrough(const std::string& name, const OpaqueNode& op) {
+    auto it = constants_.find(name);
+    if (it != constants_.end()) return it->second;
+    auto src = model_.passthrough.find(name);
+    onnx::TensorProto t;
+    if (src == model_.passthrough.end() || !t.ParseFromString(src->second))
+      throw ShapeError("operator " + op.op_type + " reads '" + name + "', which has no value in the imported model");
+    return constants_.emplace(name, detail::decode_tensor(t)).first->second;
+  }
+
+  const OnnxModel& model_;
+  const Expr& g_;
+  std::vector<int32_t> types_;  // element type of each Expr node's value
+  std::map<int64_t, std::vector<detail::OnnxValue>> outputs_;
+  std::map<int64_t, int> readers_;  // Expr nodes per opaque id not yet computed
+  std::map<std::string, detail::OnnxValue> constants_;
+};
 
 /// The importer's first note (why a node stayed opaque), as "; note: ..." for a message, or empty.
 std::string first_note(const OnnxModel& m) { return m.notes.empty() ? "" : " (" + m.notes.front() + ")"; }
 
 std::string cannot_evaluate(const std::string& what) {
   return "cannot evaluate: the model contains " + what +
-         ", which is outside the operator vocabulary and has no reference implementation";
+         ", which is outside the operator vocabulary and has no evaluation in --check (docs/errors.md, exit 4)";
 }
 
 CheckResult not_evaluated(std::string reason, Clock::time_point start) {
@@ -67,7 +190,9 @@ void add_random_inputs(const OnnxModel& model, uint64_t seed, Leaves& leaves) {
     if (in.is_weight) continue;
     std::vector<double> v(static_cast<size_t>(num_elements(in.shape)));
     // 53 random bits -> [-1, 1): the same on every platform (unlike std::uniform_real_distribution).
-    for (double& x : v) x = static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0;
+    // Integer and boolean inputs (token ids, masks) get 0 or 1, valid as an index into any axis.
+    const bool discrete = detail::is_integer_type(in.elem_type) || in.elem_type == onnx::TensorProto::BOOL;
+    for (double& x : v) x = discrete ? static_cast<double>(rng() >> 63) : static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0;
     leaves.insert_or_assign(in.name, Tensor<double>(in.shape, std::move(v)));
   }
 }
@@ -79,9 +204,11 @@ std::map<std::string, const Tensor<double>*> pointers(const Leaves& leaves) {
 }
 
 /// Evaluates one graph, reporting progress through options.on_progress at most every progress_seconds.
-std::vector<Tensor<double>> evaluate_graph(const Expr& g, const Leaves& leaves, const CheckOptions& options,
-                                           const std::string& label) {
+std::vector<Tensor<double>> evaluate_graph(const OnnxModel& model, const Expr& g, const Leaves& leaves,
+                                           const CheckOptions& options, const std::string& label) {
   FastEvalOptions fo;
+  OpaqueEvaluator opaque(model, g);
+  fo.opaque = [&opaque](size_t node, ops::Args<double> args, const Shape& shape) { return opaque(node, args, shape); };
   if (options.on_progress) {
     const Clock::time_point start = Clock::now();
     fo.on_progress = [&options, &label, start, last = start](size_t done, size_t total) mutable {
@@ -183,21 +310,27 @@ CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, con
 CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, const CheckOptions& options) {
   const Clock::time_point start = Clock::now();
   for (const Expr* g : {&model.graph, &optimized}) {
-    std::string what = first_opaque(model, *g);
+    std::string what = first_unevaluable(model, *g);
     if (!what.empty()) return not_evaluated(cannot_evaluate(what), start);
   }
   Leaves leaves;
   add_weights(model, leaves);
   add_random_inputs(model, options.seed, leaves);
-  return evaluate_and_compare([&] { return evaluate_graph(model.graph, leaves, options, "original graph"); },
-                              [&] { return evaluate_graph(optimized, leaves, options, "optimized graph"); }, options,
+  return evaluate_and_compare([&] { return evaluate_graph(model, model.graph, leaves, options, "original graph"); },
+                              [&] { return evaluate_graph(model, optimized, leaves, options, "optimized graph"); }, options,
                               start);
+}
+
+std::vector<Tensor<double>> evaluate_model(const OnnxModel& model, const std::map<std::string, Tensor<double>>& inputs) {
+  Leaves leaves = inputs;
+  add_weights(model, leaves);
+  return evaluate_graph(model, model.graph, leaves, {}, "");
 }
 
 CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, const CheckOptions& options) {
   const Clock::time_point start = Clock::now();
   for (const OnnxModel* m : {&original, &optimized}) {
-    std::string what = first_opaque(*m, m->graph);
+    std::string what = first_unevaluable(*m, m->graph);
     if (!what.empty()) return not_evaluated(cannot_evaluate(what), start);
   }
   Leaves inputs;
@@ -206,7 +339,7 @@ CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, 
   auto run = [&](const OnnxModel& m, const std::string& label) {
     Leaves leaves = inputs;
     add_weights(m, leaves);
-    return evaluate_graph(m.graph, leaves, options, label);
+    return evaluate_graph(m, m.graph, leaves, options, label);
   };
   return evaluate_and_compare([&] { return run(original, "original graph"); },
                               [&] { return run(optimized, "optimized graph"); }, options, start);
@@ -260,37 +393,82 @@ std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& mode
   return dims;
 }
 
-int64_t second_value(int64_t value) { return value == 1 ? 2 : 1; }
+int64_t second_value(int64_t value) { return value == 1 ? 2 : value == 2 ? 1 : value / 2; }
 
 namespace {
 
-/// The original and the optimized export imported at the second value of one symbolic dimension. `original`
-/// is empty when the original itself does not import there (`reason` says why: that size is not checked);
-/// `optimized` is empty when the export does not (`reason` says why, naming the dimension: a failure).
+/// One size the check tries besides the imported one: some symbolic dimensions at their second values.
+using SizeAssignment = std::vector<std::pair<SymbolicDim, int64_t>>;
+
+/// The sizes checked: each symbolic dimension alone at its second value, then (with two or more) all of
+/// them at their second values at once.
+std::vector<SizeAssignment> second_sizes(const std::vector<SymbolicDim>& dims) {
+  std::vector<SizeAssignment> sizes;
+  for (const SymbolicDim& d : dims) sizes.push_back({{d, second_value(d.value)}});
+  if (dims.size() >= 2) {
+    SizeAssignment all;
+    for (const SymbolicDim& d : dims) all.emplace_back(d, second_value(d.value));
+    sizes.push_back(std::move(all));
+  }
+  return sizes;
+}
+
+ImportOptions at_size(const ImportOptions& import, const SizeAssignment& size) {
+  ImportOptions second = import;
+  for (const auto& [sym, value] : size) {
+    if (sym.axis)
+      second.axis_dims[*sym.axis] = value;
+    else
+      second.dims[sym.label] = value;
+  }
+  return second;
+}
+
+/// The original and the optimized export imported at one of the second sizes. `original` is empty when the
+/// original itself does not import there (`reason` says why: that size is not checked); `optimized` is empty
+/// when the export does not (`reason` says why, naming the dimensions: a failure).
 struct SecondSizeModels {
-  std::string dim, at, failed;  // "batch", "batch=2", "at batch=2 (the second value of ...) "
-  int64_t value = 0;
+  std::string dim, at, failed;  // "batch" (or "batch=2, seq"), "batch=2, seq=64", "at batch=2 (...) "
+  int64_t value = 0;            // the last dimension's value
   std::optional<OnnxModel> original, optimized;
   std::string reason;
 };
 
-SecondSizeModels import_at_second_size(const OnnxModel& model, const SymbolicDim& sym, std::string_view original_bytes,
-                                       std::string_view optimized_bytes, const ImportOptions& import) {
+/// The opaque nodes of the optimized export at the imported sizes, computed once per check (the export is
+/// imported there only when one of its second-size imports holds an opaque node).
+struct OptimizedBase {
+  std::string_view bytes;
+  const ImportOptions& import;
+  std::optional<std::set<std::string>> keys;
+  const std::set<std::string>& get() {
+    if (!keys) {
+      keys.emplace();
+      try {
+        *keys = opaque_keys(import_onnx_bytes(bytes, "the optimized model", import));
+      } catch (const std::exception&) {
+      }
+    }
+    return *keys;
+  }
+};
+
+SecondSizeModels import_at_second_size(const OnnxModel& model, const SizeAssignment& size, std::string_view original_bytes,
+                                       OptimizedBase& optimized_base, const ImportOptions& import) {
   SecondSizeModels m;
-  m.dim = sym.label;
-  m.value = second_value(sym.value);
-  m.at = m.dim + "=" + std::to_string(m.value);
-  m.failed = "at " + m.at + " (the second value of symbolic dimension '" + m.dim + "') ";
-  ImportOptions second = import;
-  if (sym.axis)
-    second.axis_dims[*sym.axis] = m.value;
-  else
-    second.dims[m.dim] = m.value;
+  for (size_t k = 0; k < size.size(); ++k) {
+    const std::string one = size[k].first.label + "=" + std::to_string(size[k].second);
+    m.at += (k ? ", " : "") + one;
+    m.dim += (k ? ", " : "") + (k + 1 < size.size() ? one : size[k].first.label);
+  }
+  m.value = size.back().second;
+  m.failed = "at " + m.at + (size.size() == 1 ? " (the second value of symbolic dimension '" + m.dim + "') "
+                                              : " (every symbolic dimension at its second value) ");
+  const ImportOptions second = at_size(import, size);
   try {
     m.original = import_onnx_bytes(original_bytes, model.source + " at " + m.at, second);
     // An operator the importer keeps opaque at this size only (its shape no longer fits): the original
-    // itself does not work here.
-    if (std::string what = first_opaque(*m.original, m.original->graph); !what.empty())
+    // itself does not work here. One opaque at the imported size too is evaluated like any other.
+    if (std::string what = first_opaque_not_in(*m.original, opaque_keys(model)); !what.empty())
       throw OnnxError(what + " has no meaning there" + first_note(*m.original));
   } catch (const std::exception& e) {
     m.original.reset();
@@ -298,9 +476,10 @@ SecondSizeModels import_at_second_size(const OnnxModel& model, const SymbolicDim
     return m;
   }
   try {
-    m.optimized = import_onnx_bytes(optimized_bytes, "the optimized model at " + m.at, second);
-    if (std::string what = first_opaque(*m.optimized, m.optimized->graph); !what.empty())
-      throw OnnxError(what + " has no meaning there" + first_note(*m.optimized));
+    m.optimized = import_onnx_bytes(optimized_base.bytes, "the optimized model at " + m.at, second);
+    if (m.optimized->num_opaque() > 0)
+      if (std::string what = first_opaque_not_in(*m.optimized, optimized_base.get()); !what.empty())
+        throw OnnxError(what + " has no meaning there" + first_note(*m.optimized));
     // Valid is not enough: a reshape that infers the wrong dimension still imports, with outputs of
     // another shape than the original's.
     if (m.original) {
@@ -393,8 +572,9 @@ std::map<std::pair<Shape, Shape>, std::vector<int64_t>> symbolic_reshape_targets
 std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
                               const ImportOptions& import) {
   if (original_bytes.empty()) return "";
-  for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
-    SecondSizeModels m = import_at_second_size(model, sym, original_bytes, optimized_bytes, import);
+  OptimizedBase base{optimized_bytes, import, std::nullopt};
+  for (const SizeAssignment& size : second_sizes(symbolic_dims_of(model, import))) {
+    SecondSizeModels m = import_at_second_size(model, size, original_bytes, base, import);
     if (m.original && !m.optimized) return m.reason;
   }
   return "";
@@ -443,10 +623,12 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
   if (!r.evaluated || original_bytes.empty()) return r;
   std::string exported;
   if (optimized_bytes.empty()) optimized_bytes = exported = export_onnx_bytes(model, optimized);
-  for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
-    SecondSizeModels m = import_at_second_size(model, sym, original_bytes, optimized_bytes, import);
+  OptimizedBase base{optimized_bytes, import, std::nullopt};
+  for (const SizeAssignment& size : second_sizes(symbolic_dims_of(model, import))) {
+    SecondSizeModels m = import_at_second_size(model, size, original_bytes, base, import);
     SizeCheck s;
     s.dim = m.dim;
+    s.at = m.at;
     s.value = m.value;
     s.reason = m.reason;
     s.evaluated = m.original && !m.optimized;  // an optimized model invalid where the original works: a failure

@@ -1,13 +1,18 @@
 // Numeric check of an optimization: evaluates the original and the optimized graph of an imported model
 // on the same seeded random inputs with the reference evaluator (double precision, the fast strategy of
-// fast_eval.h) and compares their outputs. Weights come from the model's initializers; graph inputs get
-// uniform values in [-1, 1].
+// fast_eval.h) and compares their outputs. Weights come from the model's initializers; float graph inputs
+// get uniform values in [-1, 1], integer and boolean ones (token ids, masks) 0 or 1. Opaque operators (ONNX
+// nodes outside the vocabulary) are evaluated from their NodeProto by detail/onnx_node_eval.h, with
+// passed-through initializers as inputs; a graph holding an operator that evaluator does not cover is not
+// evaluated (evaluated = false, the operator named in reason).
 //
 // A model whose graph inputs have symbolic dimensions (dim_param, or unnamed ones given by input and axis)
-// is checked at the value they were imported with and again at a second value of each (1 -> 2, anything
-// else -> 1): the optimized graph is
-// exported to ONNX, and that export and the original file are both imported at the second value and
-// compared. An optimized model that only works at the size it was optimized for fails there.
+// is checked at the value they were imported with and again at a second value of each, one at a time
+// (second_value: 1 -> 2, 2 -> 1, v -> v/2), and, when there are two or more, with all of them at their
+// second values at once: the optimized graph is exported to ONNX, and that export and the original file are
+// both imported at that size and compared. An optimized model that only works at the size it was optimized
+// for fails there. Opaque operators do not stop this; only an operator that the importer keeps opaque at
+// that size but not at the imported one (its shape has no meaning there) makes the size "not checked".
 // Usage:
 //   CheckResult c = check_optimization_file(model, report.optimized, "model.onnx", import_options, {});
 //   if (!c.evaluated) ... c.reason says why nothing could be compared
@@ -41,10 +46,13 @@ struct CheckOptions {
   double progress_seconds = 2;
 };
 
-/// The check at a second value of one symbolic dimension.
+/// The check at a second size: one symbolic dimension at its second value, or all of them at once.
 struct SizeCheck {
-  std::string dim;        // the dim_param, or "INPUT:AXIS" for a dimension given by input and axis
-  int64_t value = 0;      // the second value
+  std::string dim;        // the dim_param, or "INPUT:AXIS" for a dimension given by input and axis; for all
+                          // dimensions at once the others with their values first ("batch=2, seq"), so that
+                          // dim + "=" + value reads as `at`
+  int64_t value = 0;      // the second value (of the last dimension named in dim)
+  std::string at;         // every dimension changed, with its value: "batch=2" or "batch=2, seq=64"
   bool evaluated = false; // false: the original model itself does not import or evaluate at this value
   bool passed = false;
   std::string reason;     // why not evaluated, or what differs
@@ -61,13 +69,20 @@ struct CheckResult {
   double max_rel_diff = 0;  // |diff| / max(|original|, atol)
   size_t elements = 0;      // output elements compared (at the imported size)
   double seconds = 0;
-  std::vector<SizeCheck> sizes;  // one per symbolic dimension (check_optimization)
+  std::vector<SizeCheck> sizes;  // one per symbolic dimension, then one for all at once when there are two
+                                 // or more (check_optimization)
   std::string note;         // non-empty when the imported size was checked on the term, not the written file
 };
 
 /// Compares `optimized` (same leaves and roots as model.graph) against model.graph at the imported sizes.
 /// Never throws for opaque operators: it reports evaluated = false with the operator named in `reason`.
 CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, const CheckOptions& options = {});
+
+/// The outputs of `model`'s graph on `inputs` (every graph input that is not a weight, by name) and its own
+/// weights, evaluated as the check evaluates them (double precision, opaque operators through
+/// detail/onnx_node_eval.h). Throws ShapeError for a missing input or wrong shape, detail::NotEvaluable for an
+/// operator the check cannot evaluate.
+std::vector<Tensor<double>> evaluate_model(const OnnxModel& model, const std::map<std::string, Tensor<double>>& inputs);
 
 /// Compares two separately imported models with the same declared graph inputs and outputs (an original
 /// and an optimized export): the same random values for the inputs of `original`, each model its own weights.
@@ -77,15 +92,17 @@ CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, 
 /// first appearance, each with the value it was bound to (`import.axis_dims`, labelled "INPUT:AXIS", else
 /// `import.dims`, else `import.default_dim`).
 std::vector<std::pair<std::string, int64_t>> symbolic_dims(const OnnxModel& model, const ImportOptions& import);
-/// The second value a symbolic dimension is checked at: 2 when it was bound to 1, else 1.
+/// The second value a symbolic dimension is checked at: 2 when it was bound to 1, 1 when bound to 2, else
+/// half the value (rounded down): batch 1 -> 2, sequence 128 -> 64.
 int64_t second_value(int64_t value);
 
-/// check_equivalent, then, for each symbolic dimension, the original (`original_bytes`, the serialized
-/// model file `model` was imported from with `import`) and the export of `optimized` imported at the
-/// dimension's second value and compared with check_models. passed only when every size passed; a size
-/// where the optimized export does not import, or computes other values, fails with a reason naming the
-/// dimension. A size where the original itself does not import is recorded as not evaluated and does not
-/// change the verdict. With empty `original_bytes` (a built-in model) only check_equivalent runs.
+/// check_equivalent, then, at each second size (each symbolic dimension at its second value, then all at
+/// once when there are two or more), the original (`original_bytes`, the serialized model file `model` was
+/// imported from with `import`) and the export of `optimized` imported there and compared with
+/// check_models. passed only when every size passed; a size where the optimized export does not import, or
+/// computes other values, fails with a reason naming the dimensions. A size where the original itself does
+/// not import (or holds an operator kept opaque there only) is recorded as not evaluated and does not change
+/// the verdict. With empty `original_bytes` (a built-in model) only check_equivalent runs.
 /// `optimized_bytes`: the export of `optimized` when the caller has it already (empty: exported here); when
 /// given, the imported size is checked on that file read back (check_models), not on the term, so that the
 /// verdict is the written file's (float32 weights, the exporter's forms).
@@ -115,8 +132,8 @@ std::map<std::pair<Shape, Shape>, std::vector<int64_t>> symbolic_reshape_targets
                                                                                 const ImportOptions& import);
 
 /// Why the optimized export `optimized_bytes` is valid only at the size it was optimized for: the reason for
-/// the first symbolic dimension at whose second value the original imports and the export does not (a shape
-/// that no longer fits, naming the dimension), or empty. Shapes only, nothing is evaluated; eqsat-run keeps
+/// the first second size (as check_optimization tries them) at which the original imports and the export
+/// does not (a shape that no longer fits, naming the dimensions), or empty. Shapes only, nothing is evaluated; eqsat-run keeps
 /// the original graph when this is not empty, with or without --check.
 std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
                               const ImportOptions& import);

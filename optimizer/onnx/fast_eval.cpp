@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "rules/evaluator.h"
 #include "rules/ops/matmul.h"
@@ -227,7 +228,14 @@ std::vector<Tensor<S>> evaluate_fast(const Expr& expr, const std::map<std::strin
     }
     args.clear();
     for (ExprId c : n.children) args.push_back(value[c.value]);
-    owned[i] = evaluate_op_fast<S>(n.op, n.attrs, args, shapes[i]);
+    if constexpr (std::is_same_v<S, double>) {
+      if (n.op == OpKind::Opaque && options.opaque)
+        owned[i] = options.opaque(i, args, shapes[i]);
+      else
+        owned[i] = evaluate_op_fast<S>(n.op, n.attrs, args, shapes[i]);
+    } else {
+      owned[i] = evaluate_op_fast<S>(n.op, n.attrs, args, shapes[i]);
+    }
     value[i] = &*owned[i];
     for (ExprId c : n.children)
       if (last_use[c.value] == i && !is_root[c.value] && owned[c.value]) {

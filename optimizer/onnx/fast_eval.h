@@ -29,6 +29,9 @@ namespace teq::onnx_io {
 struct FastEvalOptions {
   /// Called after each operator node is computed: nodes done, nodes to compute (leaves not counted).
   std::function<void(size_t done, size_t total)> on_progress;
+  /// The value of an Opaque node (evaluate_fast<double> only): the node's index in the Expr, its children's
+  /// values, the shape it must have. Unset: an opaque node throws ShapeError, as evaluate<S> does.
+  std::function<Tensor<double>(size_t node, ops::Args<double> args, const Shape& shape)> opaque;
 };
 
 /// Value of one operator, as evaluate_op<S>(Arith<S>{}, ...) computes it; conv2d and matmul on BLAS,
@@ -39,7 +42,8 @@ Tensor<S> evaluate_op_fast(OpKind op, AttrSpan attrs, ops::Args<S> args, const S
 
 /// Values of the roots of `expr`, as evaluate<S> (rules/evaluator.h) computes them, with evaluate_op_fast.
 /// `leaves` maps every input and weight name to its value, which must outlive the call. Throws
-/// ShapeError for a missing leaf, a shape mismatch or an opaque operator (as evaluate<S> does).
+/// ShapeError for a missing leaf, a shape mismatch or an opaque operator without options.opaque (as
+/// evaluate<S> does).
 template <class S>
 std::vector<Tensor<S>> evaluate_fast(const Expr& expr, const std::map<std::string, const Tensor<S>*>& leaves,
                                      const FastEvalOptions& options = {});

@@ -38,7 +38,10 @@ TEST(OnnxCheck, SymbolicDimsAndTheirSecondValues) {
   ASSERT_EQ(dims.size(), 1u);
   EXPECT_EQ(dims[0], std::make_pair(std::string("batch"), int64_t{4}));
   EXPECT_EQ(second_value(1), 2);
-  EXPECT_EQ(second_value(4), 1);
+  EXPECT_EQ(second_value(2), 1);
+  EXPECT_EQ(second_value(4), 2);
+  EXPECT_EQ(second_value(128), 64);
+  EXPECT_EQ(second_value(3), 1);
   ImportOptions by_default;
   by_default.default_dim = 3;
   EXPECT_EQ(symbolic_dims(import_onnx(kData / "flatten_batch.onnx", by_default), by_default)[0].second, 3);
@@ -75,15 +78,16 @@ TEST(OnnxCheck, SecondBatchSizeCatchesOtherValues) {
   EXPECT_FALSE(c.sizes[0].passed);
   EXPECT_EQ(c.sizes[0].elements, 6u);
   EXPECT_NE(c.reason.find("at batch=2 (the second value of symbolic dimension 'batch')"), std::string::npos) << c.reason;
-  // The original against itself passes at both sizes; from batch 4 the second size is 1.
+  // The original against itself passes at both sizes; from batch 4 the second size is 2.
   CheckResult self = check_optimization(import_onnx_bytes(original, "row_norms.onnx", batch(4)),
                                         import_onnx_bytes(original, "row_norms.onnx", batch(4)).graph, original,
                                         batch(4));
   EXPECT_TRUE(self.passed) << self.reason;
   ASSERT_EQ(self.sizes.size(), 1u);
-  EXPECT_EQ(self.sizes[0].value, 1);
+  EXPECT_EQ(self.sizes[0].value, 2);
+  EXPECT_EQ(self.sizes[0].at, "batch=2");
   EXPECT_TRUE(self.sizes[0].passed) << self.sizes[0].reason;
-  EXPECT_EQ(self.sizes[0].elements, 3u);
+  EXPECT_EQ(self.sizes[0].elements, 6u);
 }
 
 // An optimized graph that multiplies by a [1,1] weight is right at batch 1, and its export cannot be
