@@ -142,9 +142,11 @@ def main():
     for line in proc.stderr.splitlines():
         if "stays opaque:" in line:  # "note: node 'N' (OP) stays opaque: REASON": counted by operator and reason
             op = line.split("(", 1)[1].split(")", 1)[0] if "(" in line else "?"
-            reason = line.split("stays opaque:", 1)[1].split(",")[0].strip()
-            reason = "computed from the symbolic dimensions" if "symbolic input dimensions" in reason else reason
-            reason = "not a float tensor" if "is not a float tensor" in reason else reason
+            reason = line.split("stays opaque:", 1)[1].strip()
+            if "symbolic input dimensions" in reason:
+                reason = "reads a value computed from the symbolic input dimensions"
+            elif "is not a float tensor" in reason:
+                reason = "output is not a float tensor"
             notes[(op, reason)] = notes.get((op, reason), 0) + 1
         elif "note" in line or "warning" in line:
             print("  eqsat-run:", line.strip())
