@@ -23,7 +23,7 @@ do (without one, transformers looks for packed sequences with torch.diff, which 
 export).
 
 Sizes:
-  --size tiny  2 layers, hidden 48, 4 heads, feed-forward 96, vocabulary 256, 64 positions: 200-400 KB hundred KB per file, committed under
+  --size tiny  2 layers, hidden 48, 4 heads, feed-forward 96, vocabulary 256, 128 positions: 140-380 KB per file, committed under
                corpus/models/hf/ (tests/programs/hf_models.cmake runs them in CI).
   --size full  the base configs: bert-base-uncased, distilbert-base-uncased, gpt2 (small), a LLaMA-style decoder
                with TinyLlama-1.1B's widths and 4 layers, vit-base-patch16-224, the t5-small encoder, the
@@ -77,13 +77,13 @@ def configs(size):
     if size == "tiny":
         return {
             "bert": (BertConfig, dict(vocab_size=256, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
-                                      intermediate_size=96, max_position_embeddings=64)),
+                                      intermediate_size=96, max_position_embeddings=128)),
             "distilbert": (DistilBertConfig, dict(vocab_size=256, dim=48, n_layers=2, n_heads=4, hidden_dim=96,
-                                                  max_position_embeddings=64)),
-            "gpt2": (GPT2Config, dict(vocab_size=256, n_embd=48, n_layer=2, n_head=4, n_inner=96, n_positions=64,
+                                                  max_position_embeddings=128)),
+            "gpt2": (GPT2Config, dict(vocab_size=256, n_embd=48, n_layer=2, n_head=4, n_inner=96, n_positions=128,
                                       use_cache=False)),
             "llama": (LlamaConfig, dict(vocab_size=256, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
-                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                                         use_cache=False)),
             "vit": (ViTConfig, dict(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2,
                                     num_attention_heads=4, intermediate_size=96)),
