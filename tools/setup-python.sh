@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Creates the Python virtual environment .venv (gitignored) with the packages the ONNX tests and the
 # model generator need: onnx, onnxruntime, numpy from PyPI. Idempotent: when .venv already has them it
-# does nothing. Usage: tools/setup-python.sh [PYTHON]   (default: python3)
+# does nothing. Usage: tools/setup-python.sh [--with-torch] [PYTHON]   (default: python3)
+# --with-torch also installs torch, transformers and onnxscript, which only tools/make_hf_models.py needs (the
+# tiny fixtures it makes are committed; CI does not install them).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$root/.venv"
+with_torch=0
+if [[ "${1:-}" == "--with-torch" ]]; then
+  with_torch=1
+  shift
+fi
 python=${1:-python3}
 packages=(numpy onnx onnxruntime)
+imports="numpy, onnx, onnxruntime"
+if ((with_torch)); then
+  packages+=(torch transformers onnxscript)
+  imports+=", torch, transformers, onnxscript"
+fi
 
-if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import $imports" 2>/dev/null; then
   echo "setup-python: $venv has ${packages[*]}"
   exit 0
 fi
@@ -28,3 +40,6 @@ if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pa
   exit 1
 fi
 "$venv/bin/python" -c "import numpy, onnx, onnxruntime; print('setup-python: numpy', numpy.__version__, '| onnx', onnx.__version__, '| onnxruntime', onnxruntime.__version__)"
+if ((with_torch)); then
+  "$venv/bin/python" -c "import torch, transformers, onnxscript; print('setup-python: torch', torch.__version__, '| transformers', transformers.__version__, '| onnxscript', onnxscript.__version__)"
+fi

@@ -267,4 +267,5 @@ add_test(NAME eqsat_run.tiny_rewrites
                  ${PROJECT_SOURCE_DIR}/tests/data/seed.json ${EQSAT_RUN_WORK}/tiny_rewrites)
 set_tests_properties(eqsat_run.tiny_rewrites PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
-# PyTorch exports (corpus/models/torch/): tests/programs/torch_models.cmake.
+# PyTorch exports (corpus/models/torch/): tests/programs/torch_models.cmake; Hugging Face transformers exports
+# (corpus/models/hf/): tests/programs/hf_models.cmake.
