@@ -161,8 +161,9 @@ int main(int argc, char** argv) {
       ->check(kNonNegative)
       ->capture_default_str();
   app.add_option("--dim", dims,
-                 "value of a symbolic input dimension: NAME=VALUE for a named one (dim_param), INPUT:AXIS=VALUE for "
-                 "dimension AXIS of graph input INPUT, named or not (repeatable)");
+                 "value a symbolic input dimension is optimized at: NAME=VALUE for a named one (dim_param), "
+                 "INPUT:AXIS=VALUE for dimension AXIS of graph input INPUT, named or not (repeatable). Without it: 1 "
+                 "for a batch, 128 for any other; the written file is checked at other values as well");
   app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
   app.footer(
       "Exit status: 0 done (OUT is the checked optimized model, or the input unchanged); 2 bad input or options; "

@@ -596,9 +596,78 @@ class Exporter {
     return y;
   }
 
+  /// `id` under its broadcasts: what a broadcast operand is before numpy broadcasting.
+  ExprId unbroadcast(ExprId id) const {
+    while (g_[id].op == OpKind::Broadcast) id = g_[id].children[0];
+    return id;
+  }
+
+  /// The import's decomposition of LayerNormalization, still whole in the optimized term, written back as
+  /// the operator (opset 17 on), as the input had it: (x - mean) / sqrt(var + eps) * scale [+ bias], the means
+  /// over the trailing axes, eps a scalar weight, scale and bias of the normalized axes' shape. Any other form
+  /// (a rule rewrote part of it) is written node by node.
+  std::optional<std::string> layer_norm(ExprId id) {
+    if (m_.opset < 17) return std::nullopt;
+    auto is = [&](ExprId e, OpKind op) { return g_[e].op == op; };
+    // Of a binary node: its operand that is `op` and the other (either order), or nothing.
+    auto split = [&](ExprId e, OpKind op) -> std::optional<std::pair<ExprId, ExprId>> {
+      const auto& k = g_[e].children;
+      if (k.size() != 2) return std::nullopt;
+      if (is(k[0], op)) return std::pair{k[0], k[1]};
+      if (is(k[1], op)) return std::pair{k[1], k[0]};
+      return std::nullopt;
+    };
+    ExprId scaled = id;
+    std::optional<ExprId> bias;
+    if (is(id, OpKind::EwAdd)) {
+      auto p = split(id, OpKind::EwMul);
+      if (!p) return std::nullopt;
+      scaled = p->first;
+      bias = unbroadcast(p->second);
+    } else if (!is(id, OpKind::EwMul)) {
+      return std::nullopt;
+    }
+    auto q = split(scaled, OpKind::EwDiv);
+    if (!q) return std::nullopt;
+    const ExprId normed = q->first, scale = unbroadcast(q->second);
+    const auto& div = g_[normed].children;
+    const ExprId d = div[0], sd = unbroadcast(div[1]);
+    if (!is(d, OpKind::EwSub) || !is(sd, OpKind::Sqrt)) return std::nullopt;
+    const ExprId x = g_[d].children[0], mean = unbroadcast(g_[d].children[1]);
+    const ExprId var_eps = g_[sd].children[0];
+    if (!is(var_eps, OpKind::EwAdd) || !is(mean, OpKind::ReduceMean) || g_[mean].children[0] != x) return std::nullopt;
+    auto r = split(var_eps, OpKind::ReduceMean);
+    if (!r) return std::nullopt;
+    const ExprId var = r->first, eps = unbroadcast(r->second);
+    const ExprId sq = g_[var].children[0];
+    if (!is(sq, OpKind::EwMul) || g_[sq].children[0] != d || g_[sq].children[1] != d) return std::nullopt;
+    if (g_[var].attrs != g_[mean].attrs || !is(eps, OpKind::Weight)) return std::nullopt;
+    const ops::ReduceMeanAttrs rm = ops::reduce_mean_attrs(g_[mean].attrs);
+    const Shape& xs = shapes_[x.value];
+    const int64_t rank = static_cast<int64_t>(xs.size());
+    if (!rm.keepdims || rm.axes.empty()) return std::nullopt;
+    const int64_t axis = rm.axes.front();
+    for (size_t k = 0; k < rm.axes.size(); ++k)
+      if (rm.axes[k] != axis + static_cast<int64_t>(k) || (k + 1 == rm.axes.size() && rm.axes[k] != rank - 1))
+        return std::nullopt;
+    const Shape normalized(xs.begin() + axis, xs.end());
+    if (shapes_[scale.value] != normalized || (bias && shapes_[bias->value] != normalized)) return std::nullopt;
+    auto e = m_.weights.find(g_[eps].name);
+    if (e == m_.weights.end() || e->second.data.size() != 1) return std::nullopt;
+    std::vector<std::string> inputs{emit(x), emit(scale)};
+    if (bias) inputs.push_back(emit(*bias));
+    onnx::NodeProto* n = nullptr;
+    std::string y = finish("LayerNormalization", inputs, id, 0, &n);
+    add_attr(*n, "axis", axis);
+    add_attr(*n, "epsilon", e->second.data[0]);
+    return y;
+  }
+
   std::string emit_operator(ExprId id) {
     auto [node, kids, a, arg] = operands(id);
     onnx::NodeProto* n = nullptr;
+    if (node.op == OpKind::EwAdd || node.op == OpKind::EwMul)
+      if (auto y = layer_norm(id)) return *y;
     switch (node.op) {
       case OpKind::EwAdd:
         if (auto y = conv_with_bias(id)) return *y;
