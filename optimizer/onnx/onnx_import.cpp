@@ -49,23 +49,29 @@ bool has_symbolic_dims(const onnx::ModelProto& proto) {
   return false;
 }
 
-/// A copy of `proto` whose initializers other than integer and boolean ones keep their type and dims but
-/// no data: what shape inference and shape folding read, without a second copy of the weights.
+/// A copy of `proto` whose initializers other than integer and boolean ones are graph inputs of their type
+/// and shape instead: what shape inference and shape folding read, without a second copy of the weights. (An
+/// initializer with dims but no data is not an option: libonnx's data propagation reads it and crashes.)
 onnx::ModelProto without_float_data(onnx::ModelProto& proto) {
   google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
   inits.Swap(proto.mutable_graph()->mutable_initializer());
   onnx::ModelProto copy = proto;
   inits.Swap(proto.mutable_graph()->mutable_initializer());
+  std::unordered_set<std::string> declared;
+  for (const auto& in : proto.graph().input()) declared.insert(in.name());
   for (const auto& t : proto.graph().initializer()) {
-    onnx::TensorProto* c = copy.mutable_graph()->add_initializer();
     const int32_t type = t.data_type();
     if (type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32 || type == onnx::TensorProto::BOOL) {
-      *c = t;
+      *copy.mutable_graph()->add_initializer() = t;
       continue;
     }
-    c->set_name(t.name());
-    c->set_data_type(type);
-    *c->mutable_dims() = t.dims();
+    if (declared.count(t.name())) continue;
+    onnx::ValueInfoProto* in = copy.mutable_graph()->add_input();
+    in->set_name(t.name());
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
   }
   return copy;
 }
