@@ -204,6 +204,8 @@ void Importer::find_size_dependent(onnx::ModelProto unbound, const FoldRecord& b
   try {
     bind_symbolic_dims(unbound, true);
     if (m_.opset > kLibraryOpset) adapt_to_library_opset(unbound, m_.source);
+    // A model whose shapes do not fit at the probe sizes (a sequence longer than its position table) stops
+    // folding there, and what did not fold counts as size-dependent.
     fold_shape_arithmetic(unbound, &probe_folded_);
   } catch (const std::exception&) {
     probe_folded_.clear();  // the model does not fold at the probe sizes: every folded value counts as size-dependent
@@ -289,7 +291,7 @@ void Importer::infer_shapes() {
   for (const auto& n : proto_.graph().node()) all_known &= is_default_domain(n.domain());
   try {
     onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(false, all_known ? 1 : 0, true));
+                                       inference_options(all_known));
   } catch (const std::exception& e) {
     std::string what = e.what();
     while (!what.empty() && what.back() == '\n') what.pop_back();
@@ -488,7 +490,7 @@ int64_t symbolic_dim_value(const ImportOptions& options, const std::string& name
   return batch ? kDefaultBatch : kDefaultExtent;
 }
 
-int64_t probe_dim_value(int64_t value) { return 2 * value + 1; }
+int64_t probe_dim_value(int64_t value) { return value <= 2 ? value + 1 : value / 2 + 1; }
 
 OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options) {
   return import_from(bytes, origin, options, options.external_data_dir);

@@ -44,8 +44,9 @@ struct ImportOptions {
 inline constexpr int64_t kDefaultBatch = 1;
 inline constexpr int64_t kDefaultExtent = 128;
 int64_t symbolic_dim_value(const ImportOptions& options, const std::string& name, int64_t axis);
-/// The value each symbolic dimension is bound to a second time at import (2v + 1: odd and unlike any
-/// product of the first values) to see which folded shape values follow the dimensions.
+/// The value each symbolic dimension is bound to a second time at import to see which folded shape values
+/// follow the dimensions: v + 1 up to 2, else v / 2 + 1 (smaller, since models bound lengths from above, e.g.
+/// by a position table; and unlike the check's second value v / 2, and the products of the first values).
 int64_t probe_dim_value(int64_t value);
 
 /// Imports a model file. Throws OnnxError (message starts with the file name) for a missing or

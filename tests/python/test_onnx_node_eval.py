@@ -32,7 +32,7 @@ covered = set(subprocess.run([tool, "--list"], check=True, capture_output=True, 
 # The operators the check must evaluate (issue 43): each needs a passing case below.
 REQUIRED = """Where Equal Greater GreaterOrEqual Less LessOrEqual And Or Not Xor IsNaN IsInf Cast CastLike Reciprocal Neg
 Abs Pow Sqrt Exp Log Erf Tanh Sigmoid Sin Cos Floor Ceil Round Sign Min Max Mod Add Sub Mul Div Expand Gather
-GatherElements Unsqueeze Squeeze Reshape Flatten Transpose Concat Slice Split Tile Shape Size ConstantOfShape Range
+GatherElements GatherND Unsqueeze Squeeze Reshape Flatten Transpose Concat Slice Split Tile Shape Size ConstantOfShape Range
 CumSum Trilu ReduceSum ReduceMean ReduceMax ReduceMin Softmax LogSoftmax LayerNormalization Gelu Conv MatMul
 Identity Dropout ScatterND Clip HardSigmoid Relu LeakyRelu""".split()
 missing = [op for op in REQUIRED if op not in covered]
@@ -191,6 +191,9 @@ ort_case("ort_elementwise_float", [N("Pow", ["x", "p"], ["y"]), N("Reciprocal", 
 ort_case("ort_dropout_inference", [N("Dropout", ["x"], ["y", "m"])], [("x", f32(2, 3))], [("y", F), ("m", B)])
 ort_case("ort_gather_elements_negative", [N("GatherElements", ["x", "i"], ["y"], axis=1)],
          [("x", f32(2, 3)), ("i", np.array([[-1, 0, 1, 2], [0, -3, 2, 1]], np.int64))], [("y", F)])
+ort_case("ort_gather_nd_batch_dims", [N("GatherND", ["x", "i"], ["y"], batch_dims=1), N("GatherND", ["x", "j"], ["z"])],
+         [("x", f32(2, 3, 4)), ("i", np.array([[[2], [-1]], [[0], [1]]], np.int64)),
+          ("j", np.array([[1, -1], [0, 2]], np.int64))], [("y", F), ("z", F)])
 ort_case("ort_flatten_negative_axis", [N("Flatten", ["x"], ["y"], axis=-1)], [("x", f32(2, 3, 4))], [("y", F)])
 ort_case("ort_pad_reflect_edge", [N("Pad", ["x", "p"], ["y"], mode="reflect"), N("Pad", ["x", "p"], ["z"], mode="edge"),
                                   N("Pad", ["x", "p", "v"], ["w"])],

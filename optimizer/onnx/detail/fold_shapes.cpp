@@ -74,11 +74,17 @@ int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 
 class Folder {
  public:
-  Folder(onnx::ModelProto& m, FoldRecord* record) : m_(m), record_(record), opset_(default_opset(m)) {}
+  Folder(onnx::ModelProto& m, FoldRecord* record, bool strict)
+      : m_(m), record_(record), strict_(strict), opset_(default_opset(m)) {}
 
   int run() {
     int total = 0;
     if (!has_candidates()) return 0;
+    // Strict inference where every node has a schema (as the importer's own): libonnx 1.12 can crash when it
+    // carries on past a node whose shapes do not fit (a sequence longer than a model's position table).
+    bool all_known = true;
+    for (const auto& n : m_.graph().node()) all_known &= is_default_domain(n.domain());
+    strict_ = strict_ || all_known;
     for (int round = 0; round < 1000; ++round) {
       if (!infer()) break;
       int folded = pass();
@@ -111,7 +117,7 @@ class Folder {
     m_.mutable_graph()->clear_value_info();
     try {
       onnx::shape_inference::InferShapes(m_, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, true));
+                                         inference_options(strict_));
     } catch (const std::exception&) {
       return false;
     }
@@ -592,6 +598,7 @@ class Folder {
 
   onnx::ModelProto& m_;
   FoldRecord* record_;
+  bool strict_;
   int64_t opset_;
   std::unordered_map<std::string, Known> types_;
   std::unordered_map<std::string, IntTensor> consts_;
@@ -599,6 +606,8 @@ class Folder {
 
 }  // namespace
 
-int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record) { return Folder(model, record).run(); }
+int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record, bool strict) {
+  return Folder(model, record, strict).run();
+}
 
 }  // namespace teq::onnx_io::detail

@@ -33,8 +33,10 @@ using FoldRecord = std::map<std::string, FoldedValue>;
 /// Less(OrEqual), Greater(OrEqual), Where, Expand, Reshape, ConstantOfShape (integer or bool fill), CumSum.
 /// Float computation is never folded. Returns the number of nodes folded; `record` (optional) gets each
 /// folded node as it was and its value. Leaves the graph's value_info empty (the importer re-infers shapes);
-/// shape inference errors stop the pass quietly (the importer reports them).
-int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record = nullptr);
+/// shape inference errors stop the pass quietly (the importer reports them). Shape inference is strict (it stops at
+/// the first node whose shapes do not fit; libonnx 1.12 can crash when it carries on past one) when `strict` or
+/// when every node is of the default domain.
+int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record = nullptr, bool strict = false);
 
 inline constexpr int64_t kMaxFoldedElements = 4096;
 

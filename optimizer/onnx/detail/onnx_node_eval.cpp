@@ -585,6 +585,42 @@ OnnxValue gather_elements(const Node& c) {
   return {T(idx.shape, std::move(res)), c.type(0)};
 }
 
+/// GatherND: each index tuple (the last axis of `indices`) picks a slice of the data, the first `batch_dims`
+/// axes of both running in step.
+OnnxValue gather_nd(const Node& c) {
+  const T& x = c.x(0);
+  const T& idx = c.x(1);
+  const int64_t b = c.i("batch_dims", 0);
+  const int64_t r = rank_of(x), q = rank_of(idx);
+  if (q < 1 || b < 0 || b >= std::min(r, q)) bad(c.n, "batch_dims out of range");
+  const int64_t k = idx.shape.back();
+  if (k < 1 || b + k > r) bad(c.n, "index tuples longer than the data's rank");
+  for (int64_t d = 0; d < b; ++d)
+    if (x.shape[d] != idx.shape[d]) bad(c.n, "batch dimensions differ");
+  Shape out(idx.shape.begin(), idx.shape.end() - 1);
+  out.insert(out.end(), x.shape.begin() + b + k, x.shape.end());
+  const int64_t block = prod(x.shape, static_cast<size_t>(b + k), x.shape.size());
+  const int64_t per_batch = prod(x.shape, static_cast<size_t>(b), x.shape.size());
+  const int64_t tuples_per_batch = prod(idx.shape, static_cast<size_t>(b), idx.shape.size() - 1);
+  const int64_t batches = prod(idx.shape, 0, static_cast<size_t>(b));
+  const std::vector<int64_t> st = strides_of(x.shape);
+  std::vector<double> res;
+  res.reserve(static_cast<size_t>(batches * tuples_per_batch * block));
+  for (int64_t bi = 0; bi < batches; ++bi)
+    for (int64_t t = 0; t < tuples_per_batch; ++t) {
+      int64_t off = bi * per_batch;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t j = static_cast<int64_t>(idx.data[static_cast<size_t>((bi * tuples_per_batch + t) * k + d)]);
+        const int64_t extent = x.shape[static_cast<size_t>(b + d)];
+        if (j < 0) j += extent;
+        if (j < 0 || j >= extent) bad(c.n, "index out of range");
+        off += j * st[static_cast<size_t>(b + d)];
+      }
+      res.insert(res.end(), x.data.begin() + off, x.data.begin() + off + block);
+    }
+  return {T(out, std::move(res)), c.type(0)};
+}
+
 OnnxValue scatter_nd(const Node& c) {
   T data = c.x(0);
   const T& idx = c.x(1);
@@ -998,7 +1034,7 @@ OnnxValue matmul(const Node& c) {
 const std::set<std::string>& other_ops() {
   static const std::set<std::string> ops = {
       "Where", "Not", "IsNaN", "IsInf", "Cast", "CastLike", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu",
-      "Selu", "Gelu", "Dropout", "Constant", "Expand", "Gather", "GatherElements", "Unsqueeze", "Squeeze",
+      "Selu", "Gelu", "Dropout", "Constant", "Expand", "Gather", "GatherElements", "GatherND", "Unsqueeze", "Squeeze",
       "Reshape", "Flatten", "Transpose", "Concat", "Slice", "Split", "Tile", "Shape", "Size", "ConstantOfShape",
       "Range", "CumSum", "Trilu", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
       "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "Softmax",
@@ -1078,6 +1114,7 @@ std::vector<OnnxValue> dispatch(const Node& c) {
   if (op == "Expand") return {expand(c)};
   if (op == "Gather") return {gather(c)};
   if (op == "GatherElements") return {gather_elements(c)};
+  if (op == "GatherND") return {gather_nd(c)};
   if (op == "Unsqueeze") return {unsqueeze(c)};
   if (op == "Squeeze") return {squeeze(c)};
   if (op == "Reshape") return {reshape_op(c)};

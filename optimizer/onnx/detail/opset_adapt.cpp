@@ -210,7 +210,7 @@ class Adapter {
     copy = model_;
     try {
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, true));
+                                         inference_options(false));
     } catch (const std::exception&) {
       return false;
     }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include "rules/shape.h"
 
@@ -40,5 +41,11 @@ onnx::AttributeProto* add_attr(onnx::NodeProto& n, const std::string& name, cons
 
 /// Version of the default domain ("" or "ai.onnx") in the model's opset imports; 0 when absent.
 int64_t default_opset(const onnx::ModelProto& m);
+
+/// The options of every ONNX shape inference the import runs: `strict` stops at node errors. Without data
+/// propagation: libonnx 1.12's crashes (SIGSEGV) on graphs whose shapes do not fit at some size (a LLaMA
+/// export bound past what it was optimized for, a sequence longer than a position table), and the import's
+/// own folding (fold_shapes.h) computes the shape values it would have propagated.
+inline onnx::ShapeInferenceOptions inference_options(bool strict) { return onnx::ShapeInferenceOptions(false, strict ? 1 : 0, false); }
 
 }  // namespace teq::onnx_io::detail
