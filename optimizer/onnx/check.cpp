@@ -141,7 +141,20 @@ class OpaqueEvaluator {
         inputs[kk] = &passthrough(proto.input(k), op);
       }
     }
-    return detail::evaluate_onnx_node(proto, inputs, model_.opset);
+    // What an If's branches read from outside: the Expr children after the inputs, or initializers.
+    std::vector<detail::OnnxValue> outer_held(op.implicit_inputs.size());
+    detail::OuterValues outer;
+    for (size_t k = 0; k < op.implicit_inputs.size(); ++k) {
+      const auto& [name, child] = op.implicit_inputs[k];
+      if (child < 0) {
+        outer[name] = &passthrough(name, op);
+        continue;
+      }
+      if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
+      outer_held[k] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
+      outer[name] = &outer_held[k];
+    }
+    return detail::evaluate_onnx_node(proto, inputs, model_.opset, outer);
   }
 
   const detail::OnnxValue& passthrough(const std::string& name, const OpaqueNode& op) {

@@ -39,6 +39,10 @@ struct OpaqueNode {
   /// name (empty optional inputs, and initializers the Expr cannot hold: non-float or zero-size).
   std::vector<int> input_child;
   std::vector<int32_t> output_types;  // elem type of each ONNX output (0 when unknown)
+  /// Control flow (If, Loop, Scan): the outer tensors its subgraphs read by name, each with its index into the
+  /// Expr node's children, or -1 for a passed-through initializer. Export renames them inside the subgraphs
+  /// to the tensors the optimized graph computes them in.
+  std::vector<std::pair<std::string, int>> implicit_inputs;
 };
 
 /// A reshape the import made (from Reshape, Flatten, Squeeze or Unsqueeze), by the ONNX tensor it computes. The

@@ -234,6 +234,17 @@ class Exporter {
         need_initializer(proto.input(k));
       }
     }
+    // What its subgraphs read from outside, renamed to where the optimized graph computes it.
+    for (const auto& [outer, child] : op.implicit_inputs) {
+      if (child < 0) {
+        need_initializer(outer);
+        continue;
+      }
+      if (static_cast<size_t>(child) >= node.children.size())
+        throw OnnxError("export: opaque node #" + std::to_string(op_id) + " lost an operand");
+      const std::string name = emit(node.children[static_cast<size_t>(child)]);
+      if (name != outer) rename_outer_reference(proto, outer, name);
+    }
     // Every Expr node of this operator with these operands shares the one ONNX node.
     const auto& group = opaque_group_.at({op_id, node.children});
     bool copy = !emitted_opaque_.insert(op_id).second;  // the same operator again with other operands

@@ -88,6 +88,9 @@ OnnxModel Importer::run() {
   // reads): bound at the probe values, it shows which folded values follow the symbolic dimensions.
   std::optional<onnx::ModelProto> unbound;
   if (has_symbolic_dims(proto_)) unbound = without_float_data(proto_);
+  for (const auto& n : proto_.graph().node())
+    for (const auto& a : n.attribute())
+      if ((a.has_g() || a.graphs_size() > 0) && n.output_size() > 0) control_flow_[n.output(0)] = n.SerializeAsString();
   m_.external_data = load_external_data(proto_, dir_, m_.source);
   bind_symbolic_dims(proto_, false);
   // Opsets 18..21 are read through the library's opset-17 schemas: nodes in their opset-17 form from here
@@ -118,10 +121,7 @@ void Importer::check_header() {
   if (m_.opset < kMinOpset || m_.opset > kMaxOpset)
     fail("unsupported opset " + std::to_string(m_.opset) + " (supported: " + std::to_string(kMinOpset) + " to " +
          std::to_string(kMaxOpset) + ")");
-  for (const auto& node : proto_.graph().node())
-    for (const auto& a : node.attribute())
-      if (a.has_g() || a.graphs_size() > 0)
-        fail(describe(node) + " has a subgraph; control flow (If, Loop, Scan) is not supported");
+  // Control flow (If, Loop, Scan) stays opaque with its subgraphs (import_opaque), not optimized inside.
 }
 
 void Importer::make_shell() {
@@ -312,6 +312,7 @@ void Importer::infer_shapes() {
 void Importer::collect_used(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
     for (const auto& in : n.input()) used_.insert(in), ++readers_[in];
+    for (const auto& in : outer_references(n)) used_.insert(in), ++readers_[in];  // read inside its subgraphs
     for (const auto& out : n.output()) producer_[out] = &n;
   }
   for (const auto& out : g.output()) used_.insert(out.name()), ++readers_[out.name()];

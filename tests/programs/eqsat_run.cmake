@@ -243,6 +243,15 @@ add_test(NAME eqsat_run.issue42_repros
                  ${EQSAT_RUN_DATA} ${EQSAT_RUN_WORK}/issue42)
 set_tests_properties(eqsat_run.issue42_repros PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
+# Control flow: an If (nested) under a symbolic batch stays an opaque region whose branches read outer tensors;
+# the graph around it is optimized, the check evaluates the branches, onnxruntime agrees at batch 1 and 3 on both
+# branches (tests/python/test_control_flow.py).
+add_test(NAME eqsat_run.control_flow
+         COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                 sh ${PROJECT_SOURCE_DIR}/tests/python/test_control_flow.py $<TARGET_FILE:eqsat-run>
+                 ${EQSAT_RUN_WORK}/control_flow)
+set_tests_properties(eqsat_run.control_flow PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
 # --check at batch 2 of a model optimized at batch 1 (a Flatten) gives onnxruntime's verdict.
 add_test(NAME eqsat_run.second_size_onnxruntime
          COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"

@@ -687,6 +687,9 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
   if (adapted && !original.ParseFromString(adapted->original)) fail(describe(working) + ": adapted node is corrupt");
   const onnx::NodeProto& n = adapted ? original : working;
   OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}};
+  // Control flow is written as the file has it, without the sizes shape inference put into its subgraphs.
+  if (auto cf = n.output_size() > 0 ? control_flow_.find(n.output(0)) : control_flow_.end(); cf != control_flow_.end())
+    node.proto = cf->second;
   std::vector<ExprId> kids;
   for (const auto& name : n.input()) {
     auto it = values_.find(name);
@@ -695,6 +698,17 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
       continue;
     }
     node.input_child.push_back(static_cast<int>(kids.size()));
+    kids.push_back(it->second);
+  }
+  for (const auto& name : outer_references(n)) {
+    auto it = values_.find(name);
+    if (it == values_.end()) {
+      if (!m_.passthrough.count(name))
+        fail(describe(n) + " reads '" + name + "' in a subgraph, which no earlier node, input or initializer defines");
+      node.implicit_inputs.emplace_back(name, -1);
+      continue;
+    }
+    node.implicit_inputs.emplace_back(name, static_cast<int>(kids.size()));
     kids.push_back(it->second);
   }
   const int64_t id = static_cast<int64_t>(m_.opaque.size());

@@ -229,6 +229,9 @@ class Importer {
   std::map<std::string, ExprId> folded_var_;
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
+  /// Nodes with subgraphs (If, Loop, Scan) as the file has them, by first output: shape inference writes the
+  /// bound sizes into their subgraphs' value_info, which export must not carry.
+  std::unordered_map<std::string, std::string> control_flow_;
   FoldRecord folded_, probe_folded_;  // shape arithmetic folded at the bound sizes and at the probe sizes
   std::set<std::string> size_dependent_;  // folded outputs whose value changes with a symbolic dimension
 };

@@ -1210,8 +1210,55 @@ const std::vector<std::string>& operators_evaluated() {
   return names;
 }
 
+namespace {
+
+bool is_if(const onnx::NodeProto& node) {
+  return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "If";
+}
+
+const onnx::GraphProto* branch(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute())
+    if (a.name() == name && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+bool graph_evaluable(const onnx::GraphProto& g) {
+  for (const auto& n : g.node())
+    if (!onnx_node_evaluable(n)) return false;
+  return true;
+}
+
+/// One branch of an If: its nodes in order over its own initializers and values, then the enclosing scopes'.
+std::vector<OnnxValue> evaluate_graph(const onnx::GraphProto& g, const OuterValues& outer, int64_t opset) {
+  std::map<std::string, OnnxValue> local;
+  for (const auto& t : g.initializer()) local[t.name()] = decode_tensor(t);
+  auto find = [&](const std::string& name) -> const OnnxValue* {
+    if (auto it = local.find(name); it != local.end()) return &it->second;
+    if (auto it = outer.find(name); it != outer.end()) return it->second;
+    throw NotEvaluable("a subgraph reads '" + name + "', which has no value there");
+  };
+  for (const auto& n : g.node()) {
+    std::vector<const OnnxValue*> inputs;
+    for (const auto& in : n.input()) inputs.push_back(in.empty() ? nullptr : find(in));
+    OuterValues scope = outer;  // a nested If sees this branch's values too
+    for (const auto& [name, v] : local) scope[name] = &v;
+    std::vector<OnnxValue> outs = evaluate_onnx_node(n, inputs, opset, scope);
+    for (int k = 0; k < n.output_size(); ++k)
+      if (!n.output(k).empty()) local[n.output(k)] = std::move(outs[static_cast<size_t>(k)]);
+  }
+  std::vector<OnnxValue> result;
+  for (const auto& o : g.output()) result.push_back(*find(o.name()));
+  return result;
+}
+
+}  // namespace
+
 bool onnx_node_evaluable(const onnx::NodeProto& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  if (is_if(node)) {
+    const onnx::GraphProto *then_g = branch(node, "then_branch"), *else_g = branch(node, "else_branch");
+    return then_g && else_g && graph_evaluable(*then_g) && graph_evaluable(*else_g);
+  }
   for (const auto& a : node.attribute())
     if (a.has_g() || a.graphs_size() > 0) return false;
   const auto& ops = operators_evaluated();
@@ -1219,10 +1266,17 @@ bool onnx_node_evaluable(const onnx::NodeProto& node) {
 }
 
 std::vector<OnnxValue> evaluate_onnx_node(const onnx::NodeProto& node, const std::vector<const OnnxValue*>& inputs,
-                                          int64_t opset) {
+                                          int64_t opset, const OuterValues& outer) {
   if (!onnx_node_evaluable(node))
     throw NotEvaluable("operator " + (node.domain().empty() ? "" : node.domain() + ".") + node.op_type() +
                        (node.name().empty() ? "" : " (node '" + node.name() + "')") + " has no evaluation in --check");
+  if (is_if(node)) {
+    if (inputs.empty() || !inputs[0] || inputs[0]->t.data.size() != 1) throw NotEvaluable("If without a one-element condition");
+    const bool cond = inputs[0]->t.data[0] != 0;
+    std::vector<OnnxValue> out = evaluate_graph(*branch(node, cond ? "then_branch" : "else_branch"), outer, opset);
+    if (static_cast<int>(out.size()) != node.output_size()) throw NotEvaluable("If branch with another number of outputs");
+    return out;
+  }
   const Node c{node, inputs, opset};
   std::vector<OnnxValue> out = dispatch(c);
   out.resize(static_cast<size_t>(std::max(node.output_size(), 1)));

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,11 +38,13 @@ class NotEvaluable : public std::runtime_error {
 /// (`inputs[k]` nullptr for an optional input left out). `opset`: the default domain's version, for the
 /// operators whose meaning changed (Softmax's axis before 13). Throws NotEvaluable for an operator or form
 /// not covered, std::runtime_error (ShapeError) for inputs ONNX would reject.
+/// `outer`: the values of the enclosing graph that an If's branches read by name (OpaqueNode::implicit_inputs).
+using OuterValues = std::map<std::string, const OnnxValue*>;
 std::vector<OnnxValue> evaluate_onnx_node(const onnx::NodeProto& node, const std::vector<const OnnxValue*>& inputs,
-                                          int64_t opset);
+                                          int64_t opset, const OuterValues& outer = {});
 
-/// Whether evaluate_onnx_node covers the operator (default domain only; a node with a subgraph attribute,
-/// If or Loop, never).
+/// Whether evaluate_onnx_node covers the operator (default domain only; If when every node of both branches is
+/// covered; Loop and Scan never).
 bool onnx_node_evaluable(const onnx::NodeProto& node);
 
 /// The operators covered, sorted (for docs and messages).

@@ -1,6 +1,7 @@
 #include "optimizer/onnx/detail/proto_util.h"
 
 #include <cstring>
+#include <set>
 
 #include "optimizer/onnx/model.h"
 
@@ -163,6 +164,61 @@ int64_t default_opset(const onnx::ModelProto& m) {
   for (const auto& op : m.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
   return 0;
+}
+
+namespace {
+
+void collect_outer(const onnx::GraphProto& g, std::set<std::string> defined, std::vector<std::string>& out,
+                   std::set<std::string>& seen) {
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) read(in);
+    for (const auto& a : n.attribute()) {
+      std::vector<std::string> inner;
+      std::set<std::string> inner_seen;
+      if (a.has_g()) collect_outer(a.g(), defined, inner, inner_seen);
+      for (const auto& sub : a.graphs()) collect_outer(sub, defined, inner, inner_seen);
+      for (const auto& name : inner) read(name);
+    }
+    for (const auto& o : n.output()) defined.insert(o);
+  }
+  for (const auto& o : g.output()) read(o.name());
+}
+
+void rename_in(onnx::GraphProto& g, const std::string& from, const std::string& to) {
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input())
+      if (in == from) in = to;
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_in(*a.mutable_g(), from, to);
+      for (auto& sub : *a.mutable_graphs()) rename_in(sub, from, to);
+    }
+  }
+  for (auto& o : *g.mutable_output())
+    if (o.name() == from) o.set_name(to);
+}
+
+}  // namespace
+
+std::vector<std::string> outer_references(const onnx::NodeProto& node) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) collect_outer(a.g(), {}, out, seen);
+    for (const auto& sub : a.graphs()) collect_outer(sub, {}, out, seen);
+  }
+  return out;
+}
+
+void rename_outer_reference(onnx::NodeProto& node, const std::string& from, const std::string& to) {
+  for (auto& a : *node.mutable_attribute()) {
+    if (a.has_g()) rename_in(*a.mutable_g(), from, to);
+    for (auto& sub : *a.mutable_graphs()) rename_in(sub, from, to);
+  }
 }
 
 }  // namespace teq::onnx_io::detail

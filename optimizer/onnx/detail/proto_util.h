@@ -48,4 +48,10 @@ int64_t default_opset(const onnx::ModelProto& m);
 /// own folding (fold_shapes.h) computes the shape values it would have propagated.
 inline onnx::ShapeInferenceOptions inference_options(bool strict) { return onnx::ShapeInferenceOptions(false, strict ? 1 : 0, false); }
 
+/// The tensors of the enclosing graphs that the subgraphs of `node` (If's branches, Loop's and Scan's bodies,
+/// nested ones included) read by name, in order of first use: not defined inside them.
+std::vector<std::string> outer_references(const onnx::NodeProto& node);
+/// Renames every read of `from` inside the subgraphs of `node` (nested ones included) to `to`.
+void rename_outer_reference(onnx::NodeProto& node, const std::string& from, const std::string& to);
+
 }  // namespace teq::onnx_io::detail

@@ -1,0 +1,93 @@
+"""eqsat-run on models with control flow, which stays an opaque region with its subgraphs.
+
+An If (with a nested If) under a symbolic batch, a part outside the control flow the rules can improve (a product with a
+constant scale moved through a MatMul), and subgraphs that read tensors of the enclosing graph by name. For
+each: eqsat-run (default check) must exit 0 and write a file that onnxruntime runs with the original's outputs
+at batch 1 and 3, with inputs that take each branch; the check evaluates the branches. (A Loop imports the same
+way when ONNX shape inference gives its outputs shapes; libonnx 1.12 leaves a Loop's carried outputs unknown, so
+such a model is still refused: issue 43.)
+Usage: test_control_flow.py EQSAT_RUN WORKDIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as TP
+from onnx import helper as H
+from onnx import numpy_helper as NH
+
+eqsat_run, work = sys.argv[1:3]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+rng = np.random.default_rng(43)
+F = TP.FLOAT
+
+
+def init(name, shape):
+    return NH.from_array(rng.uniform(-1, 1, shape).astype(np.float32), name)
+
+
+def common():
+    # x [N, 8] -> h = (x * 2) @ w  (the rules move the scale onto the weight), cond = sum(x) > 0
+    nodes = [H.make_node("Mul", ["x", "two"], ["xs"]), H.make_node("MatMul", ["xs", "w"], ["h"]),
+             H.make_node("ReduceSum", ["x"], ["s"], keepdims=0), H.make_node("Greater", ["s", "zero"], ["cond"])]
+    inits = [init("w", (8, 8)), init("v", (8, 8)), NH.from_array(np.array(2, np.float32), "two"),
+             NH.from_array(np.array(0, np.float32), "zero")]
+    return nodes, inits
+
+
+def if_model():
+    nodes, inits = common()
+    then_g = H.make_graph([H.make_node("MatMul", ["h", "v"], ["t0"]), H.make_node("Relu", ["t0"], ["t"])], "then", [],
+                          [H.make_tensor_value_info("t", F, None)])
+    # A nested If in the else branch, reading the outer h and the branch's own value.
+    inner_then = H.make_graph([H.make_node("Neg", ["e0"], ["i"])], "inner_then", [], [H.make_tensor_value_info("i", F, None)])
+    inner_else = H.make_graph([H.make_node("Add", ["e0", "h"], ["j"])], "inner_else", [], [H.make_tensor_value_info("j", F, None)])
+    else_g = H.make_graph([H.make_node("Tanh", ["h"], ["e0"]),
+                           H.make_node("If", ["cond"], ["e"], then_branch=inner_then, else_branch=inner_else)],
+                          "else", [], [H.make_tensor_value_info("e", F, None)])
+    nodes.append(H.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g))
+    return nodes, inits
+
+
+failures = []
+for name, build, evaluated in [("if", if_model, True)]:
+    nodes, inits = build()
+    graph = H.make_graph(nodes, name, [H.make_tensor_value_info("x", F, ["N", 8])],
+                         [H.make_tensor_value_info("y", F, ["N", 8])], initializer=inits)
+    model = H.make_model(graph, opset_imports=[H.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    src, out, report = (os.path.join(work, f"{name}{s}") for s in (".onnx", ".opt.onnx", ".json"))
+    onnx.save(model, src)
+    r = subprocess.run([eqsat_run, src, "-o", out, "--report", report], capture_output=True, text=True)
+    print(f"{name}: exit {r.returncode}")
+    print(r.stderr)
+    if r.returncode != 0:
+        failures.append(f"{name}: exit {r.returncode}")
+        continue
+    rep = json.load(open(report))
+    check = rep.get("check", {})
+    if evaluated and not (check.get("evaluated") and check.get("passed")):
+        failures.append(f"{name}: the check did not run and pass: {check.get('reason')}")
+    if evaluated and not rep.get("rules_used"):
+        failures.append(f"{name}: nothing outside the control flow was optimized")
+    a, b = ort.InferenceSession(src), ort.InferenceSession(out)
+    for n in (1, 3):
+        for sign in (1, -1):  # each branch
+            x = (sign * np.abs(rng.uniform(0.1, 1, (n, 8)))).astype(np.float32)
+            want, got = a.run(None, {"x": x})[0], b.run(None, {"x": x})[0]
+            diff = float(np.abs(want - got).max())
+            print(f"  batch {n}, sign {sign:+d}: max abs diff {diff:.3g}")
+            if diff > 1e-4 * max(1.0, float(np.abs(want).max())):
+                failures.append(f"{name}: batch {n} sign {sign}: differs by {diff}")
+
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("ok")
