@@ -83,6 +83,8 @@ class Builder:
         self.ranges: dict[str, tuple] = {}   # input -> (lo, hi) of its random values, when not [-1, 1)
         self.counter = 0
         self.motifs: list[str] = []
+        self.declared: dict[str, tuple] = {}  # float tensors whose shape ONNX cannot infer (Range, Where, ...)
+        self.conds: list[str] = []            # bool scalars an If may read
 
     # names ------------------------------------------------------------------------------------------------------
     def name(self, prefix):
@@ -90,12 +92,13 @@ class Builder:
         return f"{prefix}{self.counter}"
 
     # leaves -----------------------------------------------------------------------------------------------------
-    def add_input(self, shape, lo=-1.0, hi=1.0):
+    def add_input(self, shape, lo=-1.0, hi=1.0, dtype=TensorProto.FLOAT):
         n = self.name("in")
         dims = [d if isinstance(d, int) else d for d in shape]
-        self.inputs.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, dims))
+        self.inputs.append(helper.make_tensor_value_info(n, dtype, dims))
         self.shapes[n] = tuple(shape)
-        self.pool.append(n)
+        if dtype == TensorProto.FLOAT:
+            self.pool.append(n)
         if (lo, hi) != (-1.0, 1.0):
             self.ranges[n] = (lo, hi)
         return n
@@ -117,14 +120,25 @@ class Builder:
         return n
 
     # nodes ------------------------------------------------------------------------------------------------------
-    def node(self, op, inputs, n_out=1, shape_value=False, **attrs):
+    def node(self, op, inputs, n_out=1, shape_value=False, shape=None, implicit=(), **attrs):
         """Adds a node if ONNX shape inference gives its outputs a known shape; returns the outputs or raises.
-        shape_value: an integer node of a shape computation (Shape, Gather, Concat of int64), not a pool tensor."""
+        shape_value: an integer or bool node (a shape computation: Shape, Gather, Concat of int64; a condition),
+        not a pool tensor. shape: the one output's shape where ONNX cannot infer it (Range, Where of a computed
+        mask, Expand to a Where): declared to the generator's shape inference only. implicit: outer tensors
+        that the node's subgraphs read by name."""
         outs = [self.name(op.lower() + "_") for _ in range(n_out)]
         nd = helper.make_node(op, inputs, outs, **attrs)
-        shapes = [None] * n_out if shape_value else self._infer(nd)
+        if shape_value:
+            self._check(nd)
+            shapes = [None] * n_out
+        elif shape is not None:
+            self._check(nd)
+            shapes = [tuple(shape)]
+            self.declared[outs[0]] = tuple(shape)
+        else:
+            shapes = self._infer(nd)
         self.nodes.append(nd)
-        for i in inputs:
+        for i in list(inputs) + list(implicit):
             if i:
                 self.consumers[i] = self.consumers.get(i, 0) + 1
         if shape_value:
@@ -135,7 +149,16 @@ class Builder:
         return outs if n_out > 1 else outs[0]
 
     def _graph(self, nodes, outputs):
-        return helper.make_graph(nodes, "random", self.inputs, outputs, initializer=self.inits)
+        vi = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v)) for k, v in self.declared.items()]
+        return helper.make_graph(nodes, "random", self.inputs, outputs, initializer=self.inits, value_info=vi)
+
+    def _check(self, nd):
+        """ONNX shape inference (strict) accepts the graph with nd: types and ranks agree."""
+        m = self._model(self._graph(self.nodes + [nd], []))
+        try:
+            onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        except Exception as e:  # noqa: BLE001
+            raise Reject(f"{nd.op_type}: {e}") from None
 
     def _model(self, graph):
         m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
@@ -174,27 +197,34 @@ class Builder:
     def try_(self, fn, *args):
         """Runs a motif; on Reject undoes whatever it added."""
         state = (len(self.inputs), len(self.inits), len(self.nodes), len(self.pool), dict(self.consumers),
-                 dict(self.ranges), len(self.motifs))
+                 dict(self.ranges), len(self.motifs), dict(self.declared), len(self.conds))
         try:
             return fn(*args)
         except Reject:
-            ni, nw, nn, npool, cons, rng_, nm = state
+            ni, nw, nn, npool, cons, rng_, nm, decl, nc = state
             del self.inputs[ni:], self.inits[nw:], self.nodes[nn:], self.pool[npool:], self.motifs[nm:]
-            self.consumers, self.ranges = cons, rng_
+            del self.conds[nc:]
+            self.consumers, self.ranges, self.declared = cons, rng_, decl
             return None
 
     # model ------------------------------------------------------------------------------------------------------
     def finish(self):
         used = set(self.consumers)
         produced = [o for nd in self.nodes for o in nd.output]
-        outs = [o for o in produced if o not in used]
+        outs = [o for o in produced if o not in used and o in self.pool]
         if not outs:
             raise Reject("no outputs")
         outputs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(self.shapes[o])) for o in outs]
         inputs = [i for i in self.inputs if i.name in used]
         if not inputs:
             raise Reject("no inputs")
-        g = helper.make_graph(self.nodes, "random", inputs, outputs, initializer=self.inits)
+        # the shapes declared for the generator's own inference go into the file in some models (exporters write
+        # value_info), so eqsat-run is tested both with and without them
+        vi = []
+        if self.declared and self.rng.random() < 0.3:
+            vi = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v)) for k, v in self.declared.items()
+                  if k in set(produced)]
+        g = helper.make_graph(self.nodes, "random", inputs, outputs, initializer=self.inits, value_info=vi)
         m = self._model(g)
         for k, (lo, hi) in self.ranges.items():
             if k in used:
@@ -871,7 +901,356 @@ def m_computed_reshape(b: Builder):
     return b.node("Reshape", [x, tgt])
 
 
-EXTENDED = [(m_computed_reshape, 5)]
+# ---------------------------------------------------------------------------------------------------------------
+# Extended: computed shapes and control flow (issue 43 items 1, 7, 8)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _sym_axis_first(b: Builder, s):
+    """An axis of s: a symbolic one when s has one (most often), else any."""
+    syms = [a for a, d in enumerate(s) if not isinstance(d, int)]
+    if syms and b.rng.random() < 0.8:
+        return _choice(b, syms)
+    return int(b.rng.integers(len(s)))
+
+
+def _dim1(b: Builder, x, axis):
+    """Dimension `axis` of x as a 1-d int64 [1], the ways exporters write it: Shape+Slice, Shape+Gather+Unsqueeze,
+    or Shape(start, end) (opset 15+)."""
+    u = b.rng.random()
+    if b.opset >= 15 and u < 0.25:
+        return b.node("Shape", [x], shape_value=True, start=axis, end=axis + 1)
+    sh = b.node("Shape", [x], shape_value=True)
+    if u < 0.55:
+        return b.node("Slice", [sh, b.ints([axis]), b.ints([axis + 1])], shape_value=True)
+    g = b.node("Gather", [sh, b.ints(axis)], shape_value=True, axis=0)
+    return b.node("Unsqueeze", [g, b.ints([0])], shape_value=True)
+
+
+def _dim0d(b: Builder, x, axis):
+    """Dimension `axis` of x as a 0-d int64 (Shape, Gather with a scalar index)."""
+    sh = b.node("Shape", [x], shape_value=True)
+    return b.node("Gather", [sh, b.ints(axis)], shape_value=True, axis=0)
+
+
+def _seq_like(s):
+    return len(s) == 3 and isinstance(s[2], int)
+
+
+def m_expand(b: Builder):
+    """Expand to a shape computed from an input's shape: Expand(w, Shape(x)), and the class-token form
+    torch.onnx writes for cls.expand(x.size(0), -1, -1) (Concat of the batch and -1s, ConstantOfShape, Equal,
+    Where on that shape, then Expand)."""
+    x = _pick(b, lambda s: len(s) >= 2)
+    s = b.shapes[x]
+    r = b.rng
+    if r.random() < 0.45:
+        w = b.weight(_broadcast_shape(b, s), scale=0.5)
+        y = b.node("Expand", [w, b.node("Shape", [x], shape_value=True)])
+        b.motifs.append("expand-shape")
+        return b.node(_choice(b, ["Add", "Mul", "Sub"]), [x, y] if r.random() < 0.5 else [y, x])
+    tok = [1] + [d if isinstance(d, int) and r.random() < 0.6 else 1 for d in s[1:]]
+    if len(s) == 3 and isinstance(s[2], int):
+        tok = [1, 1, s[2]]
+    w = b.weight(tok, scale=0.5, prefix="cls")
+    parts = [_dim1(b, x, 0), b.ints([-1] * (len(s) - 1))]
+    tgt = b.node("Concat", parts, shape_value=True, axis=0)
+    if r.random() < 0.7:
+        # expand(..., -1): ConstantOfShape(Shape(tgt)), Mul -1, Equal, Where
+        ones = b.node("ConstantOfShape", [b.node("Shape", [tgt], shape_value=True)], shape_value=True,
+                      value=numpy_helper.from_array(np.array([1], dtype=np.int64)))
+        neg = b.node("Mul", [ones, b.ints(-1)], shape_value=True)
+        eq = b.node("Equal", [tgt, neg], shape_value=True)
+        tgt = b.node("Where", [eq, ones, tgt], shape_value=True)
+    else:
+        tgt = b.node("Concat", [_dim1(b, x, 0), b.ints(tok[1:])], shape_value=True, axis=0)
+    y = b.node("Expand", [w, tgt], shape=[s[0]] + tok[1:])
+    b.motifs.append("expand-cls")
+    if len(s) >= 2 and isinstance(s[1], int) and all(tok[i] == s[i] for i in range(2, len(s))) \
+            and r.random() < 0.6:
+        b.motifs.append("expand-cls-concat")
+        return b.node("Concat", [y, x] if r.random() < 0.7 else [x, y], axis=1)
+    return b.node("Add", [x, y])
+
+
+def m_constant_of_shape(b: Builder):
+    """ConstantOfShape of a computed shape (Shape of x, or the batch concatenated with constants), combined with
+    x or with another tensor of that shape."""
+    x = _pick(b, lambda s: len(s) >= 1)
+    s = b.shapes[x]
+    r = b.rng
+    val = float(_choice(b, [0.0, 1.0, 0.5, -2.0]))
+    v = numpy_helper.from_array(np.array([val], dtype=np.float32))
+    if r.random() < 0.5 or len(s) < 2:
+        shp = b.node("Shape", [x], shape_value=True)
+        out_shape = list(s)
+    else:
+        k = int(r.integers(1, len(s)))
+        shp = b.node("Concat", [_dim1(b, x, a) if not isinstance(s[a], int) or r.random() < 0.5
+                                else b.ints([s[a]]) for a in range(k)] + [b.ints([1] * (len(s) - k))],
+                     shape_value=True, axis=0)
+        out_shape = list(s[:k]) + [1] * (len(s) - k)
+    c = b.node("ConstantOfShape", [shp], value=v, shape=out_shape)
+    b.motifs.append("constantofshape")
+    op = _choice(b, ["Add", "Mul", "Sub"])
+    return b.node(op, [x, c] if r.random() < 0.5 else [c, x])
+
+
+def m_range(b: Builder):
+    """Range over a length taken from a shape (position ids): cast to float and added along that axis, or
+    gathered from a position table (as exporters write learned position embeddings)."""
+    x = _pick(b, lambda s: len(s) >= 2)
+    s = b.shapes[x]
+    r = b.rng
+    a = _sym_axis_first(b, s)
+    n = _dim0d(b, x, a)
+    start = int(_choice(b, [0, 0, 1]))
+    ids = b.node("Range", [b.ints(start), b.node("Add", [n, b.ints(start)], shape_value=True) if start else n,
+                           b.ints(1)], shape_value=True)
+    if a == len(s) - 2 and isinstance(s[-1], int) and r.random() < 0.6:
+        d = s[-1]
+        table = b.weight([160, d], scale=0.5, prefix="pos")
+        pe = b.node("Gather", [table, ids], axis=0, shape=[s[a], d])
+        b.motifs.append("range-gather")
+        return b.node("Add", [x, pe])
+    f = b.node("Cast", [ids], shape_value=True, to=TensorProto.FLOAT)
+    f = b.node("Mul", [f, b.weight([], values=float(_choice(b, [0.1, 0.05, -0.2])), prefix="c")],
+               shape=[s[a]])
+    tail = len(s) - 1 - a
+    if tail:
+        f = b.node("Unsqueeze", [f, b.ints(list(range(1, tail + 1)))], shape=[s[a]] + [1] * tail)
+    b.motifs.append("range")
+    return b.node("Add", [x, f] if r.random() < 0.5 else [f, x])
+
+
+def m_cumsum(b: Builder):
+    """CumSum: of a float tensor (exclusive, reverse), or position ids from a mask of ones
+    (CumSum(ConstantOfShape(Shape(x)[:2]), 1) - 1) gathered from a position table."""
+    r = b.rng
+    if r.random() < 0.5:
+        x = _pick(b, lambda s: len(s) >= 1)
+        s = b.shapes[x]
+        attrs = {}
+        if r.random() < 0.3:
+            attrs["exclusive"] = 1
+        if r.random() < 0.3:
+            attrs["reverse"] = 1
+        ax = int(r.integers(-len(s), len(s)))
+        b.motifs.append("cumsum")
+        y = b.node("CumSum", [x, b.ints(ax) if r.random() < 0.5 else b.ints([ax])], **attrs)
+        return b.node("Mul", [y, b.weight([], values=0.25, prefix="c")])
+    x = _pick(b, _seq_like)
+    s = b.shapes[x]
+    if b.opset >= 15 and r.random() < 0.5:
+        bs = b.node("Shape", [x], shape_value=True, start=0, end=2)
+    else:
+        bs = b.node("Slice", [b.node("Shape", [x], shape_value=True), b.ints([0]), b.ints([2])], shape_value=True)
+    ones = b.node("ConstantOfShape", [bs], shape_value=True,
+                  value=numpy_helper.from_array(np.array([1], dtype=np.int64)))
+    pos = b.node("CumSum", [ones, b.ints(1)], shape_value=True)
+    pos = b.node("Sub", [pos, b.ints(1)], shape_value=True)
+    table = b.weight([160, s[2]], scale=0.5, prefix="pos")
+    pe = b.node("Gather", [table, pos], axis=0, shape=list(s))
+    b.motifs.append("cumsum-position-ids")
+    return b.node("Add", [x, pe])
+
+
+def m_where(b: Builder):
+    """Where with broadcasting: a condition from the data (x > 0, a broadcast weight > 0), or a causal mask
+    from Range over the sequence length in an attention block."""
+    r = b.rng
+    if r.random() < 0.45:
+        cands = [t for t in b.pool if _seq_like(b.shapes[t])]
+        if cands:
+            return _causal_attention(b, cands[-1] if r.random() < 0.6 else _choice(b, cands))
+    x = _pick(b, lambda s: len(s) >= 1)
+    s = b.shapes[x]
+    if r.random() < 0.5:
+        cond = b.node("Greater", [x, b.weight([], values=0.0, prefix="c")], shape_value=True)
+        cshape = list(s)
+    else:
+        cshape = _broadcast_shape(b, s)
+        cond = b.node("Less", [b.weight(cshape, scale=1.0), b.weight([], values=0.0, prefix="c")],
+                      shape_value=True)
+    others = [t for t in b.pool if t != x and _broadcasts(b.shapes[t], s)]
+    other = _choice(b, others) if others and r.random() < 0.5 else b.weight(
+        [] if r.random() < 0.5 else _broadcast_shape(b, s), scale=0.5)
+    ins = [cond, x, other] if r.random() < 0.5 else [cond, other, x]
+    b.motifs.append("where")
+    return b.node("Where", ins)
+
+
+def _causal_attention(b: Builder, x):
+    """One attention head on [B, S, d] with a causal mask computed from Range(S) (Where(mask, -1e4, scores))."""
+    s = b.shapes[x]
+    d = s[2]
+    dk = int(_choice(b, [2, 4, 8]))
+    q = b.node("MatMul", [x, b.weight([d, dk])])
+    k = b.node("MatMul", [x, b.weight([d, dk])])
+    v = b.node("MatMul", [x, b.weight([d, dk])])
+    sc = b.node("MatMul", [q, b.node("Transpose", [k], perm=[0, 2, 1])])
+    sc = b.node("Mul", [sc, b.weight([], values=1.0 / math.sqrt(dk), prefix="c")])
+    n = _dim0d(b, x, 1)
+    ids = b.node("Range", [b.ints(0), n, b.ints(1)], shape_value=True)
+    i = b.node("Unsqueeze", [ids, b.ints([1])], shape_value=True)
+    j = b.node("Unsqueeze", [ids, b.ints([0])], shape_value=True)
+    mask = b.node("Greater", [j, i], shape_value=True)
+    sc = b.node("Where", [mask, b.weight([], values=-1e4, prefix="c"), sc], shape=[s[0], s[1], s[1]])
+    p = b.node("Softmax", [sc], axis=-1)
+    b.motifs.append("causal-attention")
+    return b.node("MatMul", [p, v])
+
+
+def m_heads_reshape(b: Builder):
+    """Multi-head reshapes with targets from Shape/Gather/Concat: [B, S, d] -> [B, S, h, d/h] -> transpose ->
+    back, the batch and sequence read from the input's shape (or 0 / -1 as Reshape allows)."""
+    x = _pick(b, lambda s: _seq_like(s) and s[2] % 2 == 0)
+    s = b.shapes[x]
+    d = s[2]
+    h = _choice(b, [h for h in (2, 4, 8) if d % h == 0 and d // h >= 1])
+    r = b.rng
+    tgt = b.node("Concat", [_dim1(b, x, 0), _dim1(b, x, 1), b.ints([h, -1 if r.random() < 0.5 else d // h])],
+                 shape_value=True, axis=0)
+    y = b.node("Reshape", [x, tgt])
+    y = b.node("Transpose", [y], perm=[0, 2, 1, 3])
+    if r.random() < 0.5:
+        y = b.node(_choice(b, ["Relu", "Tanh", "Sigmoid"]), [y])
+    y = b.node("Transpose", [y], perm=[0, 2, 1, 3])
+    u = r.random()
+    if u < 0.5:
+        back = b.node("Concat", [_dim1(b, y, 0), _dim1(b, y, 1), b.ints([d])], shape_value=True, axis=0)
+    elif u < 0.8:
+        back = b.ints([0, 0, -1])
+    else:
+        back = b.node("Concat", [_dim1(b, x, 0), b.ints([-1, d])], shape_value=True, axis=0)
+    b.motifs.append("heads-reshape")
+    return b.node("Reshape", [y, back])
+
+
+def _embedding_input(b: Builder, batch):
+    """An int64 input (token ids, [batch, seq] or [batch, n]) gathered from an embedding table."""
+    seq = SEQ if not isinstance(batch, int) and b.rng.random() < 0.7 else int(_choice(b, [3, 5, 8]))
+    vocab = int(_choice(b, [11, 32, 50]))
+    d = int(_choice(b, [4, 8, 16]))
+    ids = b.add_input([batch, seq], 0, vocab - 1, dtype=TensorProto.INT64)
+    table = b.weight([vocab, d], scale=1.0, prefix="emb")
+    b.motifs.append("embedding")
+    return b.node("Gather", [table, ids], axis=0)
+
+
+def _cond(b: Builder):
+    """A bool scalar for If: from the data (ReduceSum(t) > 0) or from a shape (Shape->Gather->Greater: the
+    branch taken changes with the batch or sequence length)."""
+    r = b.rng
+    if b.conds and r.random() < 0.2:
+        return _choice(b, b.conds), "shared"
+    if r.random() < 0.5:
+        t = _pick(b, lambda s: True)
+        red = b.node("ReduceSum", [t], shape_value=True, keepdims=0)
+        c = b.node(_choice(b, ["Greater", "Less"]), [red, b.weight([], values=0.0, prefix="c")], shape_value=True)
+        kind = "data"
+    else:
+        t = _pick(b, lambda s: len(s) >= 1)
+        s = b.shapes[t]
+        a = _sym_axis_first(b, s)
+        thr = 1 if s[a] == BATCH else 6 if s[a] == SEQ else int(r.integers(max(0, s[a] - 2), s[a] + 2))
+        g = _dim0d(b, t, a)
+        op = _choice(b, ["Greater", "Less", "Equal"], [3, 1, 1])
+        c = b.node(op, [g, b.ints(thr)], shape_value=True)
+        kind = "shape"
+    b.conds.append(c)
+    return c, kind
+
+
+def _branch(b: Builder, base, s, depth, outer_conds):
+    """A then/else subgraph: no inputs, one output of shape s, nodes reading base and other tensors of the
+    enclosing graphs by name (activations, broadcasting algebra with outer tensors and weights, MatMul or Conv
+    with an outer weight, a local initializer or Constant, a nested If). Returns (graph, outer names read)."""
+    r = b.rng
+    nodes, inits, reads = [], [], {base}
+    cur = base
+
+    def add(op, ins, **attrs):
+        out = b.name(op.lower() + "_")
+        nodes.append(helper.make_node(op, ins, [out], **attrs))
+        return out
+
+    steps = int(r.integers(1, 4))
+    for _ in range(steps):
+        u = r.random()
+        if u < 0.25:
+            cur = add(_choice(b, ["Relu", "Sigmoid", "Tanh", "Neg", "Abs", "Identity"]), [cur])
+        elif u < 0.45:
+            others = [t for t in b.pool if _broadcasts(b.shapes[t], s) and t != base]
+            if others:
+                t = _choice(b, others[-6:])
+            else:
+                t = b.weight(_broadcast_shape(b, s), scale=0.5)
+            reads.add(t)
+            cur = add(_choice(b, ["Add", "Mul", "Sub"]), [cur, t] if r.random() < 0.5 else [t, cur])
+        elif u < 0.58:
+            shp = _broadcast_shape(b, s)
+            nm = b.name("local")
+            arr = (r.standard_normal(shp) * 0.5).astype(np.float32)
+            if r.random() < 0.5:
+                inits.append(numpy_helper.from_array(arr, nm))
+                c = nm
+            else:
+                c = add("Constant", [], value=numpy_helper.from_array(arr, nm))
+            cur = add(_choice(b, ["Add", "Mul"]), [cur, c])
+        elif u < 0.72 and len(s) >= 2 and isinstance(s[-1], int):
+            k = s[-1]
+            w = b.weight([k, k])
+            reads.add(w)
+            cur = add("MatMul", [cur, w])
+        elif u < 0.8 and _image(s):
+            c = s[1]
+            g = c if r.random() < 0.4 else 1
+            w = b.weight([c, c // g, 3, 3])
+            reads.add(w)
+            cur = add("Conv", [cur, w], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=g)
+        elif u < 0.9 and depth == 0:
+            conds = list(outer_conds)
+            if conds and r.random() < 0.5:
+                c = _choice(b, conds)
+                reads.add(c)
+            else:
+                red = add("ReduceSum", [cur], keepdims=0)
+                zero = b.name("local")
+                inits.append(numpy_helper.from_array(np.array(0.0, dtype=np.float32), zero))
+                c = add("Greater", [red, zero])
+            tg, tr = _branch(b, cur, s, depth + 1, outer_conds)
+            eg, er = _branch(b, cur, s, depth + 1, outer_conds)
+            reads |= (tr | er) - {cur}
+            cur = add("If", [c], then_branch=tg, else_branch=eg)
+            b.motifs.append("nested-if")
+        else:
+            if len(s) >= 1 and r.random() < 0.5:
+                cur = add("Softmax", [cur], axis=-1)
+            else:
+                cur = add("Relu", [cur])
+    produced = {o for nd in nodes for o in nd.output}
+    reads = {t for t in reads if t not in produced}
+    g = helper.make_graph(nodes, b.name("branch"), [], [helper.make_tensor_value_info(cur, TensorProto.FLOAT,
+                                                                                       list(s))],
+                          initializer=inits)
+    return g, reads
+
+
+def m_if(b: Builder):
+    """If on a condition from the data or from a shape; both branches read tensors of the outer graph by name
+    (and outer weights), return the same shape, and sometimes hold an If of their own."""
+    x = _pick(b, lambda s: True)
+    s = b.shapes[x]
+    cond, kind = _cond(b)
+    outer = [c for c in b.conds if c != cond]
+    tg, tr = _branch(b, x, s, 0, outer)
+    eg, er = _branch(b, x, s, 0, outer)
+    b.motifs.append(f"if-{kind}")
+    return b.node("If", [cond], implicit=sorted(tr | er), then_branch=tg, else_branch=eg)
+
+
+EXTENDED = [(m_computed_reshape, 4), (m_if, 9), (m_expand, 5), (m_constant_of_shape, 3), (m_range, 4),
+            (m_cumsum, 3), (m_where, 5), (m_heads_reshape, 4)]
 
 MOTIFS = [
     (m_conv, 10), (m_parallel_conv, 14), (m_shared_weight_conv, 2), (m_pool, 6), (m_pad_then_window, 2),
@@ -882,21 +1261,25 @@ MOTIFS = [
 ]
 
 
-def _start(b: Builder):
-    """The first input: an image (most models) or a matrix/sequence, its batch symbolic or not."""
+def _start(b: Builder, extended: bool = False):
+    """The first input: an image (most models) or a matrix/sequence, its batch symbolic or not. extended: more
+    symbolic batches and sequences ([batch, seq, d]), and token ids gathered from an embedding table."""
     r = b.rng
-    sym = r.random() < 0.45
+    if extended and r.random() < 0.15:
+        _embedding_input(b, BATCH if r.random() < 0.8 else int(_choice(b, [1, 2])))
+        return
+    sym = r.random() < (0.65 if extended else 0.45)
     batch = BATCH if sym else int(_choice(b, [1, 1, 2]))
-    if r.random() < 0.65:
+    if r.random() < (0.45 if extended else 0.65):
         c = _choice(b, [1, 2, 3, 4, 6, 8, 12, 16])
         h = int(r.integers(3, 13))
         w = h if r.random() < 0.7 else int(r.integers(3, 13))
         b.add_input([batch, c, h, w])
         b.motifs.append("image")
     else:
-        rank = _choice(b, [2, 3, 4], [3, 3, 1])
+        rank = _choice(b, [2, 3, 4], [3, 5, 1] if extended else [3, 3, 1])
         shape = [batch] + [int(_choice(b, [2, 3, 4, 5, 8, 16])) for _ in range(rank - 1)]
-        if sym and rank == 3 and r.random() < 0.4:
+        if sym and rank == 3 and r.random() < (0.7 if extended else 0.4):
             shape[1] = SEQ   # [batch, seq, d], a transformer's activations
         b.add_input(shape)
         b.motifs.append("matrix")
@@ -912,7 +1295,7 @@ def generate(seed: int, extended: bool = False, max_attempts: int = 50) -> onnx.
         rng = np.random.default_rng([seed, attempt])
         opset = int(_choice_rng(rng, [13, 17, 18], [1, 3, 1]))
         b = Builder(rng, opset)
-        _start(b)
+        _start(b, extended)
         steps = int(rng.integers(2, 9))
         fns, weights = zip(*(MOTIFS + (EXTENDED if extended else [])))
         p = np.asarray(weights, dtype=float)
@@ -979,7 +1362,10 @@ def make_feeds(m: onnx.ModelProto, dims: dict, seed: int):
             else:
                 raise Reject(f"input {i.name}: a dimension without value")
         lo, hi = ranges.get(i.name, (-1.0, 1.0))
-        feeds[i.name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
+        if i.type.tensor_type.elem_type == TensorProto.INT64:
+            feeds[i.name] = rng.integers(int(lo), int(hi) + 1, size=shape).astype(np.int64)
+        else:
+            feeds[i.name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
     return feeds
 
 
@@ -994,14 +1380,38 @@ def ort_session(model_bytes):
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
+DEFAULT_SIZES = "batch=1,3/seq=8,5"
+
+
+def parse_sizes(text):
+    """--sizes: "1,3" (every symbolic dimension takes each value, all at once) or "NAME=V,V/NAME=V,V" (each
+    named dimension its own values, every combination; a dimension not named takes the first one's values)."""
+    if "=" not in text:
+        return [int(v) for v in text.split(",")]
+    out = {}
+    for part in text.replace(" ", "/").split("/"):
+        if part:
+            k, v = part.split("=", 1)
+            out[k] = [int(x) for x in v.split(",")]
+    return out
+
+
 def size_points(m, sizes):
     names = symbolic_dims(m)
     if not names:
         return [{}]
-    return [{n: v for n in names} for v in sizes]
+    if isinstance(sizes, str):
+        sizes = parse_sizes(sizes)
+    if not isinstance(sizes, dict):
+        return [{n: v for n in names} for v in sizes]
+    first = next(iter(sizes.values()))
+    points = [{}]
+    for n in names:
+        points = [dict(p, **{n: v}) for p in points for v in sizes.get(n, first)]
+    return points
 
 
-def validate(m: onnx.ModelProto, sizes=(1, 3)):
+def validate(m: onnx.ModelProto, sizes=DEFAULT_SIZES):
     try:
         onnx.checker.check_model(m, full_check=True)
     except Exception as e:  # noqa: BLE001
@@ -1186,7 +1596,7 @@ def campaign(args):
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
     a = {"binary": os.path.abspath(args.binary), "cwd": args.cwd, "timeout": args.timeout,
-         "sizes": [int(v) for v in args.sizes.split(",")], "rtol": args.rtol, "atol": args.atol,
+         "sizes": parse_sizes(args.sizes), "rtol": args.rtol, "atol": args.atol,
          "auto_dim": None if args.no_auto_dim else args.auto_dim, "out": os.path.abspath(args.out),
          "work": os.path.abspath(work), "save_refused": args.save_refused, "extended": args.extended}
     tasks = [(s, ci, cfg, a) for s in seeds for ci, cfg in enumerate(configs)]
@@ -1294,10 +1704,13 @@ def main(argv=None):
                         "each model runs under each; 'default': no options, the default)")
     c.add_argument("--jobs", type=int, default=1)
     c.add_argument("--timeout", type=float, default=120, help="seconds per eqsat-run before 'hang'")
-    c.add_argument("--sizes", default="1,3", help="values of every symbolic dimension to compare at")
-    c.add_argument("--auto-dim", type=int, default=1,
-                   help="pass --dim NAME=V for each symbolic dimension of the model (default 1)")
-    c.add_argument("--no-auto-dim", action="store_true", help="pass no --dim (for a binary that needs none)")
+    c.add_argument("--sizes", default=DEFAULT_SIZES,
+                   help="values of the symbolic dimensions to compare at: NAME=V,V/NAME=V,V (every combination; "
+                        f"default {DEFAULT_SIZES}), or V,V for every dimension at once")
+    c.add_argument("--auto-dim", type=int, default=None, metavar="V",
+                   help="pass --dim NAME=V for each symbolic dimension of the model (binaries before issue 43 "
+                        "needed it); default: no --dim, eqsat-run picks its own values")
+    c.add_argument("--no-auto-dim", action="store_true", help="pass no --dim (the default; kept for old commands)")
     c.add_argument("--rtol", type=float, default=1e-3)
     c.add_argument("--atol", type=float, default=1e-5)
     c.add_argument("--cwd", default=root, help="working directory of eqsat-run (where it finds corpus/)")
