@@ -1567,8 +1567,10 @@ def run_one(task):
 
 
 def _last_error(log):
-    lines = [ln for ln in (log or "").splitlines() if "error" in ln.lower() or "FAILED" in ln or "DIFFERENT" in ln]
-    return (lines[-1] if lines else (log or "").strip().splitlines()[-1:] or [""])[0][:300] if log else ""
+    """The last line of the log that names an error (else its last line), at most 300 characters."""
+    all_lines = (log or "").strip().splitlines()
+    lines = [ln for ln in all_lines if "error" in ln.lower() or "FAILED" in ln or "DIFFERENT" in ln]
+    return (lines[-1] if lines else all_lines[-1] if all_lines else "")[:300]
 
 
 def parse_seeds(specs):
