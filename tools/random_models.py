@@ -5,17 +5,36 @@
   random_models.py campaign --binary EQSAT_RUN ...     generate, optimize, compare in onnxruntime, classify
 
 Every generated model passes onnx.checker.check_model(full_check=True) and runs in onnxruntime at every value of
-its symbolic dimensions that the campaign compares (batch 1 and 3 by default). Models are float32, opset 13, 17
-or 18, with weights as initializers and a symbolic batch dimension on some inputs. The generator favours the
+its symbolic dimensions that the campaign compares (batch 1 and 3, seq 8 and 5, every combination, by default).
+Models are float32 (token ids int64), opset 13, 17 or 18, with weights as initializers and a symbolic batch
+dimension on some inputs (and a symbolic seq on some [batch, seq, d] ones). The generator favours the
 structures the corpus's rules rewrite: several Convs or MatMuls reading one tensor (grouped, depthwise, strided,
 padded, dilated), their outputs concatenated or summed, shared weights, Concat/Split pairs, chains of
 Conv/BatchNormalization/activation, Transpose/Reshape pairs, broadcasting element-wise algebra, poolings with
 every setting ONNX has. A model is deterministic in its seed (numpy's PCG64 seeded with it; the onnx and
 onnxruntime versions only decide whether a candidate is valid).
 
-The campaign runs `eqsat-run MODEL -o OUT --report R` (plus `--dim NAME=1` for each symbolic dimension, unless
---no-auto-dim, plus each --config's options), then runs the original and the written file in onnxruntime on the
-same seeded inputs at each --sizes value of the symbolic dimensions and classifies the run (docs/hardening.md):
+--extended adds what exporters write around those (issue 43), the EXTENDED motifs:
+  If            condition from the data (ReduceSum(t) > 0) or from a shape (Shape->Gather->Greater/Less/Equal
+                against the batch or seq, so the branch taken changes between the compared sizes); then/else
+                branches of the same shape whose nodes read tensors and weights of the outer graph by name,
+                local initializers or Constants, MatMul/Conv with outer weights, and sometimes a nested If
+  computed shapes  Expand(w, Shape(x)); torch's cls.expand(x.size(0), -1, -1) (Concat of the batch and -1s,
+                ConstantOfShape, Equal, Where on that shape, then Expand), concatenated or added; ConstantOfShape
+                of Shape(x) or of the batch concatenated with constants; Range over a length from Shape (cast and
+                added, or gathered from a position table); CumSum of a float tensor and position ids from
+                CumSum(ConstantOfShape(Shape(x)[:2])) - 1; Where with broadcasting, and a causal mask from
+                Range(seq) in an attention head; Reshape targets from Shape/Gather/Concat (x.view(x.size(0), -1),
+                multi-head split and merge)
+  inputs        more symbolic batches and [batch, seq, d] inputs, token ids (int64 [batch, seq]) gathered from an
+                embedding table
+Shapes ONNX cannot infer (Range, Where on a computed shape) are declared to the generator's own inference; 30% of
+such models also carry them as value_info.
+
+The campaign runs `eqsat-run MODEL -o OUT --report R` (no --dim: eqsat-run picks the values itself; --auto-dim V
+passes `--dim NAME=V` for each symbolic dimension, as binaries before issue 43 needed, plus each --config's
+options), then runs the original and the written file in onnxruntime on the same seeded inputs at each --sizes
+point of the symbolic dimensions and classifies the run (docs/hardening.md):
 
   ok-optimized  exit 0 (or 4, check could not run), a rewritten file equal to the original in onnxruntime
   ok-kept       as above, eqsat-run kept the original graph (report's kept_original, or no rule used)
@@ -1695,7 +1714,8 @@ def main(argv=None):
     g.add_argument("seeds", nargs="+", help="seeds: N, A-B, or comma-separated")
     g.add_argument("-o", "--out", default="random-models")
     g.add_argument("-v", "--verbose", action="store_true")
-    g.add_argument("--extended", action="store_true", help="also shapes computed from tensors (Shape, Gather, ...)")
+    g.add_argument("--extended", action="store_true", help="also If (nested, outer-scope reads) and computed shapes (Expand, ConstantOfShape, Range, CumSum, "
+                        "Where, Reshape from Shape/Gather/Concat), token-id inputs, more symbolic batch/seq")
     c = sub.add_parser("campaign", help="generate, optimize with eqsat-run, compare in onnxruntime")
     c.add_argument("--binary", required=True, help="the eqsat-run executable")
     c.add_argument("-n", type=int, default=100, help="number of seeds (from --start)")
@@ -1720,7 +1740,7 @@ def main(argv=None):
     c.add_argument("--fail-on", default="WRONG,crash,hang,harness-error",
                    help="classes that make the exit status 1")
     c.add_argument("--extended", action="store_true",
-                   help="generate also shapes computed from tensors (Shape, Gather, Concat -> Reshape)")
+                   help="generate also If and computed shapes (the EXTENDED motifs: see the module docstring)")
     c.add_argument("--save-refused", action="store_true", help="also keep the refused models")
     c.add_argument("--progress", type=int, default=25, help="a progress line every N runs")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress lines: only failures and the summary")
