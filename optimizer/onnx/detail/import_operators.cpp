@@ -686,7 +686,7 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
   const AdaptedNode* adapted = adapted_node(working);
   if (adapted && !original.ParseFromString(adapted->original)) fail(describe(working) + ": adapted node is corrupt");
   const onnx::NodeProto& n = adapted ? original : working;
-  OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}};
+  OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}, {}};
   // Control flow is written as the file has it, without the sizes shape inference put into its subgraphs.
   if (auto cf = n.output_size() > 0 ? control_flow_.find(n.output(0)) : control_flow_.end(); cf != control_flow_.end())
     node.proto = cf->second;
