@@ -99,8 +99,9 @@ OnnxModel Importer::run() {
   if (m_.opset > kLibraryOpset) adapted_ = adapt_to_library_opset(proto_, m_.source);
   check_nodes();
   // Integer shape arithmetic of fixed shapes -> Constant nodes.
-  m_.shape_nodes_folded = fold_shape_arithmetic(proto_, &folded_);
-  if (unbound) find_size_dependent(std::move(*unbound), folded_);
+  if (unbound) fold_at_probe_sizes(std::move(*unbound));
+  m_.shape_nodes_folded = fold_shape_arithmetic(proto_, &folded_, false, unbound ? &probe_folded_ : nullptr);
+  if (unbound) find_size_dependent();
   m_.shape_nodes_folded -= static_cast<int>(size_dependent_.size());  // those stay nodes
   infer_shapes();
   onnx::GraphProto& g = *proto_.mutable_graph();
@@ -199,8 +200,7 @@ int Importer::bind_symbolic_dims(onnx::ModelProto& proto, bool probe) {
   return symbolic;
 }
 
-void Importer::find_size_dependent(onnx::ModelProto unbound, const FoldRecord& base) {
-  if (base.empty()) return;
+void Importer::fold_at_probe_sizes(onnx::ModelProto unbound) {
   try {
     bind_symbolic_dims(unbound, true);
     if (m_.opset > kLibraryOpset) adapt_to_library_opset(unbound, m_.source);
@@ -210,9 +210,13 @@ void Importer::find_size_dependent(onnx::ModelProto unbound, const FoldRecord& b
   } catch (const std::exception&) {
     probe_folded_.clear();  // the model does not fold at the probe sizes: every folded value counts as size-dependent
   }
-  for (const auto& [name, value] : base) {
+}
+
+void Importer::find_size_dependent() {
+  for (const auto& [name, value] : folded_) {
     auto it = probe_folded_.find(name);
-    if (it == probe_folded_.end() || !(it->second == value)) size_dependent_.insert(name);
+    // Traced from a varying Shape element, or (belt and braces) different at the probe.
+    if (value.any_varies() || it == probe_folded_.end() || !(it->second == value)) size_dependent_.insert(name);
   }
 }
 
@@ -230,15 +234,17 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
   if (n.op_type() != "Reshape" || n.input_size() < 2 || size_dependent_input(n) != n.input(1)) return false;
   if (attr_int(n, "allowzero", 0) != 0) return false;
   auto b = folded_.find(n.input(1)), p = probe_folded_.find(n.input(1));
-  if (b == folded_.end() || p == probe_folded_.end() || b->second.values.size() != p->second.values.size()) return false;
+  if (b == folded_.end() || p == probe_folded_.end() || b->second.values.size() != p->second.values.size() ||
+      b->second.varies.size() != b->second.values.size())
+    return false;
   auto x = types_.find(n.input(0));
   if (x == types_.end() || !x->second.shape) return false;
   const Shape& in = *x->second.shape;
   // A -1 in the file's own target may stand for a dimension that changes too: it takes the one -1.
   int inferred = std::count(b->second.values.begin(), b->second.values.end(), int64_t{-1}) > 0 ? 1 : 0;
   for (size_t k = 0; k < b->second.values.size(); ++k) {
-    const int64_t base = b->second.values[k], probe = p->second.values[k];
-    if (base == probe || base == 0 || base == -1) continue;
+    const int64_t base = b->second.values[k];
+    if (!b->second.varies[k] || base == 0 || base == -1) continue;
     if (k < in.size() && in[k] == base) continue;  // written as 0 (checked at the other sizes)
     ++inferred;
   }

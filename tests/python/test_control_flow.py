@@ -3,7 +3,8 @@
 An If (with a nested If) under a symbolic batch, a part outside the control flow the rules can improve (a product with a
 constant scale moved through a MatMul), and subgraphs that read tensors of the enclosing graph by name. For
 each: eqsat-run (default check) must exit 0 and write a file that onnxruntime runs with the original's outputs
-at batch 1 and 3, with inputs that take each branch; the check evaluates the branches. (A Loop imports the same
+at batch 1 and 3, with inputs that take each branch; the check evaluates the branches. An If whose condition
+compares the sequence length with a threshold must take the other branch at a short sequence, as the original. (A Loop imports the same
 way when ONNX shape inference gives its outputs shapes; libonnx 1.12 leaves a Loop's carried outputs unknown, so
 such a model is still refused: issue 43.)
 Usage: test_control_flow.py EQSAT_RUN WORKDIR
@@ -55,11 +56,29 @@ def if_model():
     return nodes, inits
 
 
+def shape_condition_model():
+    # The condition is computed from the input's shape (seq > 6): folded at the default sizes it is a constant,
+    # and it agrees at the probe and check sizes too (all above 6), so only its derivation from a symbolic
+    # dimension can keep it computed. Folded, the file would take the then-branch at seq 5 as well.
+    nodes = [H.make_node("Mul", ["x", "two"], ["xs"]), H.make_node("MatMul", ["xs", "w"], ["h"]),
+             H.make_node("Shape", ["x"], ["s"]), H.make_node("Gather", ["s", "one"], ["n"], axis=0),
+             H.make_node("Greater", ["n", "six"], ["cond"])]
+    inits = [init("w", (8, 8)), NH.from_array(np.array(2, np.float32), "two"),
+             NH.from_array(np.array(1, np.int64), "one"), NH.from_array(np.array(6, np.int64), "six")]
+    then_g = H.make_graph([H.make_node("Relu", ["h"], ["t"])], "then", [], [H.make_tensor_value_info("t", F, None)])
+    else_g = H.make_graph([H.make_node("Neg", ["h"], ["e"])], "else", [], [H.make_tensor_value_info("e", F, None)])
+    nodes.append(H.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g))
+    return nodes, inits
+
+
 failures = []
-for name, build, evaluated in [("if", if_model, True)]:
+# name, graph, input dims, (batch, seq) test shapes (seq: the second axis of a rank-3 x), evaluated by the check
+cases = [("if", if_model, ["N", 8], [(1, None), (3, None)], True),
+         ("shape_condition", shape_condition_model, ["batch", "seq", 8], [(1, 5), (3, 5), (1, 9), (2, 64)], True)]
+for name, build, dims, shapes, evaluated in cases:
     nodes, inits = build()
-    graph = H.make_graph(nodes, name, [H.make_tensor_value_info("x", F, ["N", 8])],
-                         [H.make_tensor_value_info("y", F, ["N", 8])], initializer=inits)
+    graph = H.make_graph(nodes, name, [H.make_tensor_value_info("x", F, dims)],
+                         [H.make_tensor_value_info("y", F, dims)], initializer=inits)
     model = H.make_model(graph, opset_imports=[H.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
@@ -78,14 +97,15 @@ for name, build, evaluated in [("if", if_model, True)]:
     if evaluated and not rep.get("rules_used"):
         failures.append(f"{name}: nothing outside the control flow was optimized")
     a, b = ort.InferenceSession(src), ort.InferenceSession(out)
-    for n in (1, 3):
+    for n, seq in shapes:
         for sign in (1, -1):  # each branch
-            x = (sign * np.abs(rng.uniform(0.1, 1, (n, 8)))).astype(np.float32)
+            shape = (n, 8) if seq is None else (n, seq, 8)
+            x = (sign * np.abs(rng.uniform(0.1, 1, shape))).astype(np.float32)
             want, got = a.run(None, {"x": x})[0], b.run(None, {"x": x})[0]
             diff = float(np.abs(want - got).max())
-            print(f"  batch {n}, sign {sign:+d}: max abs diff {diff:.3g}")
+            print(f"  x {shape}, sign {sign:+d}: max abs diff {diff:.3g}")
             if diff > 1e-4 * max(1.0, float(np.abs(want).max())):
-                failures.append(f"{name}: batch {n} sign {sign}: differs by {diff}")
+                failures.append(f"{name}: x {shape} sign {sign}: differs by {diff}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))

@@ -74,8 +74,8 @@ int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 
 class Folder {
  public:
-  Folder(onnx::ModelProto& m, FoldRecord* record, bool strict)
-      : m_(m), record_(record), strict_(strict), opset_(default_opset(m)) {}
+  Folder(onnx::ModelProto& m, FoldRecord* record, bool strict, const FoldRecord* probe)
+      : m_(m), record_(record), strict_(strict), probe_(probe), opset_(default_opset(m)) {}
 
   int run() {
     int total = 0;
@@ -165,8 +165,10 @@ class Folder {
         v.reset();  // out-of-range index and the like: leave the node to onnxruntime's checks
       }
       if (!v || num_elements(v->dims) > kMaxFoldedElements) continue;
+      std::vector<bool> varies = probe_ ? variation(n, *v) : std::vector<bool>{};
       consts_[n.output(0)] = *v;
-      if (record_) record_->emplace(n.output(0), FoldedValue{n.SerializeAsString(), v->dims, v->v});
+      if (std::find(varies.begin(), varies.end(), true) != varies.end()) varies_[n.output(0)] = varies;
+      if (record_) record_->emplace(n.output(0), FoldedValue{n.SerializeAsString(), v->dims, v->v, std::move(varies)});
       replace_by_constant(n, *v);
       ++folded;
     }
@@ -202,6 +204,8 @@ class Folder {
 
   const IntTensor* input(const onnx::NodeProto& n, int k) const {
     if (k >= n.input_size() || n.input(k).empty()) return nullptr;
+    if (substitutes_)
+      if (auto s = substitutes_->find(n.input(k)); s != substitutes_->end()) return &s->second;
     auto it = consts_.find(n.input(k));
     return it == consts_.end() ? nullptr : &it->second;
   }
@@ -591,6 +595,89 @@ class Folder {
     if (op == "Range") return fold_range(n, x);
     return fold_binary(n, x);
   }
+  /// Which elements of `n`'s folded value `v` vary with the symbolic dimensions (see fold_shapes.h).
+  std::vector<bool> variation(const onnx::NodeProto& n, const IntTensor& v) {
+    const std::string& op = n.op_type();
+    const size_t count = v.v.size();
+    const std::vector<bool> all(count, true), none(count, false);
+    if (op == "Shape" || op == "Size") {
+      auto it = probe_->find(n.output(0));
+      if (it == probe_->end() || it->second.dims != v.dims) return all;
+      std::vector<bool> out(count);
+      for (size_t k = 0; k < count; ++k) out[k] = v.v[k] != it->second.values[k];
+      return out;
+    }
+    auto varies_of = [&](const std::string& name) -> const std::vector<bool>* {
+      auto it = varies_.find(name);
+      return it == varies_.end() ? nullptr : &it->second;
+    };
+    static const std::unordered_set<std::string> elementwise{
+        "Identity", "Cast", "Neg",  "Abs",  "Not",     "Add",         "Sub",     "Mul",
+        "Div",      "Mod",  "Min",  "Max",  "Equal",   "Less",        "LessOrEqual",
+        "Greater",  "GreaterOrEqual", "And", "Or",     "Xor",         "Where"};
+    if (elementwise.count(op)) {
+      // Output element at multi-index idx reads the broadcast element idx of each input, nothing else.
+      std::vector<bool> out(count, false);
+      for (int k = 0; k < n.input_size(); ++k) {
+        const std::vector<bool>* in = varies_of(n.input(k));
+        const IntTensor* x = input(n, k);
+        if (!in) continue;
+        if (!x) return all;
+        Shape idx(v.dims.size(), 0);
+        for (size_t flat = 0; flat < count; ++flat) {
+          if ((*in)[static_cast<size_t>(broadcast_index(x->dims, idx))]) out[flat] = true;
+          next_index(idx, v.dims);
+        }
+      }
+      return out;
+    }
+    // Data movement: which inputs carry the data; the others (indices, shapes, axes) must not vary.
+    std::vector<int> data;
+    if (op == "Concat")
+      for (int k = 0; k < n.input_size(); ++k) data.push_back(k);
+    else if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Expand" || op == "Gather" || op == "Slice")
+      data.push_back(0);
+    bool any = false;
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (!varies_of(n.input(k))) continue;
+      any = true;
+      if (std::find(data.begin(), data.end(), k) == data.end()) return all;  // moved by a varying index: all
+    }
+    if (!any) return none;
+    // Evaluate the node once more on element identities (0, 1, 2, ... across its data inputs): each output
+    // value then names the input element it was moved from.
+    std::unordered_map<std::string, IntTensor> ids;
+    std::vector<bool> source_varies;
+    for (int k : data) {
+      const std::string& name = n.input(k);
+      const IntTensor* x = input(n, k);
+      if (!x) return all;
+      if (ids.count(name)) continue;
+      IntTensor id{x->dims, {}, onnx::TensorProto::INT64};
+      const std::vector<bool>* in = varies_of(name);
+      for (size_t e = 0; e < x->v.size(); ++e) {
+        id.v.push_back(static_cast<int64_t>(source_varies.size()));
+        source_varies.push_back(in && (*in)[e]);
+      }
+      ids.emplace(name, std::move(id));
+    }
+    substitutes_ = &ids;
+    std::optional<IntTensor> moved;
+    try {
+      moved = evaluate(n);
+    } catch (const std::exception&) {
+      moved.reset();
+    }
+    substitutes_ = nullptr;
+    if (!moved || moved->v.size() != count) return all;
+    std::vector<bool> out(count);
+    for (size_t e = 0; e < count; ++e) {
+      const int64_t source = moved->v[e];
+      out[e] = source < 0 || source >= static_cast<int64_t>(source_varies.size()) || source_varies[source];
+    }
+    return out;
+  }
+
   struct Known {
     int32_t elem_type = 0;
     std::optional<Shape> dims;
@@ -599,15 +686,18 @@ class Folder {
   onnx::ModelProto& m_;
   FoldRecord* record_;
   bool strict_;
+  const FoldRecord* probe_;  // the model folded at other sizes: the source of `varies` (none: not tracked)
   int64_t opset_;
   std::unordered_map<std::string, Known> types_;
   std::unordered_map<std::string, IntTensor> consts_;
+  std::unordered_map<std::string, std::vector<bool>> varies_;  // folded values with a varying element
+  const std::unordered_map<std::string, IntTensor>* substitutes_ = nullptr;  // inputs replaced in `variation`
 };
 
 }  // namespace
 
-int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record, bool strict) {
-  return Folder(model, record, strict).run();
+int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record, bool strict, const FoldRecord* probe) {
+  return Folder(model, record, strict, probe).run();
 }
 
 }  // namespace teq::onnx_io::detail

@@ -5,6 +5,7 @@
 // this pass evaluates it and replaces each folded node by a Constant node holding its value.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,10 +17,16 @@
 namespace teq::onnx_io::detail {
 
 /// A folded node: the node as it was (serialized NodeProto) and the value it was replaced by.
+/// `varies` (empty: none does) marks the elements computed from a symbolic dimension: traced element by
+/// element from the Shape/Size elements that change between the folded sizes and the probe's (see
+/// fold_shape_arithmetic's `probe`). A comparison of such an element with a threshold can agree at two sizes
+/// and differ at a third, so an element counts as varying by where it comes from, not by its two values.
 struct FoldedValue {
   std::string original_node;
   Shape dims;
   std::vector<int64_t> values;
+  std::vector<bool> varies;
+  bool any_varies() const { return std::find(varies.begin(), varies.end(), true) != varies.end(); }
   bool operator==(const FoldedValue& o) const { return dims == o.dims && values == o.values; }
 };
 /// Folded nodes by output name.
@@ -36,7 +43,13 @@ using FoldRecord = std::map<std::string, FoldedValue>;
 /// shape inference errors stop the pass quietly (the importer reports them). Shape inference is strict (it stops at
 /// the first node whose shapes do not fit; libonnx 1.12 can crash when it carries on past one) when `strict` or
 /// when every node is of the default domain.
-int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record = nullptr, bool strict = false);
+/// `probe` (optional): the same model folded with its symbolic dimensions bound to other values. A Shape or
+/// Size element that differs there (or a Shape/Size the probe did not fold) is a source of variation; each
+/// folded value's `varies` follows it through element-wise operators (element by element, with broadcasting),
+/// through data movement (Identity, Unsqueeze, Squeeze, Reshape, Expand, Concat, Gather, Slice: to the element
+/// moved, provided the indices/shape/axes do not vary themselves) and through any other operator as a whole.
+int fold_shape_arithmetic(onnx::ModelProto& model, FoldRecord* record = nullptr, bool strict = false,
+                          const FoldRecord* probe = nullptr);
 
 inline constexpr int64_t kMaxFoldedElements = 4096;
 

@@ -62,11 +62,14 @@ class Importer {
   /// dimensions were symbolic.
   int bind_symbolic_dims(onnx::ModelProto& proto, bool probe);
 
-  /// The folded values that change with the symbolic dimensions: `unbound` (the model before binding, float
-  /// data stripped) bound at the probe values and folded; a value it computes otherwise, or not at all, is
-  /// size-dependent. Such a value stays the computation the file has (opaque nodes), and so does each node
-  /// that reads it, but a Reshape whose target can be written with 0 and -1.
-  void find_size_dependent(onnx::ModelProto unbound, const FoldRecord& base);
+  /// `unbound` (the model before binding, float data stripped) bound at the probe values and folded, into
+  /// probe_folded_: the sizes the bound fold compares its Shape/Size elements with.
+  void fold_at_probe_sizes(onnx::ModelProto unbound);
+  /// The folded values that change with the symbolic dimensions: those with an element traced from a varying
+  /// Shape/Size element (FoldedValue::varies), and those the probe computes otherwise or not at all. Such a
+  /// value stays the computation the file has (opaque nodes), and so does each node that reads it, but a
+  /// Reshape whose target can be written with 0 and -1.
+  void find_size_dependent();
 
   /// Whether `n` reads a size-dependent value (and which), and whether it still maps onto the vocabulary.
   std::optional<std::string> size_dependent_input(const onnx::NodeProto& n) const;
