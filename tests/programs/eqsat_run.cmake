@@ -252,6 +252,15 @@ add_test(NAME eqsat_run.control_flow
                  ${EQSAT_RUN_WORK}/control_flow)
 set_tests_properties(eqsat_run.control_flow PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
+# Shapes computed from constants and from weights' shapes (ConstantOfShape of a Concat of initializers, Expand
+# to the Shape of a weight, a Range mask over a weight's dimension) import instead of "cannot infer the shape",
+# and the check evaluates a Slice to INT64_MAX with step 2 (tests/python/test_computed_shapes.py).
+add_test(NAME eqsat_run.computed_shapes
+         COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"
+                 sh ${PROJECT_SOURCE_DIR}/tests/python/test_computed_shapes.py $<TARGET_FILE:eqsat-run>
+                 ${EQSAT_RUN_WORK}/computed_shapes)
+set_tests_properties(eqsat_run.computed_shapes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
 # --check at batch 2 of a model optimized at batch 1 (a Flatten) gives onnxruntime's verdict.
 add_test(NAME eqsat_run.second_size_onnxruntime
          COMMAND sh -c "if [ -x '${EQSAT_RUN_VENV}' ]; then exec '${EQSAT_RUN_VENV}' \"$@\"; else echo 'skipped: no .venv with onnx and onnxruntime (run tools/setup-python.sh)'; exit 77; fi"

@@ -106,9 +106,24 @@ class Folder {
     return ops.count(op) > 0;
   }
 
+  /// Whether anything can fold in the first round: a Shape/Size, or a foldable node whose inputs are all
+  /// integer constants (a Concat of initializers feeding a ConstantOfShape). Spares a model without either
+  /// (most CNNs) a round of shape inference.
   bool has_candidates() const {
-    for (const auto& n : m_.graph().node())
-      if (is_default_domain(n.domain()) && (n.op_type() == "Shape" || n.op_type() == "Size")) return true;
+    const auto& g = m_.graph();
+    std::unordered_set<std::string> inputs, constants;
+    for (const auto& in : g.input()) inputs.insert(in.name());
+    for (const auto& t : g.initializer())
+      if (!inputs.count(t.name()) && is_foldable_type(t.data_type())) constants.insert(t.name());
+    for (const auto& n : g.node()) {
+      if (!is_default_domain(n.domain())) continue;
+      if (n.op_type() == "Shape" || n.op_type() == "Size") return true;
+      if (n.op_type() == "Constant" && n.output_size() == 1) constants.insert(n.output(0));
+      if (!foldable(n.op_type()) || n.input_size() == 0) continue;
+      bool all_constant = true;
+      for (const auto& in : n.input()) all_constant &= in.empty() || constants.count(in) > 0;
+      if (all_constant) return true;
+    }
     return false;
   }
 
@@ -123,6 +138,8 @@ class Folder {
     }
     types_.clear();
     const auto& g = m_.graph();
+    // Initializers have static shapes whether or not the graph lists them as inputs (Shape of a weight).
+    for (const auto& t : g.initializer()) types_[t.name()] = Known{t.data_type(), tensor_dims(t)};
     for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
       for (const auto& vi : *list) {
         if (!vi.type().has_tensor_type()) continue;

@@ -45,8 +45,14 @@ int64_t prod(const Shape& s, size_t from, size_t to) {
 
 /// Values of a 0-d or 1-d integer input, as int64.
 std::vector<int64_t> ints_of(const T& t) {
+  // Values are held as doubles: INT64_MAX/MIN (a Slice's "to the end") round to +-2^63, outside int64, whose
+  // conversion is undefined. Saturate instead, which keeps their meaning.
+  constexpr double kTwo63 = 9223372036854775808.0;
   std::vector<int64_t> v;
-  for (double d : t.data) v.push_back(static_cast<int64_t>(d));
+  for (double d : t.data)
+    v.push_back(d >= kTwo63 ? std::numeric_limits<int64_t>::max()
+                : d < -kTwo63 ? std::numeric_limits<int64_t>::min()
+                              : static_cast<int64_t>(d));
   return v;
 }
 
