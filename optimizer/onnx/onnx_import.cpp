@@ -1,4 +1,5 @@
 #include "optimizer/onnx/onnx_import.h"
+#include <iostream>
 
 #include <algorithm>
 #include <cctype>
@@ -295,13 +296,37 @@ void Importer::infer_shapes() {
   // left to the checks below (shape_of says which tensor has no shape).
   bool all_known = true;
   for (const auto& n : proto_.graph().node()) all_known &= is_default_domain(n.domain());
-  try {
-    onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(),
-                                       inference_options(all_known));
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    while (!what.empty() && what.back() == '\n') what.pop_back();
-    fail("ONNX shape inference failed: " + what);
+  auto infer = [&] {
+    try {
+      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(),
+                                         inference_options(all_known));
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      while (!what.empty() && what.back() == '\n') what.pop_back();
+      fail("ONNX shape inference failed: " + what);
+    }
+  };
+  const auto declared_outputs = proto_.graph().output();  // inference fills their dimensions in
+  infer();
+  // The pools' true extents; undone where the file itself declares the counted one downstream (a graph
+  // output's shape, say), which strict inference then rejects: those stay as before (a check that cannot
+  // run through them says so).
+  const auto adapted_before = adapted_;
+  const size_t notes_before = m_.notes.size();
+  if (std::vector<std::pair<int, onnx::NodeProto>> replaced = adapt_ceil_mode_pools(); !replaced.empty()) {
+    const auto value_info = proto_.graph().value_info();
+    const auto outputs = proto_.graph().output();
+    proto_.mutable_graph()->clear_value_info();
+    *proto_.mutable_graph()->mutable_output() = declared_outputs;
+    try {
+      infer();
+    } catch (const OnnxError&) {
+      for (auto& [index, node] : replaced) *proto_.mutable_graph()->mutable_node(index) = std::move(node);
+      *proto_.mutable_graph()->mutable_value_info() = value_info;
+      *proto_.mutable_graph()->mutable_output() = outputs;
+      adapted_ = adapted_before;
+      m_.notes.resize(notes_before);
+    }
   }
   const onnx::GraphProto& g = proto_.graph();
   for (const auto& t : g.initializer()) types_[t.name()] = {t.data_type(), tensor_dims(t)};
@@ -313,6 +338,70 @@ void Importer::infer_shapes() {
         fail("tensor '" + vi.name() + "' of shape " + to_string(*v.shape) +
              " has more than 2^40 elements, the largest tensor tensor-eqsat handles");
     }
+}
+
+std::vector<std::pair<int, onnx::NodeProto>> Importer::adapt_ceil_mode_pools() {
+  // ONNX's shape inference counts a ceil_mode window that would start in the end padding; onnxruntime (and
+  // ONNX's reference implementation, PyTorch) drop it, so the extent the file computes is one less. Such a pooling gets, for inference only,
+  // the end padding that gives the true extent, and stays opaque with the node as the file has it (its
+  // values are onnxruntime's; the vocabulary's pooling has no ceil_mode).
+  std::unordered_map<std::string, Shape> dims;
+  const onnx::GraphProto& g = proto_.graph();
+  for (const auto* list : {&g.input(), &g.value_info()})
+    for (const auto& vi : *list)
+      if (auto v = value_type(vi.type()); v.shape) dims[vi.name()] = *v.shape;
+  for (const auto& t : g.initializer()) dims[t.name()] = tensor_dims(t);
+  std::vector<std::pair<int, onnx::NodeProto>> replaced;
+  for (int index = 0; index < proto_.graph().node_size(); ++index) {
+    onnx::NodeProto& n = *proto_.mutable_graph()->mutable_node(index);
+    const std::string& op = n.op_type();
+    if (!is_default_domain(n.domain()) || (op != "MaxPool" && op != "AveragePool" && op != "LpPool")) continue;
+    if (attr_int(n, "ceil_mode", 0) == 0 || attr_string(n, "auto_pad", "NOTSET") != "NOTSET" || n.input_size() < 1)
+      continue;
+    auto x = dims.find(n.input(0));
+    auto kernel = attr_ints(n, "kernel_shape");
+    if (x == dims.end() || x->second.size() < 3 || !kernel || kernel->size() != x->second.size() - 2) continue;
+    const size_t spatial = kernel->size();
+    const std::vector<int64_t> ones(spatial, 1);
+    const std::vector<int64_t> strides = attr_ints(n, "strides").value_or(ones), dil = attr_ints(n, "dilations").value_or(ones);
+    std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+    if (strides.size() != spatial || dil.size() != spatial || pads.size() != 2 * spatial) continue;
+    // The stand-in floors (ceil_mode 0) with the end padding that gives each axis its true extent.
+    bool adjust = false, expressible = true;
+    for (size_t k = 0; k < spatial; ++k) {
+      const int64_t in = x->second[k + 2], s = strides[k], ext = ((*kernel)[k] - 1) * dil[k] + 1;
+      const int64_t span = in + pads[k] + pads[k + spatial] - ext;
+      if (s < 1 || span < 0) {
+        expressible = false;
+        continue;
+      }
+      int64_t extent = (span + s - 1) / s + 1;               // ONNX's count
+      if ((extent - 1) * s >= in + pads[k]) --extent, adjust = true;  // the last window starts in the end padding
+      const int64_t end_pad = std::max<int64_t>(0, (extent - 1) * s - (in + pads[k] - ext));
+      if ((in + pads[k] + end_pad - ext) / s + 1 != extent) expressible = false;
+      pads[k + spatial] = end_pad;
+    }
+    if (!adjust || !expressible || n.output_size() == 0) continue;
+    replaced.emplace_back(index, n);
+    AdaptedNode& a = adapted_[n.output(0)];
+    if (a.original.empty()) a.original = n.SerializeAsString();
+    a.stand_in = true;
+    for (auto& attr : *n.mutable_attribute()) {
+      if (attr.name() == "pads") attr.clear_ints();
+      if (attr.name() == "ceil_mode") attr.set_i(0);
+    }
+    onnx::AttributeProto* p = nullptr;
+    for (auto& attr : *n.mutable_attribute())
+      if (attr.name() == "pads") p = &attr;
+    if (!p) {
+      p = n.add_attribute();
+      p->set_name("pads");
+      p->set_type(onnx::AttributeProto::INTS);
+    }
+    for (int64_t v : pads) p->add_ints(v);
+    m_.notes.push_back(describe(n) + " stays opaque: ceil_mode drops a last window that starts in the end padding");
+  }
+  return replaced;
 }
 
 void Importer::collect_used(const onnx::GraphProto& g) {

@@ -9,6 +9,8 @@ them refused ("cannot infer the shape"), and a Slice the check's evaluator read 
   range_mask_where             A causal mask from Range over a dimension of a weight, compared, fed to Where.
   slice_to_end_step2           Slice with step 2, end INT64_MAX and a negative axis: the check's evaluator turned
                                INT64_MAX into INT64_MIN (via double) and computed an empty slice (exit 4 before).
+  ceil_mode_pool_window_in_padding  MaxPool ceil_mode whose last window would start in the end padding: ONNX's
+                               shape inference counts it, onnxruntime does not; the check could not run.
 
 For each: eqsat-run with its defaults exits 0, the report says the check ran and passed, and the written file
 gives the original's outputs in onnxruntime (at batch 1 and 3 where the batch is symbolic).
@@ -80,8 +82,17 @@ def slice_to_end_step2():
         ints("st", [1]), ints("en", [2**63 - 1]), ints("ax", [-1]), ints("sp", [2])]
 
 
+def ceil_mode_pool_window_in_padding():
+    # ceil_mode with a last window that would start in the end padding: ONNX's shape inference counts it (4
+    # along W), onnxruntime drops it (3); the import must take onnxruntime's extent for the check to run.
+    nodes = [H.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], pads=[0, 1, 0, 1], strides=[3, 3], ceil_mode=1),
+             H.make_node("Relu", ["p"], ["r"]), H.make_node("Relu", ["r"], ["y"])]
+    return nodes, [vi("x", ["batch", 3, 8, 8])], [vi("y", ["batch", 3, "oh", "ow"])], []
+
+
 failures = []
-for build in (constantofshape_concat, expand_shape_of_initializer, range_mask_where, slice_to_end_step2):
+for build in (constantofshape_concat, expand_shape_of_initializer, range_mask_where, slice_to_end_step2,
+              ceil_mode_pool_window_in_padding):
     name = build.__name__
     nodes, inputs, outputs, inits = build()
     model = H.make_model(H.make_graph(nodes, name, inputs, outputs, initializer=inits),

@@ -70,6 +70,10 @@ class Importer {
   /// value stays the computation the file has (opaque nodes), and so does each node that reads it, but a
   /// Reshape whose target can be written with 0 and -1.
   void find_size_dependent();
+  /// Gives each ceil_mode pooling whose last window ONNX 1.12 counts but onnxruntime drops the end padding of
+  /// its true extent, for inference only (adapted_, stand-in: it stays opaque as the file has it). Returns
+  /// the nodes replaced, by index, as they were (the caller infers again, and puts them back if that fails).
+  std::vector<std::pair<int, onnx::NodeProto>> adapt_ceil_mode_pools();
 
   /// Whether `n` reads a size-dependent value (and which), and whether it still maps onto the vocabulary.
   std::optional<std::string> size_dependent_input(const onnx::NodeProto& n) const;

@@ -1050,7 +1050,7 @@ std::vector<OnnxValue> pool(const Node& c) {
       const int64_t positions = ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<double>(span) / static_cast<double>(strides[k])))
                                           : span / strides[k];
       out[k] = std::max<int64_t>(0, positions + 1);
-      // ceil_mode: a last window that would start in the end padding is dropped (onnxruntime, ONNX >= 1.16).
+      // ceil_mode: a last window that would start in the end padding is dropped (onnxruntime, ONNX's reference).
       if (ceil_mode && out[k] > 0 && (out[k] - 1) * strides[k] >= in[k] + before[k]) --out[k];
     }
   }
