@@ -387,6 +387,7 @@ class OutputPlan {
 
 struct RunFacts {  // what the report and the summary say beside the OptimizeReport
   std::string model_name, rules_text;
+  std::string cost_choice;  // why this cost model, when "auto" chose it
   const CostModel& cost;
   const OutputPlan& plan;
   fs::path output_data;
@@ -405,6 +406,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"optimized_cost", r.optimized_cost},
                       {"speedup", speedup},
                       {"cost_model", f.cost.name()},
+                      {"cost_model_choice", f.cost_choice},
                       {"weights_streamed", f.cost.streams_weights()},
                       {"saturation_cost", f.plan.claimed_cost},
                       {"exported_cost", f.plan.exported_cost},
@@ -570,6 +572,9 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   if (config.both_ways) rules_text += " (+" + std::to_string(reversed) + " reversed)";
   // Built once before the model is read, so that a wrong --cost fails before a large model is loaded, and
   // again for the model: whether its weights outgrow the cache the cost model knows of.
+  // "auto" (the default) becomes the cost model of the machine this runs on, once, for both builds below.
+  const ResolvedCostSpec cost_choice = resolve_cost_spec(config.cost, corpus_dir);
+  config.cost = cost_choice.spec;
   std::unique_ptr<CostModel> cost = load_cost_model(config, corpus_dir, {});
 
   result.model = load_model(config);
@@ -589,7 +594,8 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   if (log) {
     *log << "eqsat-run: " << model_name << ": " << model.graph.num_ops() << " operators ("
          << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
-         << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name() << "\n";
+         << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name()
+         << (cost_choice.why.empty() ? "" : " (" + cost_choice.why + ")") << "\n";
     if (!defaulted.empty())
       *log << "  symbolic dimensions optimized at " << defaulted
            << " (no --dim given); the written file is checked at other values of each as well\n";
@@ -604,7 +610,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   OptimizeReport& r = result.report;
   r = run_search(config, model.graph, rules, *cost);
   OutputPlan plan(config, model, r);
-  RunFacts facts{model_name, rules_text, *cost, plan, {}, std::nullopt, 0};
+  RunFacts facts{model_name, rules_text, cost_choice.why, *cost, plan, {}, std::nullopt, 0};
   auto measure = [&](const Expr& optimized, const char* what) {
     try {
       facts.latency = measure_latency(model.graph, optimized, GpuMeasureOptions{});

@@ -44,7 +44,7 @@ struct EqsatConfig {
   /// front). Empty: <corpus>/rules.json (find_corpus_dir), rulegen's corpus.
   std::vector<std::filesystem::path> rules;
   std::filesystem::path report;           // JSON report to write; empty: none
-  std::string cost = "analytical:h200";   // cost model spec (cost_models.h)
+  std::string cost = "auto";   // cost model spec (cost_models.h); auto: this machine's (resolve_cost_spec)
   /// The optimized graph is written only if its export, read back, is at least this fraction cheaper than
   /// the original: a cost model does not resolve a 0.02% difference (a measured DB's per-node times scatter
   /// by more, and neither sees the runtime's own cross-node fusions, which a tiny rewrite can break).

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
                "variable and binds every variable), the default: rulegen writes each equality in one direction; "
                "--one-way: as written only");
   app.add_option("--cost", c.cost,
-                 "cost model: analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), db:FILE.json")
+                 "cost model: auto (the machine it runs on: onnxruntime on this CPU without a GPU, the GPU's "
+                 "profile with one), analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), "
+                 "db:FILE.json")
       ->capture_default_str();
   std::string cost_misses;
   app.add_option("--cost-misses", cost_misses,

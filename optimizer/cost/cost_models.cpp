@@ -1,5 +1,7 @@
 #include "optimizer/cost/cost_models.h"
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 #include "optimizer/cost/analytical_cost.h"
@@ -22,8 +24,20 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+ResolvedCostSpec resolve_cost_spec(std::string_view spec, const std::filesystem::path& corpus_dir) {
+  if (spec != kAutoCostSpec) return {std::string(spec), ""};
+  const GpuStatus gpu = gpu_status();
+  if (!gpu.available) return {std::string(kCpuCostSpec), "auto: no GPU found, so onnxruntime on this CPU"};
+  std::string device = gpu.device;
+  std::transform(device.begin(), device.end(), device.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const std::string& profile : device_profile_names(corpus_dir / "devices"))
+    if (profile != "cpu-ort" && device.find(profile) != std::string::npos)
+      return {"analytical:" + profile, "auto: the GPU found, " + gpu.device};
+  return {std::string(kDefaultCostSpec), "auto: the GPU found, " + gpu.device + ", has no profile of its own; the nearest"};
+}
+
 std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir) {
-  std::vector<std::string> specs = {"flops", "analytical"};
+  std::vector<std::string> specs = {"auto", "flops", "analytical"};
   for (const std::string& d : device_profile_names(corpus_dir / "devices")) specs.push_back("analytical:" + d);
   specs.insert(specs.end(), {"measured", "measured:CACHE.json", "db:FILE.json"});
   return specs;
@@ -31,6 +45,7 @@ std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_di
 
 std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
                                            const ModelFootprint& footprint) {
+  if (spec == kAutoCostSpec) return make_cost_model(resolve_cost_spec(spec, corpus_dir).spec, corpus_dir, footprint);
   if (spec == "flops") return std::make_unique<FlopCostModel>();
   // The measured model times nodes on the GPU (or reads a cost DB); misses fall back to the default
   // analytical model of this corpus, so a DB from one machine works on any other.

@@ -1,4 +1,6 @@
 // make_cost_model: the one place that turns a --cost spec into a CostModel.
+//   "auto" (eqsat-run's default)   the analytical model of where it runs: onnxruntime on this CPU
+//                                  (analytical:cpu-ort) without a GPU, the GPU's profile with one
 //   "flops"                        FlopCostModel (deterministic, for tests)
 //   "analytical" | "analytical:h200" (default) | "analytical:a100" | ... [":tf32" | ":fp16"]
 //                                  AnalyticalCostModel with corpus_dir/devices/<device>.json
@@ -18,10 +20,25 @@
 
 namespace teq {
 
-/// The spec eqsat-run and the report use when none is given.
+/// The spec eqsat-run uses when none is given: resolved by resolve_cost_spec for the machine it runs on.
+inline constexpr std::string_view kAutoCostSpec = "auto";
+/// The GPU model that measured and DB cost models fall back to for the nodes they lack, and "auto" on a GPU
+/// without a profile of its own.
 inline constexpr std::string_view kDefaultCostSpec = "analytical:h200";
+/// Where "auto" leads without a GPU: the roofline fitted to onnxruntime's CPU execution provider.
+inline constexpr std::string_view kCpuCostSpec = "analytical:cpu-ort";
 
-/// Builds the cost model for `spec`. `corpus_dir` is the corpus folder (holding devices/*.json); `footprint`
+/// A cost spec with "auto" replaced by a concrete one, and why that one (empty for a spec given as is).
+struct ResolvedCostSpec {
+  std::string spec;
+  std::string why;
+};
+/// "auto": onnxruntime on this CPU when no CUDA device answers (a build without CUDA included); with one,
+/// the device profile whose name its name contains (an "NVIDIA A100-SXM4-80GB" is analytical:a100), else
+/// kDefaultCostSpec. Any other spec comes back unchanged.
+ResolvedCostSpec resolve_cost_spec(std::string_view spec, const std::filesystem::path& corpus_dir);
+
+/// Builds the cost model for `spec` ("auto" through resolve_cost_spec). `corpus_dir` is the corpus folder (holding devices/*.json); `footprint`
 /// describes the model it will price (whose weights may outgrow the cache the model knows of).
 /// Throws std::invalid_argument with a message that lists the valid specs for an unknown one;
 /// DeviceProfileError for a broken profile file; GpuUnavailableError / CostDbError as above.

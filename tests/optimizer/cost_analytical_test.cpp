@@ -224,6 +224,23 @@ TEST(CostModelFactory, MakesTheNamedModels) {
   EXPECT_EQ(make_cost_model("flops", kCorpus)->name(), "flops");
 }
 
+// "auto" names the machine it runs on: onnxruntime on this CPU without a GPU (this machine, CI), a GPU's
+// profile (or the default GPU model) with one; any other spec passes through unchanged.
+TEST(CostModelFactory, AutoIsTheMachineItRunsOn) {
+  const ResolvedCostSpec chosen = resolve_cost_spec(kAutoCostSpec, kCorpus);
+  EXPECT_FALSE(chosen.why.empty());
+  if (!gpu_status().available) {
+    EXPECT_EQ(chosen.spec, kCpuCostSpec);
+    EXPECT_NE(chosen.why.find("no GPU"), std::string::npos) << chosen.why;
+  } else {
+    EXPECT_TRUE(chosen.spec.starts_with("analytical:") && chosen.spec != kCpuCostSpec) << chosen.spec;
+  }
+  EXPECT_EQ(make_cost_model(kAutoCostSpec, kCorpus)->name(), make_cost_model(chosen.spec, kCorpus)->name());
+  const ResolvedCostSpec given = resolve_cost_spec("analytical:a100", kCorpus);
+  EXPECT_EQ(given.spec, "analytical:a100");
+  EXPECT_TRUE(given.why.empty());
+}
+
 std::string error_of(std::string_view spec) {
   try {
     make_cost_model(spec, kCorpus);
@@ -239,6 +256,7 @@ TEST(CostModelFactory, UnknownSpecListsValidOnes) {
     EXPECT_NE(msg.find("unknown cost model '" + std::string(bad) + "'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("analytical:h200"), std::string::npos) << msg;
     EXPECT_NE(msg.find("flops"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("auto"), std::string::npos) << msg;
   }
 }
 

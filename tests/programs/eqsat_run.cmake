@@ -124,7 +124,10 @@ eqsat_run_case(min_gain_below_the_gain 0 "speedup 1.249x"
 # (rg-0072 at this writing); applied right to left it gives SqueezeNet's fire modules Tensat's merge (one way it finds nothing),
 # and the optimized graph computes what the original does.
 eqsat_run_case(both_ways_generated_corpus 0 "[+][1-9][0-9]* reversed.*speedup 1[.][1-9].*rules used: .*rg-[0-9]+-conv2d-conv2d~rev.*check: .*equal within tolerance"
-               --model squeezenet --rules ${PROJECT_SOURCE_DIR}/corpus/rules.json --both-ways --check)
+               --model squeezenet --rules ${PROJECT_SOURCE_DIR}/corpus/rules.json --both-ways --check --cost analytical:h200)
+# With no --cost, the cost model is the machine's (auto) and the first line says which and why.
+eqsat_run_case(auto_cost_model 0 "cost model analytical:[a-z0-9-]+ \\(auto: (no GPU found, so onnxruntime on this CPU|the GPU found)"
+               ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES} -o ${EQSAT_RUN_WORK}/auto_cost.onnx)
 # A saturation that the wall-clock guard stops is reported as such (its result may depend on the machine).
 eqsat_run_case(time_guard_is_reported 0 "stop reason: time-limit.*note: the saturation's wall-clock guard \\(--time-limit 1e-06 s, shared by all rounds\\) stopped round\\(s\\) 1: this result may differ"
                --model squeezenet --time-limit 0.000001)
@@ -137,12 +140,12 @@ eqsat_run_case(cost_misses_needs_db 2 "--cost-misses needs a measured cost model
 eqsat_run_case(truncated 2 "truncated.onnx: not an ONNX model" ${EQSAT_RUN_WORK}/truncated.onnx ${ok_rules})
 set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/shared_matmul.json)
 # The same optimized model, byte for byte, and the same report (but its seconds) alone and beside two CPU-bound
-# eqsat-runs (SqueezeNet saturated for 30 iterations, about 9 s each): eqsat-run's defaults on NasRNN, i.e. the
+# eqsat-runs (SqueezeNet saturated for 30 iterations, about 9 s each): eqsat-run's defaults on NasRNN (the cost model pinned to analytical:h200, the paper's GPU), i.e. the
 # generated corpus both ways, rounds of 3 iterations, each extracted by the ILP (counts decide: ILP nodes, LP
 # iterations), exported with its seeded weights.
 add_test(NAME eqsat_run.same_result_under_load
          COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:eqsat-run>
-                 "-DARGS=--model;nasrnn" -DWORK=${EQSAT_RUN_WORK}/same_result
+                 "-DARGS=--model;nasrnn;--cost;analytical:h200" -DWORK=${EQSAT_RUN_WORK}/same_result
                  "-DLOAD=$<TARGET_FILE:eqsat-run> --model squeezenet --iter-limit 30 --rounds 1 -q"
                  "-DEXPECT_REPORT=\"method\": *\"ilp\".*\"status\": *\"proved optimal.*\"rounds\": *[2-8].*\"rules\": *\"[^\"]*corpus/rules.json \\(\\+[0-9]+ reversed\\)\".*rg-[0-9]+-ewadd-matmul"
                  -P ${PROJECT_SOURCE_DIR}/tests/programs/scripts/same_result.cmake)

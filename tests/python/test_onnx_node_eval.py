@@ -34,7 +34,8 @@ REQUIRED = """Where Equal Greater GreaterOrEqual Less LessOrEqual And Or Not Xor
 Abs Pow Sqrt Exp Log Erf Tanh Sigmoid Sin Cos Floor Ceil Round Sign Min Max Mod Add Sub Mul Div Expand Gather
 GatherElements GatherND Unsqueeze Squeeze Reshape Flatten Transpose Concat Slice Split Tile Shape Size ConstantOfShape Range
 CumSum Trilu ReduceSum ReduceMean ReduceMax ReduceMin Softmax LogSoftmax LayerNormalization Gelu Conv MatMul
-Identity Dropout ScatterND Clip HardSigmoid Relu LeakyRelu""".split()
+Identity Dropout ScatterND Clip HardSigmoid Relu LeakyRelu MaxPool AveragePool LpPool GlobalMaxPool
+GlobalAveragePool""".split()
 missing = [op for op in REQUIRED if op not in covered]
 assert not missing, f"operators the evaluator does not cover: {missing}"
 
@@ -54,8 +55,13 @@ def write_case(name, model, inputs, outputs):
 # 1. ONNX's node test cases whose operators are all covered.
 from onnx.backend.test.case import node as node_cases  # noqa: E402
 
+# ONNX cases whose expected outputs are written rounded to 4 digits (beyond our 1e-4 relative tolerance); each
+# has an onnxruntime twin below (ort_avgpool_ceil_last_window_on_pad).
+ROUNDED_REFERENCE = {"test_averagepool_2d_ceil_last_window_starts_on_pad"}
 dirs, ops_of, not_written = [], {}, 0
 for case in node_cases.collect_testcases(None):
+    if case.name in ROUNDED_REFERENCE:
+        continue
     ops = {n.op_type for n in case.model.graph.node}
     if not ops or not ops <= covered or any(n.domain not in ("", "ai.onnx") for n in case.model.graph.node):
         continue
@@ -102,6 +108,35 @@ ort_case("ort_conv2d_group_pads", [N("Conv", ["x", "w", "b"], ["y"], pads=[1, 0,
          [("x", f32(1, 6, 7, 5)), ("w", f32(3, 2, 3, 2)), ("b", f32(3))], [("y", F)])
 ort_case("ort_conv2d_same_upper", [N("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[1, 2])],
          [("x", f32(2, 2, 6, 7)), ("w", f32(3, 2, 3, 3))], [("y", F)])
+# Poolings with the settings the vocabulary leaves opaque (dilations, asymmetric pads, ceil_mode, 1-D and 3-D,
+# count_include_pad, Indices in both storage orders, a window larger than the input: an empty axis).
+ort_case("ort_maxpool2d_dilated_asym_pads_ceil", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], pads=[1, 0, 2, 1],
+                                                   strides=[2, 2], dilations=[2, 1], ceil_mode=1)],
+         [("x", f32(2, 3, 9, 7))], [("y", F)], opset=12)
+ort_case("ort_maxpool1d_same_upper_indices", [N("MaxPool", ["x"], ["y", "i"], kernel_shape=[3], strides=[2],
+                                               auto_pad="SAME_UPPER")],
+         [("x", f32(2, 2, 9))], [("y", F), ("i", I64)])
+ort_case("ort_maxpool2d_indices_column_major", [N("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], storage_order=1)],
+         [("x", f32(1, 2, 5, 4))], [("y", F), ("i", I64)])
+ort_case("ort_avgpool2d_pads_include_and_exclude", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 2, 1, 0],
+                                                      strides=[2, 1], count_include_pad=1),
+                                                    N("AveragePool", ["x"], ["z"], kernel_shape=[2, 3], pads=[0, 1, 1, 1],
+                                                      ceil_mode=1, strides=[2, 2])],
+         [("x", f32(2, 3, 8, 6))], [("y", F), ("z", F)])
+ort_case("ort_avgpool3d_same_lower", [N("AveragePool", ["x"], ["y"], kernel_shape=[2, 3, 2], auto_pad="SAME_LOWER",
+                                        strides=[1, 2, 2])],
+         [("x", f32(1, 2, 4, 5, 6))], [("y", F)])
+ort_case("ort_avgpool_window_larger_than_input", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3])],
+         [("x", f32(1, 2, 12, 2))], [("y", F)])
+ort_case("ort_avgpool_ceil_last_window_on_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                                  strides=[3, 3], ceil_mode=1, count_include_pad=1)],
+         [("x", f32(1, 3, 2, 2))], [("y", F)], opset=19)
+ort_case("ort_lppool_and_globals", [N("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=3, strides=[1, 2]),
+                                    N("GlobalMaxPool", ["x"], ["g"]), N("GlobalAveragePool", ["x"], ["h"])],
+         [("x", f32(2, 3, 5, 6))], [("y", F), ("g", F), ("h", F)])
+ort_case("ort_slice_to_int64_max_step2", [N("Slice", ["x", "s", "e", "a", "t"], ["y"])],
+         [("x", f32(2, 3, 2)), ("s", np.array([1], np.int64)), ("e", np.array([2**63 - 1], np.int64)),
+          ("a", np.array([-1], np.int64)), ("t", np.array([2], np.int64))], [("y", F)])
 ort_case("ort_div_int_truncates", [N("Div", ["a", "b"], ["y"])],
          [("a", np.array([7, -7, 7, -7, 0, 9], np.int64)), ("b", np.array([2, 2, -2, -2, 3, 4], np.int64))], [("y", I64)])
 ort_case("ort_div_int32_broadcast", [N("Div", ["a", "b"], ["y"])],

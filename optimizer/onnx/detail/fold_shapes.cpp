@@ -556,13 +556,6 @@ class Folder {
     return y;
   }
 
-  static void next_index(Shape& idx, const Shape& dims) {
-    for (size_t k = idx.size(); k-- > 0;) {
-      if (++idx[k] < dims[k]) break;
-      idx[k] = 0;
-    }
-  }
-
   std::optional<IntTensor> evaluate(const onnx::NodeProto& n) const {
     const std::string& op = n.op_type();
     if (op == "Shape" || op == "Size") {

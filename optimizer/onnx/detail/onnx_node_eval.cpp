@@ -1002,6 +1002,136 @@ OnnxValue conv(const Node& c) {
   return {T(s, std::move(out)), c.type(0)};
 }
 
+/// MaxPool, AveragePool, LpPool and their Global forms over any number of spatial axes, with ONNX's
+/// attributes: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode (as onnxruntime: the last window
+/// starts inside the input or its begin padding), count_include_pad, p, and MaxPool's Indices output (storage_order 0: row-major, 1: column-major).
+/// Padding never enters a maximum or an Lp sum; an average counts it only with count_include_pad (the window
+/// clipped to the padded extent, as onnxruntime).
+std::vector<OnnxValue> pool(const Node& c) {
+  const std::string& op = c.n.op_type();
+  const T& x = c.x(0);
+  if (x.shape.size() < 3) bad(c.n, "input of rank " + std::to_string(x.shape.size()) + " (pools need N, C and a spatial axis)");
+  const size_t spatial = x.shape.size() - 2;
+  const bool global = op.rfind("Global", 0) == 0;
+  const std::string kind = global ? op.substr(6) : op;  // MaxPool, AveragePool, LpPool
+  const std::vector<int64_t> ones(spatial, 1);
+  std::vector<int64_t> kernel(x.shape.begin() + 2, x.shape.end()), strides = ones, dil = ones,
+      pads(2 * spatial, 0);
+  int64_t ceil_mode = 0;
+  std::string auto_pad = "NOTSET";
+  if (!global) {
+    kernel = c.ints("kernel_shape").value_or(std::vector<int64_t>{});
+    strides = c.ints("strides").value_or(ones);
+    dil = c.ints("dilations").value_or(ones);
+    pads = c.ints("pads").value_or(pads);
+    ceil_mode = c.i("ceil_mode", 0);
+    auto_pad = c.s("auto_pad", "NOTSET");
+  }
+  if (kernel.size() != spatial || strides.size() != spatial || dil.size() != spatial || pads.size() != 2 * spatial)
+    bad(c.n, "kernel_shape, strides, dilations or pads do not fit the input's rank");
+  const Shape in(x.shape.begin() + 2, x.shape.end());
+  Shape out(spatial);
+  std::vector<int64_t> before(spatial), after(spatial);
+  for (size_t k = 0; k < spatial; ++k) {
+    if (kernel[k] < 1 || strides[k] < 1 || dil[k] < 1) bad(c.n, "kernel, stride and dilation must be >= 1");
+    const int64_t ext = (kernel[k] - 1) * dil[k] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[k] = (in[k] + strides[k] - 1) / strides[k];
+      const int64_t total = std::max<int64_t>(0, (out[k] - 1) * strides[k] + ext - in[k]);
+      before[k] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      after[k] = total - before[k];
+    } else {
+      if (auto_pad == "VALID") pads.assign(2 * spatial, 0);
+      before[k] = pads[k];
+      after[k] = pads[k + spatial];
+      // As ONNX's shape inference: truncating division (ceil_mode: rounding up), so a window larger than the
+      // padded input gives an empty axis (onnxruntime runs such a node, with an empty output).
+      const int64_t span = in[k] + before[k] + after[k] - ext;
+      const int64_t positions = ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<double>(span) / static_cast<double>(strides[k])))
+                                          : span / strides[k];
+      out[k] = std::max<int64_t>(0, positions + 1);
+      // ceil_mode: a last window that would start in the end padding is dropped (onnxruntime, ONNX >= 1.16).
+      if (ceil_mode && out[k] > 0 && (out[k] - 1) * strides[k] >= in[k] + before[k]) --out[k];
+    }
+  }
+  const int64_t N = x.shape[0], C = x.shape[1], plane = num_elements(in), out_plane = num_elements(out);
+  const bool include_pad = c.i("count_include_pad", 0) != 0;
+  const double p = static_cast<double>(c.i("p", 2));
+  const bool want_indices = kind == "MaxPool" && c.n.output_size() > 1 && !c.n.output(1).empty();
+  const bool column_major = c.i("storage_order", 0) != 0;
+  std::vector<double> y(static_cast<size_t>(N * C * out_plane)), indices(want_indices ? y.size() : 0);
+  Shape o(spatial, 0), w(spatial, 0);
+  for (int64_t oi = 0; oi < out_plane; ++oi) {
+    // Each window position: its input element (row-major within the plane) or outside the input.
+    std::vector<int64_t> members;
+    int64_t padded_count = 0;
+    std::fill(w.begin(), w.end(), 0);
+    for (int64_t wi = 0, count = num_elements(kernel); wi < count; ++wi) {
+      int64_t flat = 0;
+      bool inside = true, inside_padded = true;
+      for (size_t k = 0; k < spatial; ++k) {
+        const int64_t pos = o[k] * strides[k] - before[k] + w[k] * dil[k];
+        inside = inside && pos >= 0 && pos < in[k];
+        inside_padded = inside_padded && pos >= -before[k] && pos < in[k] + after[k];
+        flat = flat * in[k] + pos;
+      }
+      if (inside) members.push_back(flat);
+      padded_count += inside_padded;
+      next_index(w, kernel);
+    }
+    for (int64_t nc = 0; nc < N * C; ++nc) {
+      const double* img = x.data.data() + nc * plane;
+      double r;
+      const size_t at = static_cast<size_t>(nc * out_plane + oi);
+      if (kind == "MaxPool") {
+        r = -std::numeric_limits<float>::max();  // onnxruntime's start (a window of padding only)
+        int64_t arg = members.empty() ? 0 : members[0];
+        for (int64_t m : members)
+          if (img[m] > r || std::isnan(img[m])) {
+            r = img[m];
+            arg = m;
+            if (std::isnan(r)) break;
+          }
+        if (want_indices) {
+          int64_t index = arg;
+          if (column_major) {  // the same element counted with the first spatial axis fastest
+            index = 0;
+            int64_t rest = arg, stride = 1;
+            Shape pos(spatial);
+            for (size_t k = spatial; k-- > 0;) {
+              pos[k] = rest % in[k];
+              rest /= in[k];
+            }
+            for (size_t k = 0; k < spatial; ++k) {
+              index += pos[k] * stride;
+              stride *= in[k];
+            }
+          }
+          indices[at] = static_cast<double>(nc * plane + index);
+        }
+      } else if (kind == "AveragePool") {
+        double sum = 0;
+        for (int64_t m : members) sum += img[m];
+        const int64_t count = include_pad ? padded_count : static_cast<int64_t>(members.size());
+        r = count > 0 ? sum / static_cast<double>(count) : kNaN;
+      } else if (kind == "LpPool") {
+        double sum = 0;
+        for (int64_t m : members) sum += std::pow(std::fabs(img[m]), p);
+        r = std::pow(sum, 1.0 / p);
+      } else {
+        not_covered(c.n, "pooling '" + op + "'");
+      }
+      y[at] = r;
+    }
+    next_index(o, out);
+  }
+  Shape shape{N, C};
+  shape.insert(shape.end(), out.begin(), out.end());
+  std::vector<OnnxValue> results{make(T(shape, std::move(y)), c.type(0))};
+  if (want_indices) results.push_back({T(shape, std::move(indices)), TP::INT64});
+  return results;
+}
+
 OnnxValue matmul(const Node& c) {
   T a = c.x(0), b = c.x(1);
   const bool a1 = a.shape.size() == 1, b1 = b.shape.size() == 1;
@@ -1044,7 +1174,8 @@ const std::set<std::string>& other_ops() {
       "Reshape", "Flatten", "Transpose", "Concat", "Slice", "Split", "Tile", "Shape", "Size", "ConstantOfShape",
       "Range", "CumSum", "Trilu", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
       "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "Softmax",
-      "LogSoftmax", "LayerNormalization", "Conv", "MatMul", "ScatterND", "Pad"};
+      "LogSoftmax", "LayerNormalization", "Conv", "MatMul", "ScatterND", "Pad", "MaxPool", "AveragePool", "LpPool",
+      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"};
   return ops;
 }
 
@@ -1146,6 +1277,7 @@ std::vector<OnnxValue> dispatch(const Node& c) {
   if (op == "Softmax" || op == "LogSoftmax") return {softmax(c)};
   if (op == "LayerNormalization") return layer_norm(c);
   if (op == "Conv") return {conv(c)};
+  if (op.find("Pool") != std::string::npos) return pool(c);
   if (op == "MatMul") return {matmul(c)};
   if (op == "ScatterND") return {scatter_nd(c)};
   if (op == "Pad") return {pad(c)};

@@ -46,6 +46,14 @@ int64_t default_opset(const onnx::ModelProto& m);
 /// propagation: libonnx 1.12's crashes (SIGSEGV) on graphs whose shapes do not fit at some size (a LLaMA
 /// export bound past what it was optimized for, a sequence longer than a position table), and the import's
 /// own folding (fold_shapes.h) computes the shape values it would have propagated.
+/// Steps a row-major multi-index `idx` over `dims` (the last axis fastest); wraps to all zeros at the end.
+inline void next_index(Shape& idx, const Shape& dims) {
+  for (size_t k = idx.size(); k-- > 0;) {
+    if (++idx[k] < dims[k]) break;
+    idx[k] = 0;
+  }
+}
+
 inline onnx::ShapeInferenceOptions inference_options(bool strict) { return onnx::ShapeInferenceOptions(false, strict ? 1 : 0, false); }
 
 /// The tensors of the enclosing graphs that the subgraphs of `node` (If's branches, Loop's and Scan's bodies,
