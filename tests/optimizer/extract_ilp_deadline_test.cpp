@@ -68,7 +68,9 @@ TEST(Extract, IlpKeepsItsTimeLimitOnASaturatedModel) {
   EXPECT_LE(ilp.cost, greedy.cost * (1 + 1e-12)) << ilp.status;
   EXPECT_GE(ilp.bound, 0);
   EXPECT_LE(ilp.bound, ilp.cost * (1 + 1e-12));
-  if (ilp.optimal) EXPECT_DOUBLE_EQ(ilp.bound, ilp.cost);
+  if (ilp.optimal) {
+    EXPECT_DOUBLE_EQ(ilp.bound, ilp.cost);
+  }
   const Expr out = build_expr(egraph, ilp.choice, roots);  // throws if incomplete or cyclic
   EXPECT_EQ(out.roots().size(), roots.size());
   EXPECT_NO_THROW(infer_shapes(out, {}));

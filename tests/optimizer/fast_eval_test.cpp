@@ -308,7 +308,8 @@ TEST(FastEval, GraphsAgreeWithTheGenericEvaluator) {
   std::vector<std::pair<size_t, size_t>> progress;
   const auto got = evaluate_fast<double>(g, leaves, {.on_progress = [&](size_t done, size_t total) {
                                                   progress.emplace_back(done, total);
-                                                }});
+                                                },
+                                                .opaque = {}});
   const auto want = evaluate<double>(g, Arith<double>{}, values);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k) {

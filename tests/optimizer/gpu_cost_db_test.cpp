@@ -175,7 +175,8 @@ TEST(GpuCostModel, MeasuresEachCanonicalNodeOnceAndSavesTheDb) {
   };
   const auto file = temp_file("measured.json");
   {
-    MeasuredCostModel model(CostDb{.device = "fake", .precision = "fp32", .warmup = 1, .repeats = 3, .entries_ms = {}},
+    MeasuredCostModel model(CostDb{.device = "fake", .precision = "fp32", .warmup = 1, .repeats = 3, .fallback = {},
+                                   .entries_ms = {}, .fused_ms = {}, .cache_bytes = 0},
                             timer, std::make_unique<ElementCost>(), {.name = "measured:fake", .save_path = file});
     const std::vector<Shape> x = {{2, 7, 3}, {9, 3}};
     EXPECT_DOUBLE_EQ(model.node_cost(OpKind::Split, std::vector<int64_t>{1, 0, 1}, x, {2, 3, 3}), 0.25e-3);

@@ -93,7 +93,9 @@ TEST(OnnxImport, BundledModelsRoundTripToTheSameExpr) {
     }
     // Folding constants changes the leaves, never the values (opaque operators cannot be evaluated).
     OnnxModel folded = import_onnx_bytes(export_onnx_bytes(m, m.graph), "folded");
-    if (m.opaque.empty()) EXPECT_LT(max_output_diff(m, folded), 1e-5);
+    if (m.opaque.empty()) {
+      EXPECT_LT(max_output_diff(m, folded), 1e-5);
+    }
   }
 }
 
@@ -183,7 +185,9 @@ TEST(OnnxImport, ConvBiasIsExportedAsConvInput) {
   EXPECT_EQ(count_nodes(out, "Conv"), 6u);
   EXPECT_EQ(count_nodes(out, "Add"), 0u);
   for (const auto& n : out.graph().node())
-    if (n.op_type() == "Conv") EXPECT_EQ(n.input_size(), 3);
+    if (n.op_type() == "Conv") {
+      EXPECT_EQ(n.input_size(), 3);
+    }
 }
 
 TEST(OnnxImport, MatmulPlusBiasIsExportedAsGemm) {

@@ -28,7 +28,7 @@ struct Case {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const std::string& n : builtin_model_names()) cases.push_back({n, true});
-  for (const fs::path dir : {kCorpus / "models", kCorpus / "models" / "torch"}) {
+  for (const fs::path& dir : {kCorpus / "models", kCorpus / "models" / "torch"}) {
     std::vector<std::string> files;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".onnx") files.push_back(fs::relative(e.path(), kCorpus / "models").string());

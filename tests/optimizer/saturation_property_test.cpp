@@ -194,7 +194,9 @@ void check_random_graphs(const RuleCorpus& rules, int graphs, uint32_t seed, Pro
       for (size_t i = 0; i < out.roots().size(); ++i)
         ASSERT_EQ(shapes[out.roots()[i].value], original[graph.roots()[i].value]);
       for (const ExprNode& n : out.nodes()) {
-        if (n.op == OpKind::Input || n.op == OpKind::Weight) ASSERT_TRUE(leaves.contains(n.name)) << n.name;
+        if (n.op == OpKind::Input || n.op == OpKind::Weight) {
+          ASSERT_TRUE(leaves.contains(n.name)) << n.name;
+        }
       }
       EXPECT_NEAR(graph_cost(out, cost), ex.cost, 1e-12 + 1e-9 * ex.cost);
       const double err = max_error(expected, evaluate<double>(out, Arith<double>{}, leaves));

@@ -83,7 +83,9 @@ TEST_P(ExactAgreement, ModIntDoubleAndZ3GiveTheSameRationals) {
     // ModInt holds p/q as p * q^-1: multiplying back by the divisor gives the integer numerator.
     EXPECT_EQ(ev.mod.data[i] * ModInt::from_int(q), ModInt::from_int(p))
         << "element " << i << ": ModInt " << ev.mod.data[i].centred() << " vs " << p << "/" << q;
-    if (q == 1) EXPECT_EQ(ev.mod.data[i].centred(), p) << "element " << i;
+    if (q == 1) {
+      EXPECT_EQ(ev.mod.data[i].centred(), p) << "element " << i;
+    }
     EXPECT_NEAR(ev.dbl.data[i], double(p) / double(q), 1e-9) << "element " << i << ": " << p << "/" << q;
   }
 }
