@@ -328,6 +328,7 @@ void Importer::infer_shapes() {
       m_.notes.resize(notes_before);
     }
   }
+  if (infer_loop_carried_shapes()) infer();
   const onnx::GraphProto& g = proto_.graph();
   for (const auto& t : g.initializer()) types_[t.name()] = {t.data_type(), tensor_dims(t)};
   for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
@@ -338,6 +339,94 @@ void Importer::infer_shapes() {
         fail("tensor '" + vi.name() + "' of shape " + to_string(*v.shape) +
              " has more than 2^40 elements, the largest tensor tensor-eqsat handles");
     }
+}
+
+bool Importer::infer_loop_carried_shapes() {
+  // ONNX 1.12 gives a Loop's loop-carried outputs no shape (a shape may change from one iteration to the next).
+  // Where the body, given the initial values' types, computes each carried value in the very shape it got, that
+  // shape is the output's: the body is inferred as a graph of its own (its outer reads as inputs) and the
+  // shapes found are declared on the Loop's outputs for the next inference. Scan outputs stay as they are.
+  onnx::GraphProto& g = *proto_.mutable_graph();
+  auto static_shape = [](const onnx::TypeProto& t) {
+    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
+    for (const auto& d : t.tensor_type().shape().dim())
+      if (!d.has_dim_value()) return false;
+    return true;
+  };
+  std::unordered_map<std::string, const onnx::TypeProto*> known;  // static shapes only (an output may say "N")
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list)
+      if (static_shape(vi.type())) known[vi.name()] = &vi.type();
+  std::unordered_map<std::string, onnx::TypeProto> initializer_types;
+  for (const auto& t : g.initializer()) {
+    onnx::TypeProto& type = initializer_types[t.name()];
+    type.mutable_tensor_type()->set_elem_type(t.data_type());
+    auto* shape = type.mutable_tensor_type()->mutable_shape();
+    for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+  }
+  auto type_of = [&](const std::string& name) -> const onnx::TypeProto* {
+    if (auto it = known.find(name); it != known.end()) return it->second;
+    if (auto it = initializer_types.find(name); it != initializer_types.end()) return &it->second;
+    return nullptr;
+  };
+  std::vector<onnx::ValueInfoProto> found;
+  for (const auto& n : g.node()) {
+    if (!is_default_domain(n.domain()) || n.op_type() != "Loop") continue;
+    const onnx::GraphProto* body = nullptr;
+    for (const auto& a : n.attribute())
+      if (a.name() == "body" && a.has_g()) body = &a.g();
+    const int carried = n.input_size() - 2;
+    if (!body || carried < 1 || body->input_size() != carried + 2 || body->output_size() < carried + 1) continue;
+    bool pending = false;
+    for (int k = 0; k < carried; ++k) pending |= !n.output(k).empty() && !known.count(n.output(k));
+    if (!pending) continue;
+    onnx::ModelProto alone;
+    alone.set_ir_version(proto_.ir_version());
+    *alone.mutable_opset_import() = proto_.opset_import();
+    onnx::GraphProto& bg = *alone.mutable_graph();
+    bg = *body;
+    bg.clear_value_info();
+    bool typed = true;
+    for (int k = 0; k < carried; ++k) {
+      const onnx::TypeProto* t = type_of(n.input(k + 2));
+      if (!t || !static_shape(*t)) typed = false;
+      else *bg.mutable_input(k + 2)->mutable_type() = *t;
+    }
+    if (!typed) continue;
+    for (const std::string& name : outer_references(n)) {
+      const onnx::TypeProto* t = type_of(name);
+      if (!t) {
+        typed = false;
+        break;
+      }
+      onnx::ValueInfoProto* in = bg.add_input();
+      in->set_name(name);
+      *in->mutable_type() = *t;
+    }
+    if (!typed) continue;
+    try {
+      onnx::shape_inference::InferShapes(alone, onnx::OpSchemaRegistry::Instance(), inference_options(false));
+    } catch (const std::exception&) {
+      continue;
+    }
+    std::unordered_map<std::string, const onnx::TypeProto*> inner;
+    for (const auto* list : {&bg.value_info(), &bg.output(), &bg.input()})
+      for (const auto& vi : *list) inner.emplace(vi.name(), &vi.type());
+    for (int k = 0; k < carried; ++k) {
+      if (n.output(k).empty() || known.count(n.output(k))) continue;
+      auto it = inner.find(bg.output(k + 1).name());
+      const onnx::TypeProto& start = bg.input(k + 2).type();
+      if (it == inner.end() || !static_shape(*it->second)) continue;
+      if (it->second->tensor_type().shape().SerializeAsString() != start.tensor_type().shape().SerializeAsString())
+        continue;  // the shape changes in the loop: left unknown
+      onnx::ValueInfoProto vi;
+      vi.set_name(n.output(k));
+      *vi.mutable_type() = start;
+      found.push_back(std::move(vi));
+    }
+  }
+  for (auto& vi : found) *g.add_value_info() = std::move(vi);
+  return !found.empty();
 }
 
 std::vector<std::pair<int, onnx::NodeProto>> Importer::adapt_ceil_mode_pools() {

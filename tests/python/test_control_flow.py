@@ -1,12 +1,13 @@
 """eqsat-run on models with control flow, which stays an opaque region with its subgraphs.
 
-An If (with a nested If) under a symbolic batch, a part outside the control flow the rules can improve (a product with a
-constant scale moved through a MatMul), and subgraphs that read tensors of the enclosing graph by name. For
-each: eqsat-run (default check) must exit 0 and write a file that onnxruntime runs with the original's outputs
-at batch 1 and 3, with inputs that take each branch; the check evaluates the branches. An If whose condition
-compares the sequence length with a threshold must take the other branch at a short sequence, as the original. (A Loop imports the same
-way when ONNX shape inference gives its outputs shapes; libonnx 1.12 leaves a Loop's carried outputs unknown, so
-such a model is still refused: issue 43.)
+An If (with a nested If) and a Loop under a symbolic batch, a part outside the control flow the rules can
+improve (a product with a constant scale moved through a MatMul), and subgraphs that read tensors of the
+enclosing graph by name. For each: eqsat-run (default check) must exit 0 and write a file that onnxruntime runs
+with the original's outputs at batch 1 and 3, with inputs that take each branch; the check evaluates If branch by
+branch and Loop iteration by iteration. The Loop's carried value keeps its shape through the body, which the
+import finds (libonnx 1.12's inference leaves a Loop's carried outputs unknown). An If whose condition compares
+the sequence length with a threshold must take the other branch at a short sequence, as the original. (A Loop
+whose carried value changes shape is still refused: issue 43.)
 Usage: test_control_flow.py EQSAT_RUN WORKDIR
 """
 import json
@@ -71,9 +72,26 @@ def shape_condition_model():
     return nodes, inits
 
 
+def loop_model():
+    # A Loop of three iterations whose body reads the outer h: acc <- tanh(acc + h) (the carried value), and
+    # the checks evaluate it iteration by iteration.
+    nodes, inits = common()
+    nodes = nodes[:2]  # the scaled product h only
+    inits = inits[:1] + inits[2:3]  # w, two
+    inits += [NH.from_array(np.array(3, np.int64), "trips"), NH.from_array(np.array(True), "go")]
+    body = H.make_graph([H.make_node("Add", ["acc_in", "h"], ["s"]), H.make_node("Tanh", ["s"], ["acc_out"]),
+                         H.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                        [H.make_tensor_value_info("i", TP.INT64, []), H.make_tensor_value_info("cond_in", TP.BOOL, []),
+                         H.make_tensor_value_info("acc_in", F, None)],
+                        [H.make_tensor_value_info("cond_out", TP.BOOL, []), H.make_tensor_value_info("acc_out", F, None)])
+    nodes.append(H.make_node("Loop", ["trips", "go", "h"], ["y"], body=body))
+    return nodes, inits
+
+
 failures = []
 # name, graph, input dims, (batch, seq) test shapes (seq: the second axis of a rank-3 x), evaluated by the check
 cases = [("if", if_model, ["N", 8], [(1, None), (3, None)], True),
+         ("loop", loop_model, ["N", 8], [(1, None), (3, None)], True),
          ("shape_condition", shape_condition_model, ["batch", "seq", 8], [(1, 5), (3, 5), (1, 9), (2, 64)], True)]
 for name, build, dims, shapes, evaluated in cases:
     nodes, inits = build()

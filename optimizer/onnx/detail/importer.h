@@ -74,6 +74,9 @@ class Importer {
   /// its true extent, for inference only (adapted_, stand-in: it stays opaque as the file has it). Returns
   /// the nodes replaced, by index, as they were (the caller infers again, and puts them back if that fails).
   std::vector<std::pair<int, onnx::NodeProto>> adapt_ceil_mode_pools();
+  /// Declares the shapes of Loop outputs whose loop-carried value keeps its initial shape through the body
+  /// (ONNX 1.12 leaves them unknown); returns whether any was found (the caller infers again).
+  bool infer_loop_carried_shapes();
 
   /// Whether `n` reads a size-dependent value (and which), and whether it still maps onto the vocabulary.
   std::optional<std::string> size_dependent_input(const onnx::NodeProto& n) const;

@@ -1354,6 +1354,13 @@ bool is_if(const onnx::NodeProto& node) {
   return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "If";
 }
 
+bool is_loop(const onnx::NodeProto& node) {
+  return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Loop";
+}
+
+/// Loops longer than this are not evaluated (the check says it cannot run rather than taking minutes).
+constexpr int64_t kMaxLoopIterations = 1 << 16;
+
 const onnx::GraphProto* branch(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute())
     if (a.name() == name && a.has_g()) return &a.g();
@@ -1366,9 +1373,14 @@ bool graph_evaluable(const onnx::GraphProto& g) {
   return true;
 }
 
-/// One branch of an If: its nodes in order over its own initializers and values, then the enclosing scopes'.
-std::vector<OnnxValue> evaluate_graph(const onnx::GraphProto& g, const OuterValues& outer, int64_t opset) {
+/// A subgraph (an If's branch, a Loop's body): its nodes in order over `bound` (its graph inputs' values, in
+/// order), its own initializers and values, then the enclosing scopes'.
+std::vector<OnnxValue> evaluate_graph(const onnx::GraphProto& g, const OuterValues& outer, int64_t opset,
+                                      std::vector<OnnxValue> bound = {}) {
   std::map<std::string, OnnxValue> local;
+  if (static_cast<int>(bound.size()) != g.input_size())
+    throw NotEvaluable("a subgraph with " + std::to_string(g.input_size()) + " inputs given " + std::to_string(bound.size()));
+  for (int k = 0; k < g.input_size(); ++k) local[g.input(k).name()] = std::move(bound[static_cast<size_t>(k)]);
   for (const auto& t : g.initializer()) local[t.name()] = decode_tensor(t);
   auto find = [&](const std::string& name) -> const OnnxValue* {
     if (auto it = local.find(name); it != local.end()) return &it->second;
@@ -1389,6 +1401,56 @@ std::vector<OnnxValue> evaluate_graph(const onnx::GraphProto& g, const OuterValu
   return result;
 }
 
+/// ONNX Loop: optional trip count M and condition, then the loop-carried values; the body maps (iteration,
+/// condition, carried...) to (condition, carried..., scan outputs...); the node's outputs are the final carried
+/// values, then each scan output stacked along a new first axis.
+std::vector<OnnxValue> evaluate_loop(const onnx::NodeProto& node, const std::vector<const OnnxValue*>& inputs,
+                                     const OuterValues& outer, int64_t opset) {
+  const onnx::GraphProto& body = *branch(node, "body");
+  auto scalar = [&](size_t k) -> std::optional<double> {
+    if (k >= inputs.size() || !inputs[k]) return std::nullopt;
+    if (inputs[k]->t.data.size() != 1) throw NotEvaluable("Loop with a trip count or condition that is not one element");
+    return inputs[k]->t.data[0];
+  };
+  const std::optional<double> trips = scalar(0), first_cond = scalar(1);
+  const size_t carried = inputs.size() > 2 ? inputs.size() - 2 : 0;
+  if (body.input_size() != static_cast<int>(carried) + 2 || body.output_size() < static_cast<int>(carried) + 1)
+    throw NotEvaluable("Loop body whose inputs and outputs do not fit the node");
+  const size_t scans = static_cast<size_t>(body.output_size()) - 1 - carried;
+  std::vector<OnnxValue> state;
+  for (size_t k = 0; k < carried; ++k) {
+    if (!inputs[k + 2]) throw NotEvaluable("Loop with a missing loop-carried value");
+    state.push_back(*inputs[k + 2]);
+  }
+  std::vector<std::vector<OnnxValue>> scanned(scans);
+  bool cond = !first_cond || *first_cond != 0;
+  int64_t i = 0;
+  for (; cond && (!trips || i < static_cast<int64_t>(*trips)); ++i) {
+    if (i >= kMaxLoopIterations) throw NotEvaluable("Loop of more than " + std::to_string(kMaxLoopIterations) + " iterations");
+    std::vector<OnnxValue> bound{{T(Shape{}, static_cast<double>(i)), TP::INT64}, {T(Shape{}, cond ? 1.0 : 0.0), TP::BOOL}};
+    bound.insert(bound.end(), state.begin(), state.end());
+    std::vector<OnnxValue> out = evaluate_graph(body, outer, opset, std::move(bound));
+    if (out[0].t.data.size() != 1) throw NotEvaluable("Loop body whose condition is not one element");
+    cond = out[0].t.data[0] != 0;
+    for (size_t k = 0; k < carried; ++k) state[k] = std::move(out[k + 1]);
+    for (size_t k = 0; k < scans; ++k) scanned[k].push_back(std::move(out[1 + carried + k]));
+  }
+  std::vector<OnnxValue> result = std::move(state);
+  for (auto& values : scanned) {
+    if (values.empty()) throw NotEvaluable("Loop without iterations has scan outputs of no known shape");
+    Shape shape{static_cast<int64_t>(values.size())};
+    shape.insert(shape.end(), values[0].t.shape.begin(), values[0].t.shape.end());
+    std::vector<double> data;
+    for (const OnnxValue& v : values) {
+      if (v.t.shape != values[0].t.shape) throw NotEvaluable("Loop scan output whose shape changes between iterations");
+      data.insert(data.end(), v.t.data.begin(), v.t.data.end());
+    }
+    result.push_back({T(shape, std::move(data)), values[0].type});
+  }
+  if (static_cast<int>(result.size()) != node.output_size()) throw NotEvaluable("Loop with another number of outputs");
+  return result;
+}
+
 }  // namespace
 
 bool onnx_node_evaluable(const onnx::NodeProto& node) {
@@ -1396,6 +1458,10 @@ bool onnx_node_evaluable(const onnx::NodeProto& node) {
   if (is_if(node)) {
     const onnx::GraphProto *then_g = branch(node, "then_branch"), *else_g = branch(node, "else_branch");
     return then_g && else_g && graph_evaluable(*then_g) && graph_evaluable(*else_g);
+  }
+  if (is_loop(node)) {
+    const onnx::GraphProto* body = branch(node, "body");
+    return body && graph_evaluable(*body);
   }
   for (const auto& a : node.attribute())
     if (a.has_g() || a.graphs_size() > 0) return false;
@@ -1415,6 +1481,7 @@ std::vector<OnnxValue> evaluate_onnx_node(const onnx::NodeProto& node, const std
     if (static_cast<int>(out.size()) != node.output_size()) throw NotEvaluable("If branch with another number of outputs");
     return out;
   }
+  if (is_loop(node)) return evaluate_loop(node, inputs, outer, opset);
   const Node c{node, inputs, opset};
   std::vector<OnnxValue> out = dispatch(c);
   out.resize(static_cast<size_t>(std::max(node.output_size(), 1)));
