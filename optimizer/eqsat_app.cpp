@@ -572,6 +572,13 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   if (config.both_ways) rules_text += " (+" + std::to_string(reversed) + " reversed)";
   // Built once before the model is read, so that a wrong --cost fails before a large model is loaded, and
   // again for the model: whether its weights outgrow the cache the cost model knows of.
+  if (!config.target.empty()) {
+    try {
+      config.cost = cost_spec_for_target(config.target, corpus_dir);
+    } catch (const std::invalid_argument& e) {
+      throw EqsatError(std::string("--target: ") + e.what());
+    }
+  }
   // "auto" (the default) becomes the cost model of the machine this runs on, once, for both builds below.
   const ResolvedCostSpec cost_choice = resolve_cost_spec(config.cost, corpus_dir);
   config.cost = cost_choice.spec;

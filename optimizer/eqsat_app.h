@@ -45,6 +45,8 @@ struct EqsatConfig {
   std::vector<std::filesystem::path> rules;
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "auto";   // cost model spec (cost_models.h); auto: this machine's (resolve_cost_spec)
+  /// Where the model will run (cost_spec_for_target: auto, cpu, h200, a100, ...); non-empty: sets `cost`.
+  std::string target;
   /// The optimized graph is written only if its export, read back, is at least this fraction cheaper than
   /// the original: a cost model does not resolve a 0.02% difference (a measured DB's per-node times scatter
   /// by more, and neither sees the runtime's own cross-node fusions, which a tiny rewrite can break).

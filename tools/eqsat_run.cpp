@@ -87,11 +87,16 @@ int main(int argc, char** argv) {
                "apply each single-pattern rule also right to left where it can be (a right side that is not a bare "
                "variable and binds every variable), the default: rulegen writes each equality in one direction; "
                "--one-way: as written only");
-  app.add_option("--cost", c.cost,
+  auto* target_opt = app.add_option("--target", c.target,
+                                    "where the model will run, which the cost model describes: auto (this machine: "
+                                    "onnxruntime on this CPU without a GPU, the GPU's profile with one), cpu "
+                                    "(onnxruntime's CPU provider), or a GPU: h200, a100, v100, t4");
+  auto* cost_opt = app.add_option("--cost", c.cost,
                  "cost model: auto (the machine it runs on: onnxruntime on this CPU without a GPU, the GPU's "
                  "profile with one), analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), "
                  "db:FILE.json")
       ->capture_default_str();
+  target_opt->excludes(cost_opt);
   std::string cost_misses;
   app.add_option("--cost-misses", cost_misses,
                  "with --cost db:FILE: write each node the DB lacks as a one-node ONNX model into this folder "

@@ -36,6 +36,19 @@ ResolvedCostSpec resolve_cost_spec(std::string_view spec, const std::filesystem:
   return {std::string(kDefaultCostSpec), "auto: the GPU found, " + gpu.device + ", has no profile of its own; the nearest"};
 }
 
+std::string cost_spec_for_target(std::string_view target, const std::filesystem::path& corpus_dir) {
+  if (target == kAutoCostSpec) return std::string(kAutoCostSpec);
+  if (target == "cpu") return std::string(kCpuCostSpec);
+  std::vector<std::string> targets = {"auto", "cpu"};
+  for (const std::string& profile : device_profile_names(corpus_dir / "devices")) {
+    if (profile == "cpu-ort") continue;
+    if (target == profile) return "analytical:" + profile;
+    targets.push_back(profile);
+  }
+  throw std::invalid_argument("unknown target '" + std::string(target) + "'; valid: " + join(targets) +
+                              " (--cost names a cost model directly)");
+}
+
 std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir) {
   std::vector<std::string> specs = {"auto", "flops", "analytical"};
   for (const std::string& d : device_profile_names(corpus_dir / "devices")) specs.push_back("analytical:" + d);

@@ -45,6 +45,11 @@ ResolvedCostSpec resolve_cost_spec(std::string_view spec, const std::filesystem:
 std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
                                            const ModelFootprint& footprint = {});
 
+/// The cost spec for `--target`, the machine the model will run on: "auto" (the machine eqsat-run runs on),
+/// "cpu" (onnxruntime on this CPU: kCpuCostSpec), or a device profile's name ("h200", "a100", ...:
+/// analytical:NAME). Throws std::invalid_argument listing the targets for another name.
+std::string cost_spec_for_target(std::string_view target, const std::filesystem::path& corpus_dir);
+
 /// The specs make_cost_model accepts with this corpus folder, for help texts and error messages.
 std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir);
 

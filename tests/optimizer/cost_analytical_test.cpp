@@ -241,6 +241,19 @@ TEST(CostModelFactory, AutoIsTheMachineItRunsOn) {
   EXPECT_TRUE(given.why.empty());
 }
 
+TEST(CostModelFactory, TargetsNameTheMachineTheModelRunsOn) {
+  EXPECT_EQ(cost_spec_for_target("auto", kCorpus), kAutoCostSpec);
+  EXPECT_EQ(cost_spec_for_target("cpu", kCorpus), kCpuCostSpec);
+  EXPECT_EQ(cost_spec_for_target("a100", kCorpus), "analytical:a100");
+  EXPECT_THROW(cost_spec_for_target("cpu-ort", kCorpus), std::invalid_argument);  // a profile, not a target
+  try {
+    cost_spec_for_target("h100", kCorpus);
+    ADD_FAILURE() << "h100 has no profile";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("valid: auto, cpu, a100, h200, t4, v100"), std::string::npos) << e.what();
+  }
+}
+
 std::string error_of(std::string_view spec) {
   try {
     make_cost_model(spec, kCorpus);

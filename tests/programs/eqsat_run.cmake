@@ -128,6 +128,11 @@ eqsat_run_case(both_ways_generated_corpus 0 "[+][1-9][0-9]* reversed.*speedup 1[
 # With no --cost, the cost model is the machine's (auto) and the first line says which and why.
 eqsat_run_case(auto_cost_model 0 "cost model analytical:[a-z0-9-]+ \\(auto: (no GPU found, so onnxruntime on this CPU|the GPU found)"
                ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES} -o ${EQSAT_RUN_WORK}/auto_cost.onnx)
+# --target names where the model will run: a GPU's profile, or onnxruntime on this CPU.
+eqsat_run_case(target_gpu 0 "cost model analytical:a100[^ ]*\n" ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES}
+               --target a100 -o ${EQSAT_RUN_WORK}/target_gpu.onnx)
+eqsat_run_case(target_cpu 0 "cost model analytical:cpu-ort[^ ]*\n" ${EQSAT_RUN_MODELS}/mlp.onnx --rules ${EQSAT_RUN_RULES}
+               --target cpu -o ${EQSAT_RUN_WORK}/target_cpu.onnx)
 # A saturation that the wall-clock guard stops is reported as such (its result may depend on the machine).
 eqsat_run_case(time_guard_is_reported 0 "stop reason: time-limit.*note: the saturation's wall-clock guard \\(--time-limit 1e-06 s, shared by all rounds\\) stopped round\\(s\\) 1: this result may differ"
                --model squeezenet --time-limit 0.000001)

@@ -160,6 +160,11 @@ errors_case(eqsat_run_negative_attribute eqsat-run 2 stderr
             ${B}/negative_stride.onnx ${OK_RULES})
 errors_case(eqsat_run_negative_dim eqsat-run 2 stderr "eqsat-run: error: --dim batch=-4: a dimension must be at least 1"
             ${SYMBOLIC} ${OK_RULES} --dim batch=-4)
+errors_case(eqsat_run_unknown_target eqsat-run 2 stderr
+            "eqsat-run: error: --target: unknown target 'h100'; valid: auto, cpu, .*h200"
+            ${MLP} --rules ${SMALL} --target h100)
+errors_case(eqsat_run_target_and_cost eqsat-run 2 stderr "--target excludes --cost"
+            ${MLP} --rules ${SMALL} --target cpu --cost flops)
 errors_case(eqsat_run_min_gain_out_of_range eqsat-run 2 stderr "--min-gain: Value 1.5 not in range"
             ${MLP} ${OK_RULES} --min-gain 1.5)
 errors_case(eqsat_run_negative_option eqsat-run 2 stderr "--node-limit: must be a number >= 0, got -5"
