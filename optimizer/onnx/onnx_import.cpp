@@ -1,5 +1,4 @@
 #include "optimizer/onnx/onnx_import.h"
-#include <iostream>
 
 #include <algorithm>
 #include <cctype>
@@ -347,12 +346,7 @@ bool Importer::infer_loop_carried_shapes() {
   // shape is the output's: the body is inferred as a graph of its own (its outer reads as inputs) and the
   // shapes found are declared on the Loop's outputs for the next inference. Scan outputs stay as they are.
   onnx::GraphProto& g = *proto_.mutable_graph();
-  auto static_shape = [](const onnx::TypeProto& t) {
-    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
-    for (const auto& d : t.tensor_type().shape().dim())
-      if (!d.has_dim_value()) return false;
-    return true;
-  };
+  auto static_shape = [](const onnx::TypeProto& t) { return value_type(t).shape.has_value(); };
   std::unordered_map<std::string, const onnx::TypeProto*> known;  // static shapes only (an output may say "N")
   for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
     for (const auto& vi : *list)
@@ -459,15 +453,15 @@ std::vector<std::pair<int, onnx::NodeProto>> Importer::adapt_ceil_mode_pools() {
     bool adjust = false, expressible = true;
     for (size_t k = 0; k < spatial; ++k) {
       const int64_t in = x->second[k + 2], s = strides[k], ext = ((*kernel)[k] - 1) * dil[k] + 1;
-      const int64_t span = in + pads[k] + pads[k + spatial] - ext;
-      if (s < 1 || span < 0) {
+      const int64_t begin = pads[k], end = pads[k + spatial];
+      if (s < 1 || in + begin + end < ext) {
         expressible = false;
         continue;
       }
-      int64_t extent = (span + s - 1) / s + 1;               // ONNX's count
-      if ((extent - 1) * s >= in + pads[k]) --extent, adjust = true;  // the last window starts in the end padding
-      const int64_t end_pad = std::max<int64_t>(0, (extent - 1) * s - (in + pads[k] - ext));
-      if ((in + pads[k] + end_pad - ext) / s + 1 != extent) expressible = false;
+      const int64_t extent = pool_extent(in, (*kernel)[k], s, dil[k], begin, end, true);
+      adjust |= extent != pool_extent(in, (*kernel)[k], s, dil[k], begin, end, true, false);
+      const int64_t end_pad = std::max<int64_t>(0, (extent - 1) * s - (in + begin - ext));
+      if (pool_extent(in, (*kernel)[k], s, dil[k], begin, end_pad, false) != extent) expressible = false;
       pads[k + spatial] = end_pad;
     }
     if (!adjust || !expressible || n.output_size() == 0) continue;

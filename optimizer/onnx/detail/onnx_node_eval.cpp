@@ -1044,14 +1044,8 @@ std::vector<OnnxValue> pool(const Node& c) {
       if (auto_pad == "VALID") pads.assign(2 * spatial, 0);
       before[k] = pads[k];
       after[k] = pads[k + spatial];
-      // As ONNX's shape inference: truncating division (ceil_mode: rounding up), so a window larger than the
-      // padded input gives an empty axis (onnxruntime runs such a node, with an empty output).
-      const int64_t span = in[k] + before[k] + after[k] - ext;
-      const int64_t positions = ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<double>(span) / static_cast<double>(strides[k])))
-                                          : span / strides[k];
-      out[k] = std::max<int64_t>(0, positions + 1);
-      // ceil_mode: a last window that would start in the end padding is dropped (onnxruntime, ONNX's reference).
-      if (ceil_mode && out[k] > 0 && (out[k] - 1) * strides[k] >= in[k] + before[k]) --out[k];
+      // A window larger than the padded input gives an empty axis (onnxruntime runs such a node).
+      out[k] = pool_extent(in[k], kernel[k], strides[k], dil[k], before[k], after[k], ceil_mode != 0);
     }
   }
   const int64_t N = x.shape[0], C = x.shape[1], plane = num_elements(in), out_plane = num_elements(out);

@@ -2,6 +2,7 @@
 // Not part of the optimizer's interface (include only from optimizer/onnx/*.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,6 +53,20 @@ inline void next_index(Shape& idx, const Shape& dims) {
     if (++idx[k] < dims[k]) break;
     idx[k] = 0;
   }
+}
+
+/// Output extent of a pooling window along one axis of extent `in` with explicit pads, as onnxruntime
+/// computes it: floor (or, with `ceil_mode`, ceil) of the window positions, where a window larger than the
+/// padded input gives 0, and with ceil_mode a last window that would start in the end padding is dropped.
+/// `drop_window_in_end_pad` false: ONNX's shape inference, which counts that window.
+inline int64_t pool_extent(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad_begin,
+                           int64_t pad_end, bool ceil_mode, bool drop_window_in_end_pad = true) {
+  const int64_t span = in + pad_begin + pad_end - ((kernel - 1) * dilation + 1);
+  // Truncating division, as ONNX's inference (a negative span rounds toward 0).
+  const int64_t positions = ceil_mode && span > 0 ? (span + stride - 1) / stride : span / stride;
+  int64_t extent = std::max<int64_t>(0, positions + 1);
+  if (drop_window_in_end_pad && ceil_mode && extent > 0 && (extent - 1) * stride >= in + pad_begin) --extent;
+  return extent;
 }
 
 inline onnx::ShapeInferenceOptions inference_options(bool strict) { return onnx::ShapeInferenceOptions(false, strict ? 1 : 0, false); }
