@@ -5,8 +5,10 @@
 # ORT_ENABLE_ALL and ORT_DISABLE_ALL), beside the ratio the cost model predicted. Prints a Markdown table
 # (docs/benchmarks-measured.md).
 #
-# Usage: bench/ort_report.sh [--cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--extract METHOD] [--time-identical]
-#                          [--ort-disable NAMES] [MODEL ...]
+# Usage: bench/ort_report.sh [--bare | --cost SPEC | --db FILE] [--runs N] [--passes N] [--min-seconds S] [--extract METHOD] [--time-identical]
+#                          [--ort-disable NAMES] [--ort-dim NAME=VALUE ...] [MODEL ...]
+#   --bare             eqsat-run MODEL -o OUT with no option at all (its defaults: --target auto, the check),
+#                      what a user runs first (issue 46)
 #   --cost SPEC        eqsat-run's cost model (default analytical:cpu-ort, the profile fitted to this runtime
 #                      by bench/fit_cpu_profile.py)
 #   --db FILE          measure first: extend the onnxruntime cost DB FILE (created when missing) with every node
@@ -22,6 +24,7 @@
 #                      its ratio is 1 by construction and the row says so)
 #   --ort-disable NAMES  comma-separated onnxruntime graph transformers turned off in both sessions at
 #                      ORT_ENABLE_ALL (bench/ort_latency.py --disable-fusions), e.g. SkipLayerNormFusion
+#   --ort-dim NAME=VALUE  the value a symbolic dimension is timed at (bench/ort_latency.py --dim; default 1)
 #   MODEL              built-in names and/or .onnx files (default: all built-ins and corpus/models/torch/*.onnx)
 # The predicted ratios are optimized / original cost of the written file as eqsat-run reports it (read back from
 # the export); with a DB, the session.run overhead the DB records (paid once per inference) is added to both.
@@ -41,7 +44,9 @@ passes=3
 min_seconds=1
 extract=ilp
 time_identical=0
+bare=0
 ort_disable=()
+ort_dims=()
 models=()
 while (($#)); do
   case $1 in
@@ -52,8 +57,10 @@ while (($#)); do
     --min-seconds) min_seconds=$2; shift 2 ;;
     --extract) extract=$2; shift 2 ;;
     --time-identical) time_identical=1; shift ;;
+    --bare) bare=1; shift ;;
+    --ort-dim) ort_dims+=(--dim "$2"); shift 2 ;;
     --ort-disable) ort_disable=(--disable-fusions "$2"); shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     -*) echo "ort_report: error: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -74,6 +81,12 @@ fi
 if [[ -n ${TEQ_WORK:-} ]]; then work=$TEQ_WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 limits=(--extract "$extract" --node-limit 10000 --rounds 8)
 shown_cost=${cost/#db:$root\//db:}
+eqsat_options=(--cost "$cost" "${limits[@]}")
+if ((bare)); then
+  [[ -z $db ]] || { echo "ort_report: error: --bare and --db exclude each other" >&2; exit 2; }
+  eqsat_options=()
+  shown_cost="(no options)"
+fi
 echo "| model | cost model | predicted ENABLE_ALL | predicted DISABLE_ALL | kept original | ORT_ENABLE_ALL measured (passes) | ORT_DISABLE_ALL measured (passes) | error, points (ENABLE_ALL) | error, points (DISABLE_ALL) |"
 echo "|---|---|---:|---:|---|---|---|---:|---:|"
 status=0
@@ -102,7 +115,7 @@ for m in "${models[@]}"; do
     continue
   fi
   log="$work/${name%% *}"
-  if ! "$eqsat" "$orig" --cost "$cost" "${limits[@]}" -o "$opt" --report "$log.json" >"$log.log" 2>&1; then
+  if ! "$eqsat" "$orig" ${eqsat_options[@]+"${eqsat_options[@]}"} -o "$opt" --report "$log.json" >"$log.log" 2>&1; then
     echo "| $name | $shown_cost | eqsat-run failed: $(tail -1 "$log.log") | | | | | | |"
     status=1
     continue
@@ -111,7 +124,7 @@ for m in "${models[@]}"; do
   cmp -s "$orig" "$opt" && identical=1
   if ((identical && !time_identical)); then
     echo '{"identical": true}' >"$log.ort.json"
-  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" "${ort_disable[@]}" --json "$log.ort.json" >"$log.ort.log" 2>&1; then
+  elif ! "$python" "$root/bench/ort_latency.py" "$orig" "$opt" --runs "$runs" --passes "$passes" --min-seconds "$min_seconds" ${ort_disable[@]+"${ort_disable[@]}"} ${ort_dims[@]+"${ort_dims[@]}"} --json "$log.ort.json" >"$log.ort.log" 2>&1; then
     echo "| $name | $shown_cost | | | | ort_latency failed: $(tail -1 "$log.ort.log") | | | |"
     status=1
     continue

@@ -176,13 +176,53 @@ void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::
 
 }  // namespace
 
+std::string bind_symbolic_dim(const std::string& d, onnx_io::ImportOptions& import) {
+  size_t eq = d.find('=');
+  int64_t value = 0;
+  try {
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
+    size_t used = 0;
+    const std::string text = d.substr(eq + 1);
+    value = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(d);
+  } catch (const std::out_of_range&) {
+    return "--dim " + d + ": the value does not fit in 64 bits";
+  } catch (const std::exception&) {
+    return "--dim expects NAME=VALUE or INPUT:AXIS=VALUE with an integer VALUE, got '" + d + "'";
+  }
+  if (value < 1) return "--dim " + d + ": a dimension must be at least 1";
+  // INPUT:AXIS when the name ends in ":INTEGER" (the last colon: input names such as "x:0" keep theirs).
+  const std::string name = d.substr(0, eq);
+  const size_t colon = name.rfind(':');
+  std::optional<int64_t> axis;
+  if (colon != std::string::npos && colon > 0 && colon + 1 < name.size()) {
+    const std::string a = name.substr(colon + 1);
+    size_t used = 0;
+    try {
+      if (a.find_first_not_of("-0123456789") == std::string::npos) axis = std::stoll(a, &used);
+    } catch (const std::exception&) {
+      axis.reset();
+    }
+    if (axis && used != a.size()) axis.reset();
+  }
+  if (axis)
+    import.axis_dims[{name.substr(0, colon), *axis}] = value;
+  else
+    import.dims[name] = value;
+  return "";
+}
+
+
 fs::path find_corpus_dir() {
   std::error_code ec;
   if (fs::is_directory("corpus", ec)) return fs::absolute("corpus");
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
   for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::is_directory(dir / "corpus", ec)) return dir / "corpus";
+    if (fs::is_directory(dir / "corpus", ec)) return dir / "corpus";  // a build tree below its source tree
+    // An installed tree: PREFIX/bin/eqsat-run beside PREFIX/share/tensor_eqsat/corpus (cmake --install, and
+    // the Python package, which keeps the same layout inside its folder).
+    if (fs::is_directory(dir / kInstalledCorpusDir, ec)) return dir / kInstalledCorpusDir;
     if (dir == dir.root_path()) break;
   }
   return {};
@@ -556,7 +596,9 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   EqsatResult result;
 
   // Cheap inputs first, so that a typo fails before a large model is read.
-  const fs::path corpus_dir = find_corpus_dir();
+  const fs::path corpus_dir = config.corpus_dir.empty() ? find_corpus_dir() : config.corpus_dir;
+  if (!config.corpus_dir.empty() && !fs::is_directory(config.corpus_dir))
+    throw EqsatError("corpus folder " + config.corpus_dir.string() + " does not exist");
   const std::vector<fs::path> rule_paths = rule_files(config, corpus_dir);
   std::string rules_text;  // the files, for the log and the report
   for (const fs::path& p : rule_paths) rules_text += (rules_text.empty() ? "" : ", ") + p.string();

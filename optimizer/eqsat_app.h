@@ -43,6 +43,9 @@ struct EqsatConfig {
   /// Rule files, used together (rules of later files follow; an id seen before gets "<file stem>/" in
   /// front). Empty: <corpus>/rules.json (find_corpus_dir), rulegen's corpus.
   std::vector<std::filesystem::path> rules;
+  /// The corpus folder (rules.json, devices/): empty: find_corpus_dir(). The Python module sets it, since
+  /// the running executable there is the Python interpreter.
+  std::filesystem::path corpus_dir;
   std::filesystem::path report;           // JSON report to write; empty: none
   std::string cost = "auto";   // cost model spec (cost_models.h); auto: this machine's (resolve_cost_spec)
   /// Where the model will run (cost_spec_for_target: auto, cpu, h200, a100, ...); non-empty: sets `cost`.
@@ -118,8 +121,18 @@ class EqsatError : public std::runtime_error {
 /// cannot be written.
 EqsatResult optimize_model(const EqsatConfig& config);
 
-/// The corpus folder: ./corpus when it exists, else the first corpus/ beside an ancestor of the running
-/// executable (so a build tree finds its source tree's corpus). Empty when there is none.
+/// Where `cmake --install` puts the corpus, relative to the prefix (and the Python package, relative to
+/// its folder).
+inline constexpr const char* kInstalledCorpusDir = "share/tensor_eqsat/corpus";
+
+/// The corpus folder: ./corpus when it exists, else the first corpus/ or share/tensor_eqsat/corpus beside an
+/// ancestor of the running executable (so a build tree finds its source tree's corpus, an installed program
+/// its prefix's). Empty when there is none.
 std::filesystem::path find_corpus_dir();
+
+/// One symbolic-dimension binding, `NAME=VALUE` (a dim_param) or `INPUT:AXIS=VALUE` (an axis of a graph
+/// input), into the import options (eqsat-run --dim, the Python module's `dims`). Returns the error message
+/// (empty when it was bound): a malformed assignment, a value below 1 or beyond 64 bits.
+std::string bind_symbolic_dim(const std::string& assignment, onnx_io::ImportOptions& import);
 
 }  // namespace teq

@@ -24,47 +24,6 @@
 using teq::cli::kNonNegative;
 using teq::cli::kPositive;
 
-namespace {
-
-/// One --dim NAME=VALUE or INPUT:AXIS=VALUE into the import options; the error message, or empty.
-std::string bind_dim(const std::string& d, teq::onnx_io::ImportOptions& import) {
-  size_t eq = d.find('=');
-  int64_t value = 0;
-  try {
-    if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
-    size_t used = 0;
-    const std::string text = d.substr(eq + 1);
-    value = std::stoll(text, &used);
-    if (used != text.size()) throw std::invalid_argument(d);
-  } catch (const std::out_of_range&) {
-    return "--dim " + d + ": the value does not fit in 64 bits";
-  } catch (const std::exception&) {
-    return "--dim expects NAME=VALUE or INPUT:AXIS=VALUE with an integer VALUE, got '" + d + "'";
-  }
-  if (value < 1) return "--dim " + d + ": a dimension must be at least 1";
-  // INPUT:AXIS when the name ends in ":INTEGER" (the last colon: input names such as "x:0" keep theirs).
-  const std::string name = d.substr(0, eq);
-  const size_t colon = name.rfind(':');
-  std::optional<int64_t> axis;
-  if (colon != std::string::npos && colon > 0 && colon + 1 < name.size()) {
-    const std::string a = name.substr(colon + 1);
-    size_t used = 0;
-    try {
-      if (a.find_first_not_of("-0123456789") == std::string::npos) axis = std::stoll(a, &used);
-    } catch (const std::exception&) {
-      axis.reset();
-    }
-    if (axis && used != a.size()) axis.reset();
-  }
-  if (axis)
-    import.axis_dims[{name.substr(0, colon), *axis}] = value;
-  else
-    import.dims[name] = value;
-  return "";
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   teq::EqsatConfig c;
   c.log = &std::cerr;
@@ -203,7 +162,7 @@ int main(int argc, char** argv) {
                        : extract == "dag-greedy" ? teq::ExtractMethod::DagGreedy
                                                  : teq::ExtractMethod::Ilp;
   for (const std::string& d : dims)
-    if (std::string error = bind_dim(d, c.import); !error.empty()) {
+    if (std::string error = teq::bind_symbolic_dim(d, c.import); !error.empty()) {
       std::cerr << "eqsat-run: error: " << error << "\n";
       return 2;
     }

@@ -8,6 +8,7 @@ packages=(
   libz3-dev nlohmann-json3-dev libonnx-dev libprotobuf-dev protobuf-compiler
   coinor-libcbc-dev libopenblas-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   clang libclang-rt-14-dev   # the libFuzzer targets (tools/fuzz.sh); the runtime is only a Recommends of clang
+  python3-dev python3-venv   # the Python package's extension module and the fresh venv of tools/package-check.sh
 )
 
 missing=()
