@@ -17,6 +17,7 @@
 #include "optimizer/onnx/from_expr.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
+#include "rules/import/load_rules.h"
 #include "rules/sexpr.h"
 
 namespace teq {
@@ -44,31 +45,24 @@ const char* method_name(ExtractMethod m) {
   return "?";
 }
 
-RuleCorpus load_rules(const fs::path& path) {
+/// The rule files, in any format the programs read (load_rule_set): a file that is missing or cannot be
+/// parsed is bad input, named in the message; rules an importer could not convert are noted on the log.
+RuleCorpus load_rule_files(const std::vector<fs::path>& paths, std::ostream* log) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw EqsatError("rule file " + path.string() + ": no such file");
+  for (const fs::path& path : paths)
+    if (!fs::exists(path, ec)) throw EqsatError("rule file " + path.string() + ": no such file");
+  RuleSet set;
   try {
-    return load_corpus(path);
+    set = load_rule_set(paths);
   } catch (const std::exception& e) {
-    // CorpusError names the file, rule and field; JSON and pattern parse errors say where.
-    std::string what = e.what();
-    throw EqsatError(what.starts_with(path.string()) ? what : path.string() + ": " + what);
+    throw EqsatError(e.what());  // names the file, and the rule and field where there is one
   }
-}
-
-/// Several corpora used together (the hand-written seed and rulegen's, say): their rules in file order.
-/// Ids must stay unique (reports count applications per id), so a repeated one is prefixed with its file's stem.
-RuleCorpus load_rule_files(const std::vector<fs::path>& paths) {
-  RuleCorpus all = load_rules(paths.at(0));
-  std::set<std::string> ids;
-  for (const Rule& r : all.rules) ids.insert(r.id);
-  for (size_t i = 1; i < paths.size(); ++i)
-    for (Rule& r : load_rules(paths[i]).rules) {
-      if (!ids.insert(r.id).second) r.id = paths[i].stem().string() + "/" + r.id;
-      ids.insert(r.id);
-      all.rules.push_back(std::move(r));
-    }
-  return all;
+  for (const RuleFile& file : set.files)
+    if (log && !file.rules.skipped.empty())
+      *log << "eqsat-run: note: " << file.path.string() << ": " << file.rules.skipped.size() << " of "
+           << file.rules.total << " rules cannot be expressed in the vocabulary and are left out (first: "
+           << file.rules.skipped[0].rule_id << ": " << file.rules.skipped[0].reason << ")\n";
+  return std::move(set.corpus);
 }
 
 nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
@@ -609,7 +603,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
     if (log) *log << "eqsat-run: wrote " << config.export_original.string() << data_note(data) << "\n";
     return result;
   }
-  RuleCorpus rules = load_rule_files(rule_paths);
+  RuleCorpus rules = load_rule_files(rule_paths, log);
   const size_t reversed = config.both_ways ? add_reversed_rules(rules) : 0;
   if (config.both_ways) rules_text += " (+" + std::to_string(reversed) + " reversed)";
   // Built once before the model is read, so that a wrong --cost fails before a large model is loaded, and

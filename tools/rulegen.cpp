@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
 
   auto* derive = app.add_subcommand("derive", "which rules of TARGET follow from USING by saturation");
   std::string using_path, target_path;
-  derive->add_option("--using", using_path, "our JSON corpus")->required()->check(CLI::ExistingFile);
+  derive->add_option("--using", using_path, "the rules to derive with: a JSON corpus, Tensat rule text or a TASO .pb")->required()->check(CLI::ExistingFile);
   derive->add_option("--target", target_path, "rules to derive: JSON, Tensat text or TASO .pb")
       ->required()
       ->check(CLI::ExistingFile);
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
       }
   try {
     if (*derive) {
-      RuleCorpus base = load_corpus(using_path);
+      RuleCorpus base = load_rule_set({using_path}).corpus;  // any rule format, as --target
       ImportResult target = load_rules_file(target_path);
       // The default types and the rank-3 leaves of transpose3d: target rules on 3-d tensors (the seed's
       // transposes) then have shapes to be checked at.

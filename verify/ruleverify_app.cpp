@@ -14,41 +14,32 @@ int run_ruleverify(const RuleverifyConfig& config) {
   std::ostream& out = *config.out;
   std::ostream& err = *config.err;
   // Load everything first: unreadable input is exit status 2 before any proof starts.
-  struct Loaded {
-    std::string path;
-    ImportResult result;
-    bool is_json;
-  };
-  std::vector<Loaded> loaded;
-  std::vector<Rule> rules;
-  std::vector<std::pair<size_t, size_t>> origin;  // (file, rule index in file) of each rule to verify
-  size_t skipped = 0;
+  RuleSet set;
   try {
-    for (const std::string& f : config.files) {
-      std::ifstream in(f, std::ios::binary);
-      std::string head(1, '\0');
-      in.read(head.data(), 1);
-      bool is_json = in && head[0] == '{';
-      if (config.update && in.is_open() && !is_json)
-        throw std::invalid_argument(f + ": --update writes results into JSON corpora, and this is not one");
-      loaded.push_back({f, load_rules_file(f), is_json});
-      for (const ImportIssue& s : loaded.back().result.skipped)
-        err << "ruleverify: " << f << ": skipped rule " << s.rule_id << ": " << s.reason << "\n";
-      skipped += loaded.back().result.skipped.size();
-    }
+    set = load_rule_set({config.files.begin(), config.files.end()});
   } catch (const std::exception& e) {
     err << "ruleverify: " << e.what() << "\n";
     return 2;
   }
-  std::set<std::string> wanted(config.only.begin(), config.only.end()), seen;
-  for (size_t f = 0; f < loaded.size(); ++f)
-    for (size_t i = 0; i < loaded[f].result.corpus.rules.size(); ++i) {
-      const Rule& r = loaded[f].result.corpus.rules[i];
-      if (!wanted.empty() && !wanted.contains(r.id)) continue;
-      seen.insert(r.id);
-      rules.push_back(r);
-      origin.emplace_back(f, i);
+  for (const RuleFile& file : set.files) {
+    if (config.update && file.format != RuleFileFormat::Json) {
+      err << "ruleverify: " << file.path.string() << ": --update writes results into JSON corpora, and this is not one\n";
+      return 2;
     }
+    for (const ImportIssue& s : file.rules.skipped)
+      err << "ruleverify: " << file.path.string() << ": skipped rule " << s.rule_id << ": " << s.reason << "\n";
+  }
+  const size_t skipped = set.skipped();
+  std::vector<Rule> rules;
+  std::vector<RuleOrigin> origin;  // of each rule to verify
+  std::set<std::string> wanted(config.only.begin(), config.only.end()), seen;
+  for (size_t k = 0; k < set.corpus.rules.size(); ++k) {
+    const Rule& r = set.corpus.rules[k];
+    if (!wanted.empty() && !wanted.contains(r.id)) continue;
+    seen.insert(r.id);
+    rules.push_back(r);
+    origin.push_back(set.origin[k]);
+  }
   for (const std::string& id : wanted)
     if (!seen.contains(id)) {
       err << "ruleverify: no rule with id '" << id << "'\n";
@@ -97,9 +88,9 @@ int run_ruleverify(const RuleverifyConfig& config) {
   if (!config.json_path.empty()) {
     nlohmann::json j = report_to_json(report);
     j["summary"]["skipped"] = skipped;
-    for (const Loaded& l : loaded)
-      for (const ImportIssue& s : l.result.skipped)
-        j["skipped"].push_back({{"file", l.path}, {"id", s.rule_id}, {"reason", s.reason}});
+    for (const RuleFile& file : set.files)
+      for (const ImportIssue& s : file.rules.skipped)
+        j["skipped"].push_back({{"file", file.path.string()}, {"id", s.rule_id}, {"reason", s.reason}});
     std::ofstream file(config.json_path);
     file << j.dump(2) << "\n";
     if (!file) {
@@ -110,13 +101,12 @@ int run_ruleverify(const RuleverifyConfig& config) {
   if (config.update) {
     for (size_t k = 0; k < report.rules.size(); ++k) {
       const RuleReport& r = report.rules[k];
-      Rule& rule = loaded[origin[k].first].result.corpus.rules[origin[k].second];
+      Rule& rule = set.files[origin[k].file].rules.corpus.rules[origin[k].index];
       rule.verification = Verification{std::string(status_name(r.status)), r.method, std::round(r.ms)};
     }
-    for (const Loaded& l : loaded) {
-      if (!l.is_json) continue;  // only our own corpus format records verification results
+    for (const RuleFile& file : set.files) {  // all JSON: --update refuses other formats above
       try {
-        save_corpus(l.result.corpus, l.path);
+        save_corpus(file.rules.corpus, file.path);
       } catch (const std::exception& e) {
         err << "ruleverify: " << e.what() << "\n";
         return 2;

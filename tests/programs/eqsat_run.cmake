@@ -204,6 +204,10 @@ eqsat_run_case(opset20_gelu 0 "opset 20.*note: node 'Gelu_6' \\(Gelu\\) stays op
 eqsat_run_case(two_rule_files 0 "63 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules
                ${PROJECT_SOURCE_DIR}/tests/data/seed.json --cost flops --one-way --check)
+# --rules reads every format the programs share (load_rule_set): Tensat's rule text and TASO's .pb as well.
+eqsat_run_case(tensat_and_taso_rule_files 0 "rules from .*converted.txt, .*graph_subst.pb.*check: .*equal within tolerance"
+               ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${PROJECT_SOURCE_DIR}/corpus/anchors/tensat/converted.txt
+               --rules ${PROJECT_SOURCE_DIR}/corpus/anchors/taso/graph_subst.pb --cost flops --check)
 eqsat_run_case(same_rule_file_twice 0 "16 rules from.*check: .*equal within tolerance"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules ${EQSAT_RUN_RULES}
                --cost flops --one-way --check)

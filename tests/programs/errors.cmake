@@ -112,10 +112,10 @@ errors_case(eqsat_run_missing_rules eqsat-run 2 stderr "eqsat-run: error: rule f
 errors_case(eqsat_run_empty_model eqsat-run 2 stderr "eqsat-run: error: .*empty\\.onnx: empty file, not an ONNX model"
             ${B}/empty.onnx ${OK_RULES})
 errors_case(eqsat_run_empty_rules eqsat-run 2 stderr
-            "eqsat-run: error: .*empty\\.json: empty file, not a JSON rule corpus" ${MLP} --rules ${B}/empty.json)
+            "eqsat-run: error: .*empty\\.json: empty file, no rules" ${MLP} --rules ${B}/empty.json)
 errors_case(eqsat_run_wrong_format_model eqsat-run 2 stderr
             "eqsat-run: error: .*rules_small\\.json: not an ONNX model" ${SMALL} ${OK_RULES})
-errors_case(eqsat_run_wrong_format_rules eqsat-run 2 stderr "eqsat-run: error: .*mlp\\.onnx: not valid JSON: "
+errors_case(eqsat_run_wrong_format_rules eqsat-run 2 stderr "eqsat-run: error: .*mlp\\.onnx: not a TASO rule collection"
             ${MLP} --rules ${MLP})
 errors_case(eqsat_run_truncated_model eqsat-run 2 stderr
             "eqsat-run: error: .*truncated\\.onnx: not an ONNX model \\(protobuf parsing failed: the file is truncated"
@@ -261,10 +261,10 @@ errors_case(ruleverify_conflicting_update ruleverify 2 stderr
 set(DERIVE derive --threads 1)
 errors_case(rulegen_missing_file rulegen 2 stderr "--using: File does not exist: .*nope\\.json"
             ${DERIVE} --using ${W}/nope.json --target ${SMALL})
-errors_case(rulegen_empty_file rulegen 2 stderr "rulegen: .*empty\\.json: empty file, not a JSON rule corpus"
+errors_case(rulegen_empty_file rulegen 2 stderr "rulegen: .*empty\\.json: empty file, no rules"
             ${DERIVE} --using ${B}/empty.json --target ${SMALL})
-errors_case(rulegen_wrong_format rulegen 2 stderr "rulegen: .*tensat_rules\\.txt: not valid JSON: "
-            ${DERIVE} --using ${B}/tensat_rules.txt --target ${SMALL})
+errors_case(rulegen_wrong_format rulegen 2 stderr "rulegen: .*not_rules\\.txt: unrecognized rule format"
+            ${DERIVE} --using ${B}/not_rules.txt --target ${SMALL})
 errors_case(rulegen_truncated rulegen 2 stderr "rulegen: .*truncated\\.json: not valid JSON: .*parse error"
             merge ${B}/truncated.json --out ${W}/merged.json)
 errors_case(rulegen_unknown_operator rulegen 2 stderr "unknown operator 'frobnicate'"

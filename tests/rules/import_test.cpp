@@ -640,5 +640,36 @@ TEST(LoadRules, DetectsEveryFormat) {
   fs::remove_all(dir);
 }
 
+// One loader for the three programs: every format, ids unique across files, each rule's origin kept.
+TEST(LoadRules, RuleSetKeepsOriginsAndMakesIdsUnique) {
+  const fs::path tensat = kAnchors / "tensat/converted.txt", taso = kAnchors / "taso/graph_subst.pb";
+  RuleSet set = load_rule_set({tensat, taso, tensat});
+  ASSERT_EQ(set.files.size(), 3u);
+  EXPECT_EQ(set.files[0].format, RuleFileFormat::TensatSingle);
+  EXPECT_EQ(set.files[1].format, RuleFileFormat::TasoPb);
+  const size_t n0 = set.files[0].rules.corpus.rules.size(), n1 = set.files[1].rules.corpus.rules.size();
+  ASSERT_EQ(set.corpus.rules.size(), 2 * n0 + n1);
+  ASSERT_EQ(set.origin.size(), set.corpus.rules.size());
+  std::set<std::string> ids;
+  for (size_t k = 0; k < set.corpus.rules.size(); ++k) {
+    EXPECT_TRUE(ids.insert(set.corpus.rules[k].id).second) << set.corpus.rules[k].id;
+    const RuleOrigin& o = set.origin[k];
+    const Rule& own = set.files[o.file].rules.corpus.rules[o.index];
+    EXPECT_EQ(rhs_text(own, 0), rhs_text(set.corpus.rules[k], 0));
+  }
+  // The third file repeats the first's ids: they get its stem in front; the first file keeps its own.
+  EXPECT_EQ(set.corpus.rules[0].id, set.files[0].rules.corpus.rules[0].id);
+  EXPECT_EQ(set.corpus.rules[n0 + n1].id, "converted/" + set.files[2].rules.corpus.rules[0].id);
+  EXPECT_EQ(set.skipped(), 0u);
+
+  // A file that cannot be read is named, whichever position it has.
+  try {
+    load_rule_set({tensat, kAnchors / "no_such_rules.json"});
+    ADD_FAILURE() << "expected CorpusError";
+  } catch (const CorpusError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with((kAnchors / "no_such_rules.json").string())) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace teq
