@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   auto* target_opt = app.add_option("--target", c.target,
                                     "where the model will run, which the cost model describes: auto (this machine: "
                                     "onnxruntime on this CPU without a GPU, the GPU's profile with one), cpu "
-                                    "(onnxruntime's CPU provider), or a GPU: h200, a100, v100, t4");
+                                    "(onnxruntime's CPU provider), cuda (onnxruntime's CUDA provider on this "
+                                    "machine's GPU), or a GPU: h200, a100, v100, t4");
   auto* cost_opt = app.add_option("--cost", c.cost,
                  "cost model: auto (the machine it runs on: onnxruntime on this CPU without a GPU, the GPU's "
                  "profile with one), analytical[:DEVICE][:tf32|:fp16], flops, measured[:CACHE.json] (GPU), "

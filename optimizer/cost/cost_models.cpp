@@ -36,12 +36,26 @@ ResolvedCostSpec resolve_cost_spec(std::string_view spec, const std::filesystem:
   return {std::string(kDefaultCostSpec), "auto: the GPU found, " + gpu.device + ", has no profile of its own; the nearest"};
 }
 
+std::vector<std::string> gpu_profile_names(const std::filesystem::path& corpus_dir) {
+  std::vector<std::string> names;
+  for (const std::string& profile : device_profile_names(corpus_dir / "devices"))
+    if (profile != "cpu-ort") names.push_back(profile);
+  return names;
+}
+
 std::string cost_spec_for_target(std::string_view target, const std::filesystem::path& corpus_dir) {
   if (target == kAutoCostSpec) return std::string(kAutoCostSpec);
   if (target == "cpu") return std::string(kCpuCostSpec);
-  std::vector<std::string> targets = {"auto", "cpu"};
-  for (const std::string& profile : device_profile_names(corpus_dir / "devices")) {
-    if (profile == "cpu-ort") continue;
+  // onnxruntime's CUDA provider runs cuDNN and cuBLAS kernels: the profile of the GPU it will use, which is
+  // the one found here; without one, the user names it.
+  if (target == "cuda") {
+    if (!gpu_status().available)
+      throw std::invalid_argument("cuda: no GPU found on this machine; name the GPU the model will run on (" +
+                                  join(gpu_profile_names(corpus_dir)) + ")");
+    return resolve_cost_spec(kAutoCostSpec, corpus_dir).spec;
+  }
+  std::vector<std::string> targets = {"auto", "cpu", "cuda"};
+  for (const std::string& profile : gpu_profile_names(corpus_dir)) {
     if (target == profile) return "analytical:" + profile;
     targets.push_back(profile);
   }

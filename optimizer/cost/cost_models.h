@@ -46,9 +46,13 @@ std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::fil
                                            const ModelFootprint& footprint = {});
 
 /// The cost spec for `--target`, the machine the model will run on: "auto" (the machine eqsat-run runs on),
-/// "cpu" (onnxruntime on this CPU: kCpuCostSpec), or a device profile's name ("h200", "a100", ...:
-/// analytical:NAME). Throws std::invalid_argument listing the targets for another name.
+/// "cpu" (onnxruntime on this CPU: kCpuCostSpec), "cuda" (onnxruntime's CUDA provider on the GPU found here:
+/// its profile; throws when there is none), or a GPU profile's name ("h200", "a100", ...: analytical:NAME).
+/// Throws std::invalid_argument listing the targets for another name.
 std::string cost_spec_for_target(std::string_view target, const std::filesystem::path& corpus_dir);
+
+/// The GPU device profiles of corpus_dir/devices (every profile but the CPU's), sorted.
+std::vector<std::string> gpu_profile_names(const std::filesystem::path& corpus_dir);
 
 /// The specs make_cost_model accepts with this corpus folder, for help texts and error messages.
 std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_dir);

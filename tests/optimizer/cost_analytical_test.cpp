@@ -250,7 +250,19 @@ TEST(CostModelFactory, TargetsNameTheMachineTheModelRunsOn) {
     cost_spec_for_target("h100", kCorpus);
     ADD_FAILURE() << "h100 has no profile";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("valid: auto, cpu, a100, h200, t4, v100"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("valid: auto, cpu, cuda, a100, h200, t4, v100"), std::string::npos) << e.what();
+  }
+  // onnxruntime's CUDA provider: the GPU found here, or an error that names the GPU targets.
+  if (gpu_status().available) {
+    EXPECT_EQ(cost_spec_for_target("cuda", kCorpus), resolve_cost_spec(kAutoCostSpec, kCorpus).spec);
+  } else {
+    try {
+      cost_spec_for_target("cuda", kCorpus);
+      ADD_FAILURE() << "cuda without a GPU";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("no GPU found on this machine; name the GPU the model will run on (a100, h200, t4, v100)"),
+                std::string::npos) << e.what();
+    }
   }
 }
 

@@ -161,8 +161,15 @@ errors_case(eqsat_run_negative_attribute eqsat-run 2 stderr
 errors_case(eqsat_run_negative_dim eqsat-run 2 stderr "eqsat-run: error: --dim batch=-4: a dimension must be at least 1"
             ${SYMBOLIC} ${OK_RULES} --dim batch=-4)
 errors_case(eqsat_run_unknown_target eqsat-run 2 stderr
-            "eqsat-run: error: --target: unknown target 'h100'; valid: auto, cpu, .*h200"
+            "eqsat-run: error: --target: unknown target 'h100'; valid: auto, cpu, cuda, .*h200"
             ${MLP} --rules ${SMALL} --target h100)
+# --target cuda needs the GPU it names: on a machine without one (CI's) it is an error naming the GPU targets.
+execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE _no_gpu OUTPUT_QUIET ERROR_QUIET)
+if(_no_gpu)
+  errors_case(eqsat_run_target_cuda_without_gpu eqsat-run 2 stderr
+              "eqsat-run: error: --target: cuda: no GPU found on this machine; name the GPU the model will run on \\(a100, h200, t4, v100\\)"
+              ${MLP} --rules ${SMALL} --target cuda)
+endif()
 errors_case(eqsat_run_target_and_cost eqsat-run 2 stderr "--target excludes --cost"
             ${MLP} --rules ${SMALL} --target cpu --cost flops)
 errors_case(eqsat_run_min_gain_out_of_range eqsat-run 2 stderr "--min-gain: Value 1.5 not in range"
