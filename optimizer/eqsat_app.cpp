@@ -11,8 +11,9 @@
 #include <set>
 
 #include "optimizer/cost/cost_models.h"
-#include "optimizer/engine/extract.h"  // graph_cost
 #include "optimizer/cost/measured_cost.h"
+#include "optimizer/detail/text.h"
+#include "optimizer/eqsat_report.h"
 #include "optimizer/models/builtin.h"
 #include "optimizer/onnx/from_expr.h"
 #include "optimizer/onnx/onnx_export.h"
@@ -27,23 +28,10 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using detail::data_note;
+using detail::fmt;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-const char* method_name(ExtractMethod m) {
-  switch (m) {
-    case ExtractMethod::Greedy: return "greedy";
-    case ExtractMethod::DagGreedy: return "dag-greedy";
-    case ExtractMethod::Ilp: return "ilp";
-  }
-  return "?";
-}
 
 /// The rule files, in any format the programs read (load_rule_set): a file that is missing or cannot be
 /// parsed is bad input, named in the message; rules an importer could not convert are noted on the log.
@@ -65,18 +53,6 @@ RuleCorpus load_rule_files(const std::vector<fs::path>& paths, std::ostream* log
   return std::move(set.corpus);
 }
 
-nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
-  nlohmann::json j = {{"evaluated", c.evaluated}, {"passed", c.passed}, {"max_abs_diff", c.max_abs_diff},
-                      {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
-                      {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
-  if (!c.reason.empty()) j["reason"] = c.reason;
-  if (!c.note.empty()) j["note"] = c.note;
-  for (const onnx_io::SizeCheck& s : c.sizes)
-    j["sizes"].push_back({{"dim", s.dim}, {"value", s.value}, {"evaluated", s.evaluated}, {"passed", s.passed},
-                          {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason}});
-  return j;
-}
-
 onnx_io::OnnxModel load_model(const EqsatConfig& config) {
   if (config.builtin.empty() == config.model.empty())
     throw EqsatError("give either a model file or --model NAME (one of " + [] {
@@ -96,27 +72,6 @@ onnx_io::OnnxModel load_model(const EqsatConfig& config) {
   } catch (const onnx_io::OnnxError& e) {
     throw EqsatError(e.what());
   }
-}
-
-/// Writes the model; returns the external data file written beside it (empty: none).
-fs::path write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path,
-                    const onnx_io::ExportOptions& options = {}) {
-  try {
-    return onnx_io::export_onnx(model, graph, path, options);
-  } catch (const onnx_io::OnnxError& e) {
-    throw EqsatError(e.what());
-  }
-}
-
-void write_bytes(std::string_view bytes, const fs::path& path) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw EqsatError(path.string() + ": cannot open for writing");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw EqsatError(path.string() + ": write failed");
-}
-
-std::string data_note(const fs::path& data) {
-  return data.empty() ? "" : " (tensor data in " + data.string() + ")";
 }
 
 /// One node of the DB's canonical form as a model of its own: operands are graph inputs x0, x1, ..., except
@@ -267,222 +222,6 @@ OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const Ru
   return optimize_graph(graph, rules, cost, oc);
 }
 
-/// Whether `optimized` is at least the fraction `min_gain` below `original` (a cost or a measured time); a
-/// rounding-level difference is no gain even at --min-gain 0.
-bool gains_at_least(double optimized, double original, double min_gain) {
-  return optimized < original * (1 - std::max(min_gain, 1e-6));
-}
-
-/// What the run writes, decided after the search: the optimized graph's export read back and re-priced (the
-/// e-graph may have priced a form the exporter writes differently), or the original when that export is not
-/// cheaper or is valid at one size only (never slower under the chosen cost model, never fixed to one size),
-/// or the import's canonical form, or the input file itself. The export is made once and reused by the
-/// symbolic-size guard, -o and --check.
-class OutputPlan {
- public:
-  OutputPlan(const EqsatConfig& config, const onnx_io::OnnxModel& model, OptimizeReport& report)
-      : claimed_cost(report.optimized_cost), exported_cost(report.optimized_cost), config_(config), model_(model),
-        r_(report) {
-    symbolic_ = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
-    // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
-    original_file = symbolic_ ? onnx_io::read_original_file(config.model, config.import)
-                              : onnx_io::OriginalFile{"", config.import};
-  }
-
-  /// `verdict` (optional) judges an optimized graph that survived the export's pricing: a non-empty note
-  /// keeps the original (the measured end-to-end times, with node times measured on this GPU).
-  void decide(const CostModel& cost, const std::function<std::string(const Expr&)>& verdict = {}) {
-    original_detail = exported_detail = graph_cost_detail(model_.graph, cost);
-    exported_graph = model_.graph;
-    exported_shape_nodes = model_.shape_nodes_folded;
-    if (!(r_.optimized == model_.graph)) price_export(cost);
-    if (verdict && !(r_.optimized == model_.graph))
-      if (std::string note = verdict(r_.optimized); !note.empty()) keep_original(std::move(note));
-    // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
-    // is the smaller file, when it is valid at every size the input is.
-    if (r_.optimized == model_.graph && !model_.folded.empty()) {
-      std::string canonical = onnx_io::export_onnx_bytes(model_, model_.graph, export_options());
-      std::string fixed = onnx_io::fixed_size_reason(model_, original_file.bytes, canonical, original_file.import);
-      if (fixed.empty()) {
-        exported = std::move(canonical);
-        write_canonical_ = true;
-      } else {
-        r_.notes.push_back("wrote the input as it is, without the import's folding: " + fixed);
-      }
-    }
-    // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of
-    // it (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
-    write_input_as_is_ = r_.optimized == model_.graph && !write_canonical_ && config_.builtin.empty();
-    if (write_input_as_is_ && symbolic_) exported = original_file.bytes;
-  }
-
-  /// Writes -o; returns the external data file written beside it (empty: none).
-  fs::path write(const fs::path& path) {
-    if (write_input_as_is_) return write_input(path);
-    try {
-      // The export already made, read back and checked; re-exported only to write external data.
-      if (!exported.empty() && !model_.external_data) return onnx_io::copy_model(exported, ".", path);
-    } catch (const onnx_io::OnnxError& e) {
-      throw EqsatError(e.what());
-    }
-    return write_onnx(model_, r_.optimized, path, export_options());
-  }
-
-  /// Writes the input model to -o, unchanged: byte for byte when its tensors are all inside the file. A
-  /// model with external data is written again with that data in PATH.data beside it (every tensor the
-  /// same, the file itself re-serialized), so that the copy finds its data wherever it is written; the
-  /// input's data files are never moved or rewritten. A built-in model is exported as built.
-  fs::path write_input(const fs::path& path) {
-    if (!config_.builtin.empty()) return write_onnx(model_, model_.graph, path);
-    try {
-      onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
-      const onnx_io::OriginalFile& input =
-          symbolic_ ? original_file : (reread = onnx_io::read_original_file(config_.model, config_.import));
-      if (model_.external_data) return onnx_io::copy_model(input.bytes, input.import.external_data_dir, path);
-      write_bytes(input.bytes, path);
-    } catch (const onnx_io::OnnxError& e) {
-      throw EqsatError(e.what());
-    }
-    return {};
-  }
-
-  /// Whether -o gets the input file as it is anyway (nothing to improve).
-  bool writes_input_as_is() const { return write_input_as_is_; }
-
-  const double claimed_cost;  // extraction's figure
-  double exported_cost;       // the export's, read back
-  bool kept_original = false;
-  // Both sums (fused units priced as units, every node alone) of the original and of the export read back,
-  // and the shape-arithmetic nodes each file runs at ORT_DISABLE_ALL: the report's per-level predictions.
-  GraphCost original_detail, exported_detail;
-  int exported_shape_nodes = 0;
-  Expr exported_graph;  // the export read back (the original when it was not exported)
-  std::string exported;  // the file --check compares (empty: the optimized graph is exported for it)
-  onnx_io::OriginalFile original_file;
-
- private:
-  void price_export(const CostModel& cost) {
-    try {
-      exported = onnx_io::export_onnx_bytes(model_, r_.optimized, export_options());
-      const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(exported, "the optimized model", config_.import);
-      exported_detail = graph_cost_detail(back.graph, cost);
-      exported_cost = exported_detail.fused;
-      exported_shape_nodes = back.shape_nodes_folded;
-      exported_graph = back.graph;
-    } catch (const std::exception& e) {
-      throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
-    }
-    if (!gains_at_least(exported_cost, r_.original_cost, config_.min_gain)) {
-      keep_original(exported_cost > r_.original_cost
-                        ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported_cost) +
-                              " read back from its ONNX export, more than the original's " + fmt("%.6g", r_.original_cost)
-                    : gains_at_least(exported_cost, r_.original_cost, 0)
-                        ? "kept the original graph: the optimized one is only " +
-                              fmt("%.2f", 100 * (1 - exported_cost / r_.original_cost)) +
-                              "% cheaper read back from its ONNX export, less than --min-gain " +
-                              fmt("%.3g", 100 * config_.min_gain) + "%"
-                        : std::string("kept the original graph: no cheaper graph was found"));
-    } else if (std::string fixed = onnx_io::fixed_size_reason(model_, original_file.bytes, exported, original_file.import);
-               !fixed.empty()) {
-      keep_original("kept the original graph: the optimized one is valid only at the size it was optimized for: " +
-                    fixed);
-    } else {
-      r_.optimized_cost = exported_cost;
-    }
-  }
-
-  void keep_original(std::string note) {
-    r_.notes.push_back(std::move(note));
-    r_.optimized = model_.graph;
-    r_.optimized_cost = r_.original_cost;
-    r_.rules_used.clear();
-    kept_original = true;
-    exported.clear();
-  }
-
-  /// Reshapes written so that they follow the symbolic dimensions, as the original's do. Made on the first
-  /// export: it imports the original again, and an unchanged graph is not exported.
-  const onnx_io::ExportOptions& export_options() {
-    if (!export_options_) {
-      export_options_.emplace();
-      if (symbolic_)
-        export_options_->reshape_targets =
-            onnx_io::symbolic_reshape_targets(model_, original_file.bytes, original_file.import);
-    }
-    return *export_options_;
-  }
-
-  const EqsatConfig& config_;
-  const onnx_io::OnnxModel& model_;
-  OptimizeReport& r_;
-  bool symbolic_ = false, write_canonical_ = false, write_input_as_is_ = false;
-  std::optional<onnx_io::ExportOptions> export_options_;
-};
-
-struct RunFacts {  // what the report and the summary say beside the OptimizeReport
-  std::string model_name, rules_text;
-  std::string cost_choice;  // why this cost model, when "auto" chose it
-  const CostModel& cost;
-  const OutputPlan& plan;
-  fs::path output_data;
-  std::optional<LatencyComparison> latency;
-  double total_seconds = 0;
-};
-
-nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result, const RunFacts& f) {
-  const OptimizeReport& r = result.report;
-  const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
-  nlohmann::json j = {{"model", f.model_name},
-                      {"search", config.search == SearchMethod::Sequential ? "sequential" : "saturation"},
-                      {"output", config.output.string()},
-                      {"rules", f.rules_text},
-                      {"original_cost", r.original_cost},
-                      {"optimized_cost", r.optimized_cost},
-                      {"speedup", speedup},
-                      {"cost_model", f.cost.name()},
-                      {"cost_model_choice", f.cost_choice},
-                      {"weights_streamed", f.cost.streams_weights()},
-                      {"saturation_cost", f.plan.claimed_cost},
-                      {"exported_cost", f.plan.exported_cost},
-                      {"kept_original", f.plan.kept_original},
-                      {"rounds_stopped_by_clock", r.rounds_stopped_by_clock},
-                      {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", f.total_seconds}}},
-                      {"iterations", r.iterations},
-                      {"rounds", r.rounds},
-                      {"enodes", r.enodes},
-                      {"eclasses", r.eclasses},
-                      {"stop_reason", to_string(r.stop)},
-                      {"rules_used", r.rules_used},
-                      {"own_output_skipped", r.own_output_skipped},
-                      {"extraction",
-                       {{"method", r.extraction.method},
-                        {"objective", r.extraction.objective},
-                        {"bound", r.extraction.bound},
-                        {"gap", r.extraction.gap},
-                        {"status", r.extraction.status}}},
-                      {"operators", {{"original", result.model.graph.num_ops()}, {"optimized", r.optimized.num_ops()}}},
-                      {"opaque_operators", result.model.opaque.size()},
-                      {"import_folded", result.model.folded},
-                      {"unfused_cost", {{"original", f.plan.original_detail.unfused}, {"exported", f.plan.exported_detail.unfused}}},
-                      {"fused_units", {{"original", f.plan.original_detail.units}, {"exported", f.plan.exported_detail.units}}},
-                      {"ort_fusions", {{"original", count_ort_fusions(result.model.graph)},
-                                       {"exported", count_ort_fusions(f.plan.exported_graph)}}},
-                      {"folded_shape_nodes",
-                       {{"original", result.model.shape_nodes_folded}, {"exported", f.plan.exported_shape_nodes}}}};
-  if (!f.output_data.empty()) j["output_data"] = f.output_data.string();
-  j["check_mode"] = config.check == CheckMode::Off ? "off" : config.check == CheckMode::Required ? "required" : "default";
-  j["rejected"] = !result.rejected.empty();
-  if (!result.rejected.empty()) j["rejected_reason"] = result.rejected;
-  // Which model the output path got: the input unchanged (rejected, or nothing to improve) or the export.
-  j["written"] = config.output.empty()                                          ? "none"
-                 : !result.rejected.empty() || f.plan.writes_input_as_is() ? "input"
-                                                                             : "export";
-  if (result.check) j["check"] = check_json(*result.check, config.check_options);
-  if (f.latency) j["latency"] = f.latency->to_json();
-  if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(&f.cost)) j["cost_stats"] = measured->stats().to_json();
-  return j;
-}
-
 /// What the check's outcome means for the file written and the exit status.
 struct Verdict {
   int exit_code = 0;
@@ -506,71 +245,6 @@ Verdict judge(const EqsatConfig& config, const std::optional<onnx_io::CheckResul
     if (size.evaluated && !size.passed)
       where += "; max abs diff " + fmt("%.3g", size.max_abs_diff) + " at " + size.dim + "=" + std::to_string(size.value);
   return {kExitRejected, "the check found the optimized model computing other values (" + where + "): " + check->reason};
-}
-
-void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io::CheckOptions& options) {
-  if (!c.evaluated)
-    log << "  check: could not run: " << c.reason << "\n";
-  else
-    log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
-        << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
-        << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
-        << fmt("%g", options.rtol) << ", atol " << fmt("%g", options.atol) << "), " << fmt("%.2f", c.seconds) << " s\n";
-  if (!c.note.empty()) log << "  check: note: " << c.note << "\n";
-  for (const onnx_io::SizeCheck& s : c.sizes)
-    log << "  check at " << s.dim << "=" << s.value << ": "
-        << (!s.evaluated ? "not checked: " + s.reason
-            : s.passed   ? std::to_string(s.elements) + " output elements, equal within tolerance"
-                         : "FAILED: " + s.reason)
-        << "\n";
-}
-
-void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResult& result, const RunFacts& f) {
-  const OptimizeReport& r = result.report;
-  const double speedup = r.optimized_cost > 0 ? r.original_cost / r.optimized_cost : 1.0;
-  log << "eqsat-run: cost " << fmt("%.6g", r.original_cost) << " -> " << fmt("%.6g", r.optimized_cost) << " ("
-      << f.cost.name() << "), speedup " << fmt("%.3f", speedup) << "x; " << result.model.graph.num_ops() << " -> "
-      << r.optimized.num_ops() << " operators\n"
-      << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes (largest round) after "
-      << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << to_string(r.stop) << "\n"
-      << "  extraction (" << (r.extraction.method.empty() ? method_name(config.optimize.extract) : r.extraction.method)
-      << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
-      << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"
-      << "  seconds: saturate " << fmt("%.3f", r.saturate_seconds) << ", extract " << fmt("%.3f", r.extract_seconds)
-      << ", total " << fmt("%.3f", f.total_seconds) << "\n";
-  if (std::abs(f.plan.claimed_cost - f.plan.exported_cost) > 1e-9 * std::abs(f.plan.claimed_cost))
-    log << "  read back from the ONNX export the optimized graph costs " << fmt("%.6g", f.plan.exported_cost)
-        << " (extraction's figure: " << fmt("%.6g", f.plan.claimed_cost) << ")\n";
-  if (!r.rounds_stopped_by_clock.empty()) {
-    log << "  note: the saturation's wall-clock guard (--time-limit " << fmt("%g", config.optimize.saturation.time_limit_s)
-        << " s, shared by all rounds) stopped round(s)";
-    for (size_t round : r.rounds_stopped_by_clock) log << " " << round;
-    log << ": this result may differ on a faster or slower machine; lower --node-limit or --iter-limit so that a "
-           "count decides\n";
-  }
-  for (const std::string& note : r.notes)
-    if (note.starts_with("kept the original")) log << "  " << note << "\n";
-  if (!r.own_output_skipped.empty()) {
-    log << "  rules that match their own output, applied one generation deep (matches skipped):";
-    for (const auto& [id, n] : r.own_output_skipped) log << " " << id << " (" << n << ")";
-    log << "\n";
-  }
-  log << "  rules used:";
-  if (r.rules_used.empty()) log << " none";
-  for (const auto& [id, n] : r.rules_used) log << " " << id << " (" << n << ")";
-  log << "\n";
-  if (result.check) print_check(log, *result.check, config.check_options);
-  if (f.latency)
-    log << "  measured on " << f.latency->device << ": " << fmt("%.3f", f.latency->original.median_ms) << " ms -> "
-        << fmt("%.3f", f.latency->optimized.median_ms) << " ms, speedup " << fmt("%.3f", f.latency->speedup) << "x\n";
-  // A difference rejects the optimization; a check that could not run only withholds it.
-  const bool not_run = result.check && !result.check->evaluated;
-  if (!result.rejected.empty()) log << (not_run ? "  kept the input model: " : "  REJECTED: ") << result.rejected << "\n";
-  if (!config.output.empty())
-    log << "  wrote " << config.output.string() << data_note(f.output_data)
-        << (result.rejected.empty() ? "" : " (the input model, unchanged)") << "\n";
-  if (config.check == CheckMode::Off) log << "  not checked (--no-check)\n";
-  if (!config.report.empty()) log << "  report " << config.report.string() << "\n";
 }
 
 }  // namespace
@@ -650,10 +324,9 @@ EqsatResult optimize_model(const EqsatConfig& given) {
            << " knows of: weights are priced as read from memory on every run\n";
   }
 
-  OptimizeReport& r = result.report;
-  r = run_search(config, model.graph, rules, *cost);
-  OutputPlan plan(config, model, r);
-  RunFacts facts{model_name, rules_text, cost_choice.why, *cost, plan, {}, std::nullopt, 0};
+  const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost);
+  const OutputContext output(config, model);
+  RunFacts facts{model_name, rules_text, cost_choice.why, *cost, {}, std::nullopt, 0};
   auto measure = [&](const Expr& optimized, const char* what) {
     try {
       facts.latency = measure_latency(model.graph, optimized, GpuMeasureOptions{});
@@ -662,26 +335,28 @@ EqsatResult optimize_model(const EqsatConfig& given) {
     }
   };
   // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).
+  OutputVerdict measured_verdict;
   if (cost->name().starts_with("measured:"))
-    plan.decide(*cost, [&](const Expr& optimized) {
+    measured_verdict = [&](const Expr& optimized) {
       measure(optimized, "--cost measured: ");
       return latency_keeps_original(*facts.latency, config.min_gain);
-    });
-  else
-    plan.decide(*cost);
-  if (config.measure && !facts.latency) measure(r.optimized, "--measure: ");
+    };
+  result.output = decide_output(output, r, *cost, measured_verdict);
+  const OutputChoice& choice = result.output;
+  if (config.measure && !facts.latency) measure(choice.graph, "--measure: ");
   // The check before the write: what it finds decides which file the output path gets.
   if (config.check != CheckMode::Off) {
     onnx_io::CheckOptions co = config.check_options;
     if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
-    result.check = onnx_io::check_optimization(model, r.optimized, plan.original_file.bytes,
-                                               plan.original_file.import, co, plan.exported);
+    result.check = onnx_io::check_optimization(model, choice.graph, output.original_file().bytes,
+                                               output.original_file().import, co, choice.exported);
   }
-  const Verdict verdict = judge(config, result.check, plan.writes_input_as_is());
+  const Verdict verdict = judge(config, result.check, choice.writes_input_as_is());
   result.exit_code = verdict.exit_code;
   result.rejected = verdict.rejected;
   if (!config.output.empty())
-    facts.output_data = result.rejected.empty() ? plan.write(config.output) : plan.write_input(config.output);
+    facts.output_data = result.rejected.empty() ? write_output(output, choice, config.output)
+                                                : write_input(output, config.output);
   facts.total_seconds = since(start);
 
   result.report_json = report_json(config, result, facts);

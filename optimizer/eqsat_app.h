@@ -20,6 +20,7 @@
 #include "optimizer/onnx/check.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "optimizer/optimize.h"
+#include "optimizer/output_choice.h"
 #include "optimizer/sequential.h"
 
 namespace teq {
@@ -100,7 +101,10 @@ struct EqsatResult {
   /// run); empty when the optimized model (or the input as it is, with nothing to improve) was written.
   std::string rejected;
   onnx_io::OnnxModel model;
-  OptimizeReport report;
+  OptimizeReport report;  // the search's own, as it found it
+  /// What was decided to write: the graph and its cost read back, or the original kept and why
+  /// (optimizer/output_choice.h). `output.cost` is the written graph's cost, `report.optimized_cost` the search's.
+  OutputChoice output;
   std::optional<onnx_io::CheckResult> check;
   nlohmann::json report_json;  // what --report writes
 };

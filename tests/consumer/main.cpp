@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     const teq::EqsatResult result = teq::optimize_model(config);
     const bool checked = result.check && result.check->evaluated && result.check->passed;
     std::cout << "consumer: exit " << result.exit_code << ", written " << result.report_json.value("written", "?")
-              << ", cost " << result.report.original_cost << " -> " << result.report.optimized_cost << ", check "
+              << ", cost " << result.report.original_cost << " -> " << result.output.cost << ", check "
               << (checked ? "passed" : "did not pass") << "\n";
     if (result.exit_code != 0 || !checked || !std::filesystem::exists(config.output)) return 1;
   } catch (const teq::EqsatError& e) {

@@ -1,0 +1,165 @@
+#include "optimizer/output_choice.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "optimizer/detail/text.h"
+#include "optimizer/eqsat_app.h"
+#include "optimizer/onnx/onnx_import.h"
+
+namespace teq {
+
+namespace fs = std::filesystem;
+using detail::fmt;
+
+bool gains_at_least(double optimized, double original, double min_gain) {
+  return optimized < original * (1 - std::max(min_gain, 1e-6));
+}
+
+OutputContext::OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model)
+    : config_(config), model_(model) {
+  symbolic_ = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
+  // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
+  original_file_ = symbolic_ ? onnx_io::read_original_file(config.model, config.import)
+                             : onnx_io::OriginalFile{"", config.import};
+}
+
+const onnx_io::ExportOptions& OutputContext::export_options() const {
+  if (!export_options_) {
+    export_options_.emplace();
+    if (symbolic_)
+      export_options_->reshape_targets =
+          onnx_io::symbolic_reshape_targets(model_, original_file_.bytes, original_file_.import);
+  }
+  return *export_options_;
+}
+
+namespace {
+
+/// The original is written instead of the search's graph; `exported_*` keep the figures of the export that
+/// lost, for the report.
+void keep_original(OutputChoice& choice, const Expr& original, double original_cost, std::string note) {
+  choice.notes.push_back(std::move(note));
+  choice.graph = original;
+  choice.cost = original_cost;
+  choice.kept_original = true;
+  choice.exported.clear();
+}
+
+/// Exports the optimized graph, reads it back and prices it; keeps the original when that export is not
+/// --min-gain cheaper or is valid only at the size it was optimized for.
+void price_export(const OutputContext& context, const OptimizeReport& search, const CostModel& cost,
+                  OutputChoice& choice) {
+  const onnx_io::OnnxModel& model = context.model();
+  const EqsatConfig& config = context.config();
+  try {
+    choice.exported = onnx_io::export_onnx_bytes(model, search.optimized, context.export_options());
+    const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(choice.exported, "the optimized model", config.import);
+    choice.exported_detail = graph_cost_detail(back.graph, cost);
+    choice.exported_cost = choice.exported_detail.fused;
+    choice.exported_shape_nodes = back.shape_nodes_folded;
+    choice.exported_graph = back.graph;
+  } catch (const std::exception& e) {
+    throw EqsatError(std::string("internal error: the optimized model does not read back: ") + e.what(), 3);
+  }
+  const double original = search.original_cost, exported = choice.exported_cost;
+  if (!gains_at_least(exported, original, config.min_gain)) {
+    keep_original(choice, model.graph, original,
+                  exported > original
+                      ? "kept the original graph: the optimized one costs " + fmt("%.6g", exported) +
+                            " read back from its ONNX export, more than the original's " + fmt("%.6g", original)
+                  : gains_at_least(exported, original, 0)
+                      ? "kept the original graph: the optimized one is only " + fmt("%.2f", 100 * (1 - exported / original)) +
+                            "% cheaper read back from its ONNX export, less than --min-gain " +
+                            fmt("%.3g", 100 * config.min_gain) + "%"
+                      : std::string("kept the original graph: no cheaper graph was found"));
+  } else if (std::string fixed = onnx_io::fixed_size_reason(model, context.original_file().bytes, choice.exported,
+                                                             context.original_file().import);
+             !fixed.empty()) {
+    keep_original(choice, model.graph, original,
+                  "kept the original graph: the optimized one is valid only at the size it was optimized for: " + fixed);
+  } else {
+    choice.cost = exported;
+  }
+}
+
+void write_bytes(std::string_view bytes, const fs::path& path) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw EqsatError(path.string() + ": cannot open for writing");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw EqsatError(path.string() + ": write failed");
+}
+
+}  // namespace
+
+OutputChoice decide_output(const OutputContext& context, const OptimizeReport& search, const CostModel& cost,
+                           const OutputVerdict& verdict) {
+  const onnx_io::OnnxModel& model = context.model();
+  OutputChoice choice;
+  choice.graph = search.optimized;
+  choice.cost = choice.claimed_cost = choice.exported_cost = search.optimized_cost;
+  choice.original_detail = choice.exported_detail = graph_cost_detail(model.graph, cost);
+  choice.exported_graph = model.graph;
+  choice.exported_shape_nodes = model.shape_nodes_folded;
+  if (!(choice.graph == model.graph)) price_export(context, search, cost, choice);
+  if (verdict && !(choice.graph == model.graph))
+    if (std::string note = verdict(choice.graph); !note.empty())
+      keep_original(choice, model.graph, search.original_cost, std::move(note));
+  choice.file = OutputFile::Export;
+  // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
+  // is the smaller file, when it is valid at every size the input is.
+  if (choice.graph == model.graph && !model.folded.empty()) {
+    std::string canonical = onnx_io::export_onnx_bytes(model, model.graph, context.export_options());
+    const onnx_io::OriginalFile& original = context.original_file();
+    if (std::string fixed = onnx_io::fixed_size_reason(model, original.bytes, canonical, original.import); fixed.empty()) {
+      choice.exported = std::move(canonical);
+      choice.file = OutputFile::Canonical;
+    } else {
+      choice.notes.push_back("wrote the input as it is, without the import's folding: " + fixed);
+    }
+  }
+  // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
+  // (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
+  if (choice.graph == model.graph && choice.file != OutputFile::Canonical && context.config().builtin.empty()) {
+    choice.file = OutputFile::Input;
+    if (context.symbolic()) choice.exported = context.original_file().bytes;
+  }
+  return choice;
+}
+
+fs::path write_onnx(const onnx_io::OnnxModel& model, const Expr& graph, const fs::path& path,
+                    const onnx_io::ExportOptions& options) {
+  try {
+    return onnx_io::export_onnx(model, graph, path, options);
+  } catch (const onnx_io::OnnxError& e) {
+    throw EqsatError(e.what());
+  }
+}
+
+fs::path write_output(const OutputContext& context, const OutputChoice& choice, const fs::path& path) {
+  if (choice.file == OutputFile::Input) return write_input(context, path);
+  try {
+    // The export already made, read back and checked; re-exported only to write external data.
+    if (!choice.exported.empty() && !context.model().external_data) return onnx_io::copy_model(choice.exported, ".", path);
+  } catch (const onnx_io::OnnxError& e) {
+    throw EqsatError(e.what());
+  }
+  return write_onnx(context.model(), choice.graph, path, context.export_options());
+}
+
+fs::path write_input(const OutputContext& context, const fs::path& path) {
+  const EqsatConfig& config = context.config();
+  if (!config.builtin.empty()) return write_onnx(context.model(), context.model().graph, path);
+  try {
+    onnx_io::OriginalFile reread;  // the file again, unless the symbolic-size checks read it already
+    const onnx_io::OriginalFile& input =
+        context.symbolic() ? context.original_file() : (reread = onnx_io::read_original_file(config.model, config.import));
+    if (context.model().external_data) return onnx_io::copy_model(input.bytes, input.import.external_data_dir, path);
+    write_bytes(input.bytes, path);
+  } catch (const onnx_io::OnnxError& e) {
+    throw EqsatError(e.what());
+  }
+  return {};
+}
+
+}  // namespace teq
