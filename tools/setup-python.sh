@@ -8,17 +8,27 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$root/.venv"
+# --with-peers also installs onnxsim and onnxslim, which only bench/peers.py needs.
 with_torch=0
-if [[ "${1:-}" == "--with-torch" ]]; then
-  with_torch=1
+with_peers=0
+while [[ "${1:-}" == --with-* ]]; do
+  case $1 in
+    --with-torch) with_torch=1 ;;
+    --with-peers) with_peers=1 ;;
+    *) echo "setup-python: error: unknown option $1" >&2; exit 2 ;;
+  esac
   shift
-fi
+done
 python=${1:-python3}
 packages=(numpy onnx onnxruntime)
 imports="numpy, onnx, onnxruntime"
 if ((with_torch)); then
   packages+=(torch transformers onnxscript)
   imports+=", torch, transformers, onnxscript"
+fi
+if ((with_peers)); then
+  packages+=(onnxsim onnxslim)
+  imports+=", onnxsim, onnxslim"
 fi
 
 if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import $imports" 2>/dev/null; then
