@@ -6,7 +6,7 @@ onnxslim.slim(model) (each with its defaults, from PyPI: tools/setup-python.sh -
 --compose, eqsat-run on onnxslim's file (a peer first, then eqsat-run). Every written file is run at two shapes
 (--shape, twice) against the original: a file that fails or computes other values is reported and not timed.
 Then all files are timed together in onnxruntime's CPU provider: a session per file and a second session of the
-original (A/A: the noise), run round-robin run by run, PASSES passes, a median per file and pass, ratio to the
+original (A/A: the noise), run round-robin (each round starting at the next file), PASSES passes, a median per file and pass, ratio to the
 original's median, the median of those ratios; at both optimization levels (ORT_ENABLE_ALL, ORT_DISABLE_ALL) and
 at one intra-op thread and onnxruntime's default threading. Prints a Markdown table (docs/benchmarks-measured.md).
 
@@ -89,12 +89,15 @@ def time_files(paths, feeds, level, threads, passes, runs, min_seconds):
     per_run = max(time.perf_counter() - t, 1e-6)
     runs = max(runs, int(min_seconds / per_run) + 1)
     ratios = {name: [] for name in sessions}
+    names = list(sessions)
     for _ in range(passes):
         times = {name: [] for name in sessions}
-        for _ in range(runs):
-            for name, s in sessions.items():
+        for r in range(runs):
+            # Each round starts at another file: the first of a round runs on caches the last one filled, a
+            # bias that a fixed order gives to one file (the A/A pair measured 0.93-0.98 with the original first).
+            for name in names[r % len(names):] + names[:r % len(names)]:
                 t = time.perf_counter()
-                s.run(None, feeds)
+                sessions[name].run(None, feeds)
                 times[name].append(time.perf_counter() - t)
         base = statistics.median(times["original"])
         for name in sessions:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the Python virtual environment .venv (gitignored) with the packages the ONNX tests and the
 # model generator need: onnx, onnxruntime, numpy from PyPI. Idempotent: when .venv already has them it
-# does nothing. Usage: tools/setup-python.sh [--with-torch] [PYTHON]   (default: python3)
+# does nothing. Usage: tools/setup-python.sh [--with-torch] [--with-peers] [PYTHON]   (default: python3)
 # --with-torch also installs torch, transformers and onnxscript, which only tools/make_hf_models.py needs (the
 # tiny fixtures it makes are committed; CI does not install them).
 set -euo pipefail
