@@ -276,6 +276,11 @@ std::string EquationBatch::saturate(const RuleSubset& rules, const DeriveLimits&
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
   config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small (compile_for_derivation)
+  // A check of one or two equations stops applying at its derivation, inside the iteration: what the iteration
+  // would have applied after it only adds to an e-graph whose sides are already equal, so the verdict is the
+  // one the whole iteration gives (the union-find says so before the rebuild; a looked-up side is found after
+  // it, at the iteration's end). A chunk's batch, where all its equations are rarely equal, does not ask.
+  if ((watch.empty() ? equations_.size() : watch.size()) <= 2) config.stop_applying = all_equal;
   LazyRunners runners{rules, config, limits.k_multi, std::nullopt, std::nullopt};
   auto start = std::chrono::steady_clock::now();
   StopReason stop = StopReason::IterLimit;

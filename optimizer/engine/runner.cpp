@@ -298,6 +298,7 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
   if (it.joined.empty()) return;
   const ReachabilityIndex reach(egraph);
   for (const Iteration::Joined& j : it.joined) {
+    if (config_.stop_applying && config_.stop_applying()) return;
     const Compiled& r = *j.rule;
     std::set<uint32_t> rhs_vars = slots_of(r.rhs[0]);
     for (uint32_t s : r.rhs[1].var_slots()) rhs_vars.insert(s);
@@ -331,6 +332,7 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
 void Runner::apply_single(EGraph& egraph, Iteration& it, RunReport& report) const {
   for (auto& [r, ms] : it.found) {
     if (over_nodes(egraph) || over_time()) return;
+    if (config_.stop_applying && config_.stop_applying()) return;
     for (const Match& m : ms) {
       if (over_nodes(egraph)) return;
       apply(egraph, *r, 0, m.root, m.subst, report);

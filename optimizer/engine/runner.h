@@ -57,6 +57,10 @@ struct RunnerConfig {
   // needs an e-graph that grows without bound.
   bool self_feeding_once = true;
   std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
+  // Asked before each rule's matches are applied (the e-graph not rebuilt yet): once it says true, the
+  // iteration applies nothing more, rebuilds and ends. rulegen's derivability checks stop at the first
+  // derivation with it. May be empty.
+  std::function<bool()> stop_applying = {};
 };
 
 struct RunReport {
