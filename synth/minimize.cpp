@@ -275,6 +275,9 @@ std::string EquationBatch::saturate(const RuleSubset& rules, const DeriveLimits&
   config.iter_limit = 1;
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
+  // Each rule searched when its turn to apply comes (the same matches): an iteration that stops at the node
+  // limit or at the derivation does not search the rules after that point, nor hold all their matches.
+  config.search_lazily = true;
   config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small (compile_for_derivation)
   // A check of one or two equations stops applying at its derivation, inside the iteration: what the iteration
   // would have applied after it only adds to an e-graph whose sides are already equal, so the verdict is the
