@@ -5,14 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sys/resource.h>
-#include <string_view>
-#include <unordered_map>
 
 #include "optimizer/engine/egraph.h"
 #include "optimizer/engine/runner.h"
