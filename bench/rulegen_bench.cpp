@@ -2,11 +2,15 @@
 // tensors as TASO) on 2 threads and reports graphs, classes, candidates and peak memory (getrusage).
 // For scale: TASO's generator visits ~16.4 M graphs at size 3 in 2 min 45 s with 7.1 GB peak memory.
 // BM_RulegenFull times the whole pipeline (`rulegen --max-ops N`: enumerate, prune, prove lazily,
-// minimize) the same way and its ratio to TASO's 165 s (vs_taso_165s, below 1 is faster); size 3 takes about
-// 1.5 minutes and 0.8 GB on 2 cores (2026-12-02), so filter it out for quick runs (--benchmark_filter=Enumerate).
+// minimize, restore) the same way, its ratio to TASO's 165 s (vs_taso_165s, below 1 is faster) and each phase's
+// seconds (PHASE_s); size 3 takes minutes (docs/rulegen.md, "What the default run gives"), so filter it out for
+// quick runs (--benchmark_filter=Enumerate).
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
+
+#include <algorithm>
+#include <string>
 
 #include "synth/enumerate.h"
 #include "synth/rulegen.h"
@@ -53,6 +57,13 @@ void BM_RulegenFull(benchmark::State& state) {
   state.counters["proved"] = static_cast<double>(r.stats.proved);
   state.counters["kept"] = static_cast<double>(r.stats.kept);
   state.counters["peak_rss_MB"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
+  // Each phase's seconds (generator.stats.phases), e.g. minimized_s and restored_s; "kept" is the whole run.
+  for (const PhaseStats& p : r.stats.phases) {
+    if (p.phase == "kept") continue;
+    std::string name = p.phase + "_s";
+    std::replace(name.begin(), name.end(), ' ', '_');
+    state.counters[name] = p.seconds;
+  }
 }
 BENCHMARK(BM_RulegenFull)->Arg(2)->Arg(3)->Unit(benchmark::kSecond)->Iterations(1);
 

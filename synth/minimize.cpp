@@ -12,6 +12,7 @@
 
 #include "optimizer/engine/egraph.h"
 #include "optimizer/engine/runner.h"
+#include "synth/detail/derivation.h"
 #include "synth/parallel.h"
 #include "synth/prove.h"
 #include "synth/rulegen.h"
@@ -19,6 +20,8 @@
 #include "verify/shape_assign.h"
 
 namespace teq::synth {
+
+using namespace detail;
 
 std::vector<Rule> both_directions(const std::vector<Rule>& rules) {
   std::vector<Rule> out;
@@ -95,6 +98,20 @@ EquationBatch::~EquationBatch() = default;
 
 size_t EquationBatch::num_nodes() const { return graph_->egraph.num_nodes(); }
 
+
+std::vector<uint64_t> EquationBatch::node_keys() const {
+  const EGraph& egraph = graph_->egraph;
+  std::vector<uint64_t> keys;
+  keys.reserve(egraph.node_slots());
+  for (size_t i = 0; i < egraph.node_slots(); ++i) {  // dead e-nodes too: each has a live twin anyway
+    const ENode& n = egraph.node(NodeId(i));
+    keys.push_back(node_key(n.op, n.attrs, n.children.size()));
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
 std::optional<size_t> EquationBatch::add(const Rule& target, std::string* why_not, bool look_up_rhs) {
   VarShapes shapes;
   if (typing_ == DeriveLimits::Typing::Generic) shapes = generic_shapes(target);
@@ -165,6 +182,16 @@ void EquationBatch::assert_equal(size_t i) {
 
 namespace {
 std::atomic<uint64_t> clock_stops{0};
+std::atomic<uint64_t> count_saturations{0}, count_iterations{0}, count_enodes{0}, count_max_enodes{0};
+
+void count_saturation(size_t iterations, size_t enodes) {
+  count_saturations.fetch_add(1, std::memory_order_relaxed);
+  count_iterations.fetch_add(iterations, std::memory_order_relaxed);
+  count_enodes.fetch_add(enodes, std::memory_order_relaxed);
+  uint64_t seen = count_max_enodes.load(std::memory_order_relaxed);
+  while (enodes > seen && !count_max_enodes.compare_exchange_weak(seen, enodes, std::memory_order_relaxed)) {
+  }
+}
 }  // namespace
 
 namespace {
@@ -191,6 +218,11 @@ struct LazyRunners {
 }  // namespace
 
 uint64_t saturations_stopped_by_clock() { return clock_stops.load(std::memory_order_relaxed); }
+
+SaturationCounts saturation_counts() {
+  return {count_saturations.load(std::memory_order_relaxed), count_iterations.load(std::memory_order_relaxed),
+          count_enodes.load(std::memory_order_relaxed), count_max_enodes.load(std::memory_order_relaxed)};
+}
 
 std::shared_ptr<const CompiledRules> compile_for_derivation(const std::vector<Rule>& rules) {
   return std::make_shared<const CompiledRules>(rules, /*cross_product_multi=*/true);
@@ -223,7 +255,15 @@ std::string EquationBatch::saturate(const RuleSubset& rules, const DeriveLimits&
   config.iter_limit = 1;
   config.time_limit_s = limits.time_limit_s;
   config.backoff = false;  // every rule every iteration: the limits below bound the work
+  // Each rule searched when its turn to apply comes (the same matches): an iteration that stops at the node
+  // limit or at the derivation does not search the rules after that point, nor hold all their matches.
+  config.search_lazily = true;
   config.cross_product_multi = true;  // relu-batch-like rules: the e-graphs here are small (compile_for_derivation)
+  // A check of one or two equations stops applying at its derivation, inside the iteration: what the iteration
+  // would have applied after it only adds to an e-graph whose sides are already equal, so the verdict is the
+  // one the whole iteration gives (the union-find says so before the rebuild; a looked-up side is found after
+  // it, at the iteration's end). A chunk's batch, where all its equations are rarely equal, does not ask.
+  if ((watch.empty() ? equations_.size() : watch.size()) <= 2) config.stop_applying = all_equal;
   LazyRunners runners{rules, config, limits.k_multi, std::nullopt, std::nullopt};
   auto start = std::chrono::steady_clock::now();
   StopReason stop = StopReason::IterLimit;
@@ -241,12 +281,16 @@ std::string EquationBatch::saturate(const RuleSubset& rules, const DeriveLimits&
     uint64_t before = egraph.version();
     runners.for_iteration(iter).run(egraph);
     ++iterations;
-    if (all_equal()) return "equal";
+    if (all_equal()) {
+      count_saturation(iterations, egraph.num_nodes());
+      return "equal";
+    }
     if (egraph.version() == before) {
       stop = StopReason::Saturated;
       break;
     }
   }
+  count_saturation(iterations, egraph.num_nodes());
   return std::string(to_string(stop)) + ", " + std::to_string(egraph.num_nodes()) + " e-nodes, " +
          std::to_string(iterations) + " iterations";
 }
@@ -296,70 +340,12 @@ DeriveResult derive_as_rewrites(const Rule& target, const RuleSubset& rules, con
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 /// ", about N s left" at the rate so far (an estimate for the log; candidates are checked smallest first, so
 /// it tends to be low), or nothing before a tenth of the work.
 std::string time_left(size_t done, size_t total, double seconds) {
   if (total == 0 || done * 10 < total || done >= total) return "";
   const double left = seconds / static_cast<double>(done) * static_cast<double>(total - done);
   return ", about " + std::to_string(static_cast<int64_t>(left)) + " s left";
-}
-
-void log_line(const RulegenConfig& c, const std::string& s) {
-  if (c.log) c.log(s);
-}
-
-/// Whether a derivation may use `rule` for `target`. `enlarge` exists only for kernels up to its target
-/// size: a derivation through it holds for the 1x3 kernels of the fingerprint shapes but not for a 5x5
-/// kernel, so a rule without enlarge is never dropped on the strength of rules with it (the general
-/// SAME-padding conv batching rules were, leaving 5x5 kernels without them).
-bool uses_enlarge(const Rule& r) {
-  for (const auto* side : {&r.lhs, &r.rhs})
-    for (const Expr& p : *side)
-      for (const ExprNode& n : p.nodes())
-        if (n.op == OpKind::Enlarge) return true;
-  return false;
-}
-bool may_derive(const Rule& rule, const Rule& target) {
-  return !uses_enlarge(rule) || uses_enlarge(target);
-}
-
-/// Every direction of `rules` (both_directions), compiled once, for derivations of targets one at a time.
-struct CompiledDirections {
-  std::vector<Rule> directions;
-  std::shared_ptr<const CompiledRules> compiled;
-
-  explicit CompiledDirections(const std::vector<Rule>& rules) {
-    for (const Rule& r : rules)
-      for (Rule& d : both_directions({r})) directions.push_back(std::move(d));
-    compiled = compile_for_derivation(directions);
-  }
-  /// Which directions a derivation of `target` may use (may_derive): the mask of a RuleSubset, which only
-  /// views it, so the caller keeps it alive.
-  std::vector<char> usable_for(const Rule& target) const {
-    std::vector<char> enabled(directions.size());
-    for (size_t k = 0; k < directions.size(); ++k) enabled[k] = may_derive(directions[k], target);
-    return enabled;
-  }
-};
-
-/// What a dropped rule must derive within to stay dropped (restore_underivable and
-/// restore_candidates_derived_only_together): the node budget of `rulegen derive`, which measures coverage,
-/// where minimization's 4 k e-nodes decide cheaply and stop early on what a larger e-graph reaches.
-DeriveLimits restore_limits(const RulegenConfig& config) {
-  DeriveLimits limits = config.derive;
-  limits.node_limit = std::max(limits.node_limit, config.restore_node_limit);
-  return limits;
-}
-
-/// Two-pattern rules are judged one derive_rule each, which compiles every kept rule; at size 3 there are
-/// thousands of pairs, so they get a smaller budget.
-DeriveLimits two_pattern_limits(DeriveLimits limits) {
-  limits.iter_limit = std::min<size_t>(limits.iter_limit, 4);
-  limits.time_limit_s = std::min(limits.time_limit_s, 5.0);
-  return limits;
 }
 
 /// minimize_candidates (minimize.h), as rounds over the undecided candidates. kept_both: the kept rules both
@@ -686,94 +672,6 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
   }
   kept = std::move(rest);
   return removed;
-}
-
-size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dropped_rules,
-                           const std::vector<LeafType>& types, const RulegenConfig& config) {
-  // Each rule once, and none that is kept (restored before, or dropped twice).
-  std::set<std::string> seen;
-  auto text = [](const Rule& r) { return patterns_text(r.lhs) + " => " + patterns_text(r.rhs); };
-  for (const Rule& r : kept) seen.insert(text(r));
-  std::vector<Rule> dropped;
-  for (const Rule& r : dropped_rules)
-    if (seen.insert(text(r)).second) dropped.push_back(r);
-  if (dropped.empty()) return 0;
-  const CompiledDirections rules(kept);
-  auto derived_with = [&](const Rule& target, DeriveLimits limits) {
-    const std::vector<char> usable = rules.usable_for(target);
-    return derive_as_rewrites(target, RuleSubset{rules.compiled, usable}, types,
-                              target.is_multi() ? two_pattern_limits(limits) : limits)
-        .derived;
-  };
-  // The final pass's limits first (cheap), then the larger budget for the ones that stop there.
-  std::vector<char> derived(dropped.size(), 0);
-  parallel_for(dropped.size(), thread_count(config.threads), [&](size_t i) {
-    derived[i] = derived_with(dropped[i], config.derive) || derived_with(dropped[i], restore_limits(config));
-  });
-  size_t restored = 0;
-  for (size_t i = 0; i < dropped.size(); ++i)
-    if (!derived[i]) kept.push_back(dropped[i]), ++restored;
-  return restored;
-}
-
-size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
-                                                const std::vector<LeafType>& types, const RulegenConfig& config,
-                                                RulegenResult& result) {
-  const int threads = thread_count(config.threads);
-  auto derived_alone = [&](const Rule& target, const CompiledDirections& rules, const DeriveLimits& limits) {
-    const std::vector<char> usable = rules.usable_for(target);
-    return derive_rule(target, RuleSubset{rules.compiled, usable}, types, limits).derived;
-  };
-  // Every dropped candidate alone against the rules kept (independent checks: minimization's limits, then
-  // the larger budget for those that stop there), then the ones that fail, in candidate order (smallest
-  // first), against the kept rules and those restored before them.
-  const DeriveLimits larger = restore_limits(config);
-  auto current = std::make_unique<CompiledDirections>(kept);
-  std::vector<char> derived(derivable.size(), 0);
-  parallel_for(derivable.size(), threads, [&](size_t i) {
-    derived[i] = derived_alone(derivable[i], *current, config.derive) || derived_alone(derivable[i], *current, larger);
-  });
-  std::vector<size_t> order;
-  for (size_t i = 0; i < derivable.size(); ++i)
-    if (!derived[i]) order.push_back(i);
-  log_line(config, "rulegen: " + std::to_string(order.size()) + " of the " + std::to_string(derivable.size()) +
-                       " candidates dropped as derivable in a shared e-graph do not derive alone from the rules kept");
-  size_t restored = 0;
-  std::vector<char> refuted(derivable.size(), 0);
-  const size_t window = static_cast<size_t>(std::max(threads, 1));
-  for (size_t k = 0; k < order.size();) {
-    // A window of checks against the same rules; taken in order up to the first that does not derive (the
-    // later ones are checked again once it is restored).
-    const size_t n = std::min(window, order.size() - k);
-    std::vector<char> verdict(n, 0);
-    parallel_for(n, threads, [&](size_t j) { verdict[j] = derived_alone(derivable[order[k + j]], *current, larger); });
-    size_t j = 0;
-    while (j < n && verdict[j]) ++j;
-    k += j;
-    if (j == n) continue;
-    const size_t at = order[k++];
-    Rule r = derivable[at];
-    const ProofResult proof = prove_rule(r, config.prove);
-    if (proof.status != "verified") {
-      (proof.status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
-      result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proof.status, proof.reason});
-      refuted[at] = 1;
-      continue;
-    }
-    ++result.stats.proved;
-    r.verification = Verification{"verified", "z3-elementwise", proof.ms};
-    r.same_shape = proof.same_shape;
-    r.conv_groupings = proof.conv_groupings;
-    kept.push_back(std::move(r));
-    ++restored;
-    current = std::make_unique<CompiledDirections>(kept);
-  }
-  // A candidate not proved is no rule to derive: a later call does not prove it again.
-  std::vector<Rule> rest;
-  for (size_t i = 0; i < derivable.size(); ++i)
-    if (!refuted[i]) rest.push_back(std::move(derivable[i]));
-  derivable = std::move(rest);
-  return restored;
 }
 
 }  // namespace teq::synth

@@ -55,6 +55,13 @@ std::vector<Rule> both_directions(const std::vector<Rule>& rules);
 /// generator.stats.derivations_stopped_by_clock, so a corpus says how much of it the clock decided.
 uint64_t saturations_stopped_by_clock();
 
+/// What the derivability checks of this process have done so far (informational, for the log: rulegen
+/// reports each restore's share). `max_enodes` is the largest e-graph a saturation ended with.
+struct SaturationCounts {
+  uint64_t saturations = 0, iterations = 0, enodes = 0, max_enodes = 0;
+};
+SaturationCounts saturation_counts();
+
 /// `rules` compiled for the saturations here (CompiledRules, with cross-product two-pattern rules), so that
 /// many derivability checks over subsets of one list compile it once.
 std::shared_ptr<const CompiledRules> compile_for_derivation(const std::vector<Rule>& rules);
@@ -107,6 +114,9 @@ class EquationBatch {
   /// The same with rules compiled before.
   std::string saturate(const RuleSubset& rules, const DeriveLimits& limits, const std::vector<size_t>& watch = {});
   size_t num_nodes() const;
+  /// Every (operator, attributes, arity) its e-nodes have, as sorted distinct hashes (node_key in
+  /// minimize.cpp): a rule whose left side has a node outside them matched nowhere in this e-graph.
+  std::vector<uint64_t> node_keys() const;
 
  private:
   struct Equation;
@@ -168,8 +178,11 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
 /// every rule of `dropped` that derive_as_rewrites with the final pass's limits does not derive from
 /// `kept`, in `dropped`'s order; returns how many. Each check is independent (parallel), so the result
 /// does not depend on the threads.
+/// `memo`: as for restore_candidates_derived_only_together, below.
+class RestoreMemo;
 size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dropped,
-                           const std::vector<LeafType>& types, const RulegenConfig& config);
+                           const std::vector<LeafType>& types, const RulegenConfig& config,
+                           RestoreMemo* memo = nullptr);
 
 /// Meeting in the middle undone: minimization drops a candidate when its sides join in an e-graph it shares
 /// with other candidates, whose terms may be what joins them; the rules kept may then not derive it alone
@@ -180,8 +193,25 @@ size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dro
 /// the proofs in result.stats and lists refuted ones in result.rejected. The verdicts do not depend on the
 /// threads (a window of checks is taken in order up to the first restore, like the final pass). Candidates
 /// that fail their proof are removed from `derivable`, so that a second call does not prove them again.
+/// `memo` (optional, kept by the caller across calls) remembers each check's verdict and the operators its
+/// saturation met: a later check of the same candidate, against rules that differ from that check's only by
+/// rules whose left sides could not match there (an operator with its attributes that none of its e-nodes
+/// had), would run the very same saturation, so it takes the remembered verdict instead. The verdicts, and
+/// so the rules restored, are those of a call without it.
 size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
                                                 const std::vector<LeafType>& types, const RulegenConfig& config,
-                                                RulegenResult& result);
+                                                RulegenResult& result, RestoreMemo* memo = nullptr);
+
+/// The memory of the restores between their calls: each check's record (opaque), and how many checks ran a
+/// saturation and how many took a remembered verdict.
+class RestoreMemo {
+ public:
+  RestoreMemo();
+  ~RestoreMemo();
+  size_t checks_run() const;
+  size_t checks_reused() const;
+  struct State;
+  std::unique_ptr<State> state;
+};
 
 }  // namespace teq::synth

@@ -38,6 +38,7 @@ nlohmann::json RulegenStats::to_json() const {
           {"generalize_proofs", generalize_proofs},
           {"generalize_proved", generalize_proved},
           {"generalize_s", generalize_s},
+          {"restore_s", restore_s},
           {"derivations_stopped_by_clock", derivations_stopped_by_clock},
           {"kept", kept},
           {"kept_multi", kept_multi},
@@ -119,8 +120,11 @@ std::vector<std::optional<std::string>> refute_all(const std::vector<PatternEqua
 /// (proofs are made lazily there), so the minimized phase's seconds are its saturations alone.
 void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_prove_s, double total_s) {
   mark_phase(st, c, "proved", st.proved, st.prove_s);
-  mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final, st.minimize_s - lazy_prove_s - st.generalize_s);
+  mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final,
+             st.minimize_s - lazy_prove_s - st.generalize_s - st.restore_s);
   if (c.minimize && c.generalize) mark_phase(st, c, "generalized", st.generalized, st.generalize_s);
+  if (c.minimize && (c.final_pass || c.restore_candidates))
+    mark_phase(st, c, "restored", st.restored + st.restored_candidates, st.restore_s);
   mark_phase(st, c, "kept", st.kept, total_s);
 }
 
@@ -178,12 +182,14 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   }
   // Dropped rules and candidates the rules kept do not derive alone come back; the rules restored can make
   // kept ones derivable, so the final pass runs once more after a restore, and so does the restore.
+  RestoreMemo memo;  // the second restores reuse the first ones' verdicts where the saturation is the same
   auto restore = [&]() {
     size_t restored = 0;
     if (config.minimize && config.final_pass) {
       auto restore_start = Clock::now();
-      const size_t n = restore_underivable(kept, dropped_by_final_passes, types, config);
+      const size_t n = restore_underivable(kept, dropped_by_final_passes, types, config, &memo);
       result.stats.restored += n, restored += n;
+      result.stats.restore_s += since(restore_start);
       log_line(config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
                            std::to_string(dropped_by_final_passes.size()) +
                            " dropped rules that the rules kept do not derive, in " +
@@ -191,8 +197,9 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
     }
     if (config.minimize && config.restore_candidates) {
       auto restore_start = Clock::now();
-      const size_t n = restore_candidates_derived_only_together(kept, derivable, types, config, result);
+      const size_t n = restore_candidates_derived_only_together(kept, derivable, types, config, result, &memo);
       result.stats.restored_candidates += n, restored += n;
+      result.stats.restore_s += since(restore_start);
       log_line(config, "rulegen: restored " + std::to_string(n) +
                            " candidates that derive only together with others, in " +
                            std::to_string(static_cast<int>(since(restore_start))) + " s");

@@ -89,6 +89,7 @@ struct RulegenStats {
   uint64_t pruned_instances = 0;      // kept rules dropped as instances of a generalized rule
   uint64_t generalize_proofs = 0, generalize_proved = 0;  // prover calls on split candidates, verified ones
   double generalize_s = 0;
+  double restore_s = 0;  // both restores (step 9), each time they run, with their proofs
   uint64_t derivations_stopped_by_clock = 0;  // saturations DeriveLimits::time_limit_s cut (load-dependent)
   double enumerate_s = 0, refute_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
   bool truncated = false;

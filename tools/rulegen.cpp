@@ -2,6 +2,8 @@
 // (synth/rulegen.h); `merge` joins shard outputs; `derive` measures coverage of another rule set.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -30,6 +32,17 @@ void print_summary(const RulegenStats& s) {
             << " pruned as derivable (" << s.derivations_stopped_by_clock
             << " saturations stopped by the clock), " << s.pruned_final << " dropped by the final passes (" << s.restored << " of them restored), " << s.restored_candidates << " derivable candidates restored, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
             << " s" << (s.truncated ? " (enumeration stopped by --time-limit)" : "") << "\n";
+  // Where the time went and the memory peak (generator.stats.phases holds the same).
+  std::cerr << "rulegen: summary of phases:";
+  uint64_t peak_kb = 0;
+  for (const PhaseStats& p : s.phases) {
+    if (p.phase == "kept") continue;  // the whole run's seconds, said above
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %s %.1f s,", p.phase.c_str(), p.seconds);
+    std::cerr << buf;
+    peak_kb = std::max(peak_kb, p.peak_rss_kb);
+  }
+  std::cerr << " peak " << peak_kb / 1024 << " MB\n";
 }
 
 }  // namespace

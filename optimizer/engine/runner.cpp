@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -209,30 +210,49 @@ bool Runner::apply(EGraph& egraph, const Compiled& r, size_t side, ClassId root,
   return true;
 }
 
+std::vector<Match> Runner::search_rule(const EGraph& egraph, Iteration& it, size_t k) {
+  if (!scheduler_.can_search(k, it.index)) {
+    it.any_banned = true;
+    return {};
+  }
+  const size_t threshold = scheduler_.match_threshold(k);
+  const Compiled& r = *single_[k];
+  std::vector<Match> ms = search(egraph, it.classes, r.lhs[0], r.vars.names.size(),
+                                 threshold == SIZE_MAX ? SIZE_MAX : threshold + 1);
+  if (config_.self_feeding_once && !r.grows.empty()) {
+    // One generation deep: a rule that feeds itself would otherwise match its own output in every iteration.
+    const size_t before = ms.size();
+    std::erase_if(ms, [&](const Match& m) { return r.matches_own_output(egraph, m.subst); });
+    it.own_output_matches[r.id.value] += before - ms.size();
+  }
+  it.num_matches += ms.size();
+  if (scheduler_.record(k, it.index, ms.size())) {
+    it.any_banned = true;
+    return {};
+  }
+  return ms;
+}
+
 // Every single-pattern rule against the same clean snapshot, through the backoff scheduler.
 void Runner::search_single(const EGraph& egraph, Iteration& it) {
   for (size_t k = 0; k < single_.size(); ++k) {
-    if (!scheduler_.can_search(k, it.index)) {
-      it.any_banned = true;
-      continue;
-    }
-    const size_t threshold = scheduler_.match_threshold(k);
-    const Compiled& r = *single_[k];
-    std::vector<Match> ms = search(egraph, it.classes, r.lhs[0], r.vars.names.size(),
-                                   threshold == SIZE_MAX ? SIZE_MAX : threshold + 1);
-    if (config_.self_feeding_once && !r.grows.empty()) {
-      // One generation deep: a rule that feeds itself would otherwise match its own output in every iteration.
-      const size_t before = ms.size();
-      std::erase_if(ms, [&](const Match& m) { return r.matches_own_output(egraph, m.subst); });
-      it.own_output_matches[r.id.value] += before - ms.size();
-    }
-    it.num_matches += ms.size();
-    if (scheduler_.record(k, it.index, ms.size())) {
-      it.any_banned = true;
-      continue;
-    }
-    if (!ms.empty()) it.found.emplace_back(&r, std::move(ms));
+    std::vector<Match> ms = search_rule(egraph, it, k);
+    if (!ms.empty()) it.found.emplace_back(single_[k], std::move(ms));
     if (over_time()) break;
+  }
+}
+
+// search_lazily: rule k searched on `snapshot` (the e-graph as the iteration began) and its matches applied to
+// `egraph` at once; what apply_single would do with search_single's matches, rule by rule.
+void Runner::search_and_apply_single(const EGraph& snapshot, EGraph& egraph, Iteration& it, RunReport& report) {
+  for (size_t k = 0; k < single_.size(); ++k) {
+    if (over_nodes(egraph) || over_time()) return;
+    if (config_.stop_applying && config_.stop_applying()) return;
+    const std::vector<Match> ms = search_rule(snapshot, it, k);
+    for (const Match& m : ms) {
+      if (over_nodes(egraph)) return;
+      apply(egraph, *single_[k], 0, m.root, m.subst, report);
+    }
   }
 }
 
@@ -298,6 +318,7 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
   if (it.joined.empty()) return;
   const ReachabilityIndex reach(egraph);
   for (const Iteration::Joined& j : it.joined) {
+    if (config_.stop_applying && config_.stop_applying()) return;
     const Compiled& r = *j.rule;
     std::set<uint32_t> rhs_vars = slots_of(r.rhs[0]);
     for (uint32_t s : r.rhs[1].var_slots()) rhs_vars.insert(s);
@@ -331,6 +352,7 @@ void Runner::apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const
 void Runner::apply_single(EGraph& egraph, Iteration& it, RunReport& report) const {
   for (auto& [r, ms] : it.found) {
     if (over_nodes(egraph) || over_time()) return;
+    if (config_.stop_applying && config_.stop_applying()) return;
     for (const Match& m : ms) {
       if (over_nodes(egraph)) return;
       apply(egraph, *r, 0, m.root, m.subst, report);
@@ -349,10 +371,14 @@ RunReport Runner::run(EGraph& egraph) {
   for (size_t iter = 0; iter < config_.iter_limit && !stopped; ++iter) {
     const uint64_t version_before = egraph.version();
     Iteration it{iter, ClassIndex(egraph), 0, false, {}, {}, {}};
-    search_single(egraph, it);
+    const bool lazily = config_.search_lazily && !config_.backoff && !single_.empty();
+    std::optional<EGraph> snapshot;
+    if (lazily) snapshot.emplace(egraph);  // the clean e-graph every rule of this iteration is searched on
+    else search_single(egraph, it);
     if (static_cast<int64_t>(iter) < config_.k_multi && !multi_.empty()) join_multi(egraph, it);
     apply_multi(egraph, it, report);
-    apply_single(egraph, it, report);
+    if (lazily) search_and_apply_single(*snapshot, egraph, it, report);
+    else apply_single(egraph, it, report);
     egraph.rebuild();
     for (const auto& [rule, n] : it.own_output_matches) own_output_skipped[rule] += n;
 

@@ -57,6 +57,16 @@ struct RunnerConfig {
   // needs an e-graph that grows without bound.
   bool self_feeding_once = true;
   std::function<void(const IterationStats&)> on_iteration = {};  // may be empty
+  // Asked before each rule's matches are applied (the e-graph not rebuilt yet): once it says true, the
+  // iteration applies nothing more, rebuilds and ends. rulegen's derivability checks stop at the first
+  // derivation with it. May be empty.
+  std::function<bool()> stop_applying = {};
+  // Search each single-pattern rule when its matches are applied, on a copy of the e-graph as the iteration
+  // began, instead of all rules first: the same matches in the same order, so the same result, but one rule's
+  // matches in memory at a time, and no search for the rules after the node limit or stop_applying ends the
+  // iteration. Only without backoff (whose bans depend on every rule's search). For rulegen's derivability
+  // checks, whose last iteration may stop applying long before the last rule.
+  bool search_lazily = false;
 };
 
 struct RunReport {
@@ -118,6 +128,10 @@ class Runner {
   // One iteration is search (single-pattern rules, through the scheduler), join (multi-pattern rules),
   // apply (multi first, behind the cycle pre-filter, then single), and one rebuild (run).
   void search_single(const EGraph& egraph, Iteration& it);
+  /// Single rule k's matches in `egraph` (the scheduler's threshold, own-output matches skipped); empty when the
+  /// scheduler bans it.
+  std::vector<Match> search_rule(const EGraph& egraph, Iteration& it, size_t k);
+  void search_and_apply_single(const EGraph& snapshot, EGraph& egraph, Iteration& it, RunReport& report);
   void join_multi(const EGraph& egraph, Iteration& it) const;
   void apply_multi(EGraph& egraph, Iteration& it, RunReport& report) const;
   void apply_single(EGraph& egraph, Iteration& it, RunReport& report) const;

@@ -154,6 +154,38 @@ TEST(Minimize, RestoreOfDroppedCandidatesProvesThemInOrder) {
   }
 }
 
+// A restore remembers each check's verdict and the operators its saturation met: a later call whose rules differ
+// only by a rule that cannot match there (relu, in e-graphs of ewadd) takes the verdict without saturating,
+// and one that lost a rule the derivation used (assoc) saturates again and restores the candidate.
+TEST(Minimize, RestoreMemoReusesAVerdictOnlyWhereTheSaturationIsTheSame) {
+  const Rule assoc = make_rule("assoc", {"(ewadd ?a (ewadd ?b ?c))"}, {"(ewadd (ewadd ?a ?b) ?c)"});
+  const Rule comm = make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"});
+  const Rule relu_twice = make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"});
+  const Rule instance = make_rule("assoc-instance", {"(ewadd ?a (ewadd ?b ?b))"}, {"(ewadd (ewadd ?a ?b) ?b)"});
+  RulegenConfig config;
+  config.derive.typing = DeriveLimits::Typing::Generic;
+  RestoreMemo memo;
+  RulegenResult result;
+  std::vector<Rule> derivable = {instance};
+  std::vector<Rule> kept = {assoc, comm};
+  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result, &memo), 0u);
+  const size_t run = memo.checks_run();
+  EXPECT_GT(run, 0u);
+  kept = {assoc, comm, relu_twice};
+  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result, &memo), 0u);
+  EXPECT_EQ(memo.checks_run(), run);
+  EXPECT_GT(memo.checks_reused(), 0u);
+  kept = {comm, relu_twice};
+  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result, &memo), 1u);
+  EXPECT_GT(memo.checks_run(), run);
+  EXPECT_EQ(rule_ids(kept), (std::vector<std::string>{"comm", "relu-twice", "assoc-instance"}));
+  // The final-pass restore too: relu-twice dropped, nothing kept derives it, with or without the memo.
+  std::vector<Rule> rules = {assoc, comm};
+  EXPECT_EQ(restore_underivable(rules, {relu_twice}, matrix_types(), config, &memo), 1u);
+  rules = {assoc, comm};
+  EXPECT_EQ(restore_underivable(rules, {relu_twice}, matrix_types(), config, &memo), 1u);
+}
+
 // The leaf types' extents coincide by design (a square w), so a derivation there may go through rules that
 // hold only at such shapes; with generic typing the equation gets the smallest distinct extents verify's
 // shape search finds, and the derivation has to hold without the coincidence (rulegen's minimization).

@@ -162,7 +162,7 @@ TEST(Rulegen, CheapRefutationSkipsTheProofAndIsCounted) {
   std::vector<std::string> names;
   for (const auto& p : r.corpus.generator.at("stats").at("phases")) names.push_back(p.at("phase").get<std::string>());
   EXPECT_EQ(names, (std::vector<std::string>{"enumerate", "fingerprint", "candidates", "refuted cheaply", "proved",
-                                             "minimized", "generalized", "kept"}));
+                                             "minimized", "generalized", "restored", "kept"}));
   EXPECT_EQ(r.corpus.generator["stats"]["refuted_cheaply"].get<uint64_t>(), r.stats.refuted_cheaply);
 }
 
