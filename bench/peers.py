@@ -33,6 +33,8 @@ LEVELS = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "disable": ort.Graph
 
 
 def run_eqsat(eqsat, source, out):
+    if not os.access(eqsat, os.X_OK):
+        return f"{eqsat} missing (tools/build.sh)"
     run = subprocess.run([eqsat, source, "-o", out, "-q"], capture_output=True, text=True)
     if run.returncode != 0:
         return f"eqsat-run exit {run.returncode}: {run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ''}"
