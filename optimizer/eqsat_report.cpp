@@ -32,6 +32,7 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
                       {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
   if (!c.reason.empty()) j["reason"] = c.reason;
   if (!c.note.empty()) j["note"] = c.note;
+  if (!c.not_needed.empty()) j["not_needed"] = c.not_needed;
   for (const onnx_io::SizeCheck& s : c.sizes)
     j["sizes"].push_back({{"dim", s.dim}, {"value", s.value}, {"evaluated", s.evaluated}, {"passed", s.passed},
                           {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason}});
@@ -39,7 +40,9 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
 }
 
 void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io::CheckOptions& options) {
-  if (!c.evaluated)
+  if (!c.not_needed.empty())
+    log << "  check: not needed: " << c.not_needed << "\n";
+  else if (!c.evaluated)
     log << "  check: could not run: " << c.reason << "\n";
   else
     log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
@@ -75,7 +78,9 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"exported_cost", out.exported_cost},
                       {"kept_original", out.kept_original},
                       {"rounds_stopped_by_clock", r.rounds_stopped_by_clock},
-                      {"seconds", {{"saturate", r.saturate_seconds}, {"extract", r.extract_seconds}, {"total", f.total_seconds}}},
+                      {"seconds", {{"import", f.import_seconds}, {"saturate", r.saturate_seconds},
+                                   {"extract", r.extract_seconds}, {"export_and_read_back", f.decide_seconds},
+                                   {"check", f.check_seconds}, {"write", f.write_seconds}, {"total", f.total_seconds}}},
                       {"iterations", r.iterations},
                       {"rounds", r.rounds},
                       {"enodes", r.enodes},
@@ -124,8 +129,10 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
       << "  extraction (" << (r.extraction.method.empty() ? method_name(config.optimize.extract) : r.extraction.method)
       << "): objective " << fmt("%.6g", r.extraction.objective) << ", bound " << fmt("%.6g", r.extraction.bound)
       << ", gap " << fmt("%.4f", r.extraction.gap) << "\n"
-      << "  seconds: saturate " << fmt("%.3f", r.saturate_seconds) << ", extract " << fmt("%.3f", r.extract_seconds)
-      << ", total " << fmt("%.3f", f.total_seconds) << "\n";
+      << "  seconds: import " << fmt("%.3f", f.import_seconds) << ", saturate " << fmt("%.3f", r.saturate_seconds)
+      << ", extract " << fmt("%.3f", r.extract_seconds) << ", export and read back " << fmt("%.3f", f.decide_seconds)
+      << ", check " << fmt("%.3f", f.check_seconds) << ", write " << fmt("%.3f", f.write_seconds) << ", total "
+      << fmt("%.3f", f.total_seconds) << "\n";
   if (std::abs(out.claimed_cost - out.exported_cost) > 1e-9 * std::abs(out.claimed_cost))
     log << "  read back from the ONNX export the optimized graph costs " << fmt("%.6g", out.exported_cost)
         << " (extraction's figure: " << fmt("%.6g", out.claimed_cost) << ")\n";

@@ -22,6 +22,9 @@ struct RunFacts {
   const CostModel& cost;
   std::filesystem::path output_data;  // the external data file written beside -o (empty: none)
   std::optional<LatencyComparison> latency;
+  /// Wall time by phase beside the search's own (saturate, extract): reading the model and the rules, deciding
+  /// what is written (the export, read back and priced, the size guard), the check, writing the file.
+  double import_seconds = 0, decide_seconds = 0, check_seconds = 0, write_seconds = 0;
   double total_seconds = 0;
 };
 

@@ -22,6 +22,8 @@ OutputContext::OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel
   // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
   original_file_ = symbolic_ ? onnx_io::read_original_file(config.model, config.import)
                              : onnx_io::OriginalFile{"", config.import};
+  // An export refers to the weights it leaves unchanged in the input's data file: read back from there.
+  if (original_file_.import.external_data_dir.empty()) original_file_.import.external_data_dir = model.external_data_dir;
 }
 
 const onnx_io::ExportOptions& OutputContext::export_options() const {
@@ -54,7 +56,9 @@ void price_export(const OutputContext& context, const OptimizeReport& search, co
   const EqsatConfig& config = context.config();
   try {
     choice.exported = onnx_io::export_onnx_bytes(model, search.optimized, context.export_options());
-    const onnx_io::OnnxModel back = onnx_io::import_onnx_bytes(choice.exported, "the optimized model", config.import);
+    // Read with the input's data folder: the export refers to the weights it did not change where they lie.
+    const onnx_io::OnnxModel back =
+        onnx_io::import_onnx_bytes(choice.exported, "the optimized model", context.original_file().import);
     choice.exported_detail = graph_cost_detail(back.graph, cost);
     choice.exported_cost = choice.exported_detail.fused;
     choice.exported_shape_nodes = back.shape_nodes_folded;
@@ -119,7 +123,8 @@ OutputChoice decide_output(const OutputContext& context, const OptimizeReport& s
     }
   }
   // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
-  // (which would fix shapes the input computes from a symbolic dimension); --check then checks that file.
+  // (which would fix shapes the input computes from a symbolic dimension); there is nothing for --check to
+  // compare then.
   if (choice.graph == model.graph && choice.file != OutputFile::Canonical && context.config().builtin.empty()) {
     choice.file = OutputFile::Input;
     if (context.symbolic()) choice.exported = context.original_file().bytes;

@@ -163,8 +163,10 @@ def bad_models(out_dir):
     relu = helper.make_node("Relu", ["x"], ["y"])
     # Opset 22 is newer than the importer reads (7 to 21).
     paths = [save("opset22", helper.make_graph([relu], "g", [tensor("x", [2, 3])], [tensor("y", [2, 3])]), 22)]
+    # Relu twice: the rules remove one, so that the check has an optimized file to compare at each size.
+    relu_twice = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
     # A dimension with neither a value nor a name: given by input and axis (--dim x:0=VALUE).
-    paths.append(save("unnamed_dim", helper.make_graph([relu], "g", [tensor("x", [None, 3])],
+    paths.append(save("unnamed_dim", helper.make_graph(relu_twice, "g", [tensor("x", [None, 3])],
                                                        [tensor("y", [None, 3])]), 13))
     # External data that must be refused: a location outside the model's folder, and a file too short.
     for name, location in (("external_escape", "../external_escape.bin"), ("external_short", "external_short.bin")):
@@ -179,7 +181,7 @@ def bad_models(out_dir):
     with open(os.path.join(out_dir, "external_short.bin"), "wb") as f:
         f.write(np.zeros(2, np.float32).tobytes())  # 8 of the 24 bytes
     paths.append(os.path.join(out_dir, "external_short.bin"))
-    paths.append(save("symbolic_dim", helper.make_graph([relu], "g", [tensor("x", ["batch", 3])],
+    paths.append(save("symbolic_dim", helper.make_graph(relu_twice, "g", [tensor("x", ["batch", 3])],
                                                         [tensor("y", ["batch", 3])]), 13))
     mystery = helper.make_node("MysteryOp", ["x"], ["y"], domain="com.example")
     paths.append(save("unknown_shape", helper.make_graph([mystery], "g", [tensor("x", [2, 3])],
@@ -269,7 +271,8 @@ def opset_models(out_dir):
     b = Builder("external_data", 24)
     h = b.conv("x", 4, 8, 3)
     f = b.node("Flatten", [h], axis=1)
-    b.node("Gemm", [f, b.weight("fc.w", (5, 8 * 6 * 6), 0.1), b.weight("fc.b", (5,), 0.1)], "y", transB=1)
+    g = b.node("Gemm", [f, b.weight("fc.w", (5, 8 * 6 * 6), 0.1), b.weight("fc.b", (5,), 0.1)], transB=1)
+    b.node("Relu", [b.node("Relu", [g])], "y")  # one Relu too many: something for the check to compare
     graph = helper.make_graph(b.nodes, b.name, [tensor("x", [1, 4, 6, 6])], [tensor("y", [1, 5])], b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="tensor-eqsat make_models.py")
@@ -331,7 +334,8 @@ def dilated_models(out_dir):
     # SAME as explicit pads (onnxruntime refuses auto_pad SAME with dilations): the dilated extent is 3x4, so
     # the columns get 1 before and 2 after, which the importer reads as SAME.
     h = b.node("Conv", [h, b.weight("c5.w", (8, 8, 3, 2))], kernel_shape=[3, 2], dilations=[1, 3], pads=[1, 1, 1, 2])
-    b.node("Conv", [h, b.weight("c6.w", (4, 8, 1, 1))], "y", kernel_shape=[1, 1])
+    h = b.node("Conv", [h, b.weight("c6.w", (4, 8, 1, 1))], kernel_shape=[1, 1])
+    b.node("Relu", [b.node("Relu", [b.node("Tanh", [h])])], "y")  # one Relu too many: something for the check
     return [b.save([tensor("x", [1, 4, 12, 12])], [tensor("y", [1, 4, 5, 6])], out_dir)]
 
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -12,7 +13,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/detail/external_data.h"
 #include "optimizer/onnx/detail/onnx_node_eval.h"
+#include "optimizer/onnx/detail/proto_util.h"
 #include "optimizer/onnx/fast_eval.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "rules/evaluator.h"
@@ -129,6 +132,7 @@ class OpaqueEvaluator {
     onnx::NodeProto proto;
     if (!proto.ParseFromString(op.proto)) throw ShapeError(describe_opaque(model_, id) + ": corrupt node");
     std::vector<detail::OnnxValue> held(static_cast<size_t>(proto.input_size()));
+    std::deque<detail::OnnxValue> large;  // passed-through weights read for this node only
     std::vector<const detail::OnnxValue*> inputs(static_cast<size_t>(proto.input_size()), nullptr);
     for (int k = 0; k < proto.input_size(); ++k) {
       const size_t kk = static_cast<size_t>(k);
@@ -138,7 +142,7 @@ class OpaqueEvaluator {
         held[kk] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
         inputs[kk] = &held[kk];
       } else if (!proto.input(k).empty()) {
-        inputs[kk] = &passthrough(proto.input(k), op);
+        inputs[kk] = &passthrough(proto.input(k), op, large);
       }
     }
     // What an If's branches read from outside: the Expr children after the inputs, or initializers.
@@ -147,7 +151,7 @@ class OpaqueEvaluator {
     for (size_t k = 0; k < op.implicit_inputs.size(); ++k) {
       const auto& [name, child] = op.implicit_inputs[k];
       if (child < 0) {
-        outer[name] = &passthrough(name, op);
+        outer[name] = &passthrough(name, op, large);
         continue;
       }
       if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
@@ -157,13 +161,19 @@ class OpaqueEvaluator {
     return detail::evaluate_onnx_node(proto, inputs, model_.opset, outer);
   }
 
-  const detail::OnnxValue& passthrough(const std::string& name, const OpaqueNode& op) {
+  /// A passed-through initializer's value: small ones kept for every reader, large ones (weights of a type
+  /// the vocabulary does not hold, read from their file if they stayed there) decoded into `large` for one
+  /// node, so that they are never all held as doubles at once.
+  const detail::OnnxValue& passthrough(const std::string& name, const OpaqueNode& op, std::deque<detail::OnnxValue>& large) {
     auto it = constants_.find(name);
     if (it != constants_.end()) return it->second;
     auto src = model_.passthrough.find(name);
     onnx::TensorProto t;
     if (src == model_.passthrough.end() || !t.ParseFromString(src->second))
       throw ShapeError("operator " + op.op_type + " reads '" + name + "', which has no value in the imported model");
+    detail::load_tensor_data(t, model_.external_data_dir, model_.source);
+    constexpr int64_t kKeptElements = int64_t{1} << 20;
+    if (num_elements(detail::tensor_dims(t)) > kKeptElements) return large.emplace_back(detail::decode_tensor(t));
     return constants_.emplace(name, detail::decode_tensor(t)).first->second;
   }
 
@@ -190,10 +200,11 @@ CheckResult not_evaluated(std::string reason, Clock::time_point start) {
   return r;
 }
 
-/// Weights as doubles (the evaluator's precision), one copy shared by every evaluation.
-void add_weights(const OnnxModel& model, Leaves& leaves) {
-  for (const auto& [name, w] : model.weights)
-    leaves.insert_or_assign(name, Tensor<double>(w.shape, std::vector<double>(w.data.begin(), w.data.end())));
+/// A weight as doubles (the evaluator's precision), made when the evaluation reaches its first reader and
+/// dropped after its last: a model's weights are never all held as doubles, nor all read from their file.
+Tensor<double> weight_as_doubles(const WeightValue& w) {
+  const std::shared_ptr<const Tensor<float>> v = w.values();
+  return Tensor<double>(v->shape, std::vector<double>(v->data.begin(), v->data.end()));
 }
 
 /// Graph inputs in declaration order, so that the values do not depend on the graph's node order.
@@ -220,6 +231,11 @@ std::map<std::string, const Tensor<double>*> pointers(const Leaves& leaves) {
 std::vector<Tensor<double>> evaluate_graph(const OnnxModel& model, const Expr& g, const Leaves& leaves,
                                            const CheckOptions& options, const std::string& label) {
   FastEvalOptions fo;
+  fo.lazy_leaf_shape = [&model](const std::string& name) -> const Shape* {
+    auto it = model.weights.find(name);
+    return it == model.weights.end() ? nullptr : &it->second.shape();
+  };
+  fo.lazy_leaf = [&model](const std::string& name) { return weight_as_doubles(model.weights.at(name)); };
   OpaqueEvaluator opaque(model, g);
   fo.opaque = [&opaque](size_t node, ops::Args<double> args, const Shape& shape) { return opaque(node, args, shape); };
   if (options.on_progress) {
@@ -327,7 +343,6 @@ CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, cons
     if (!what.empty()) return not_evaluated(cannot_evaluate(what), start);
   }
   Leaves leaves;
-  add_weights(model, leaves);
   add_random_inputs(model, options.seed, leaves);
   return evaluate_and_compare([&] { return evaluate_graph(model, model.graph, leaves, options, "original graph"); },
                               [&] { return evaluate_graph(model, optimized, leaves, options, "optimized graph"); }, options,
@@ -335,9 +350,7 @@ CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, cons
 }
 
 std::vector<Tensor<double>> evaluate_model(const OnnxModel& model, const std::map<std::string, Tensor<double>>& inputs) {
-  Leaves leaves = inputs;
-  add_weights(model, leaves);
-  return evaluate_graph(model, model.graph, leaves, {}, "");
+  return evaluate_graph(model, model.graph, inputs, {}, "");
 }
 
 CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, const CheckOptions& options) {
@@ -348,12 +361,8 @@ CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, 
   }
   Leaves inputs;
   add_random_inputs(original, options.seed, inputs);
-  // One model's weights (as doubles) at a time: the two models share none, and ResNet-50's are 200 MB.
-  auto run = [&](const OnnxModel& m, const std::string& label) {
-    Leaves leaves = inputs;
-    add_weights(m, leaves);
-    return evaluate_graph(m, m.graph, leaves, options, label);
-  };
+  // Each model its own weights, read as its evaluation reaches them.
+  auto run = [&](const OnnxModel& m, const std::string& label) { return evaluate_graph(m, m.graph, inputs, options, label); };
   return evaluate_and_compare([&] { return run(original, "original graph"); },
                               [&] { return run(optimized, "optimized graph"); }, options, start);
 }

@@ -72,6 +72,9 @@ struct CheckResult {
   std::vector<SizeCheck> sizes;  // one per symbolic dimension, then one for all at once when there are two
                                  // or more (check_optimization)
   std::string note;         // non-empty when the imported size was checked on the term, not the written file
+  /// Non-empty when nothing had to be evaluated, and why: the file written is the input itself, byte for
+  /// byte (evaluated and passed are then true, with no elements compared).
+  std::string not_needed;
 };
 
 /// Compares `optimized` (same leaves and roots as model.graph) against model.graph at the imported sizes.

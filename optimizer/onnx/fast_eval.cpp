@@ -195,6 +195,10 @@ std::vector<Tensor<S>> evaluate_fast(const Expr& expr, const std::map<std::strin
                                      const FastEvalOptions& options) {
   VarShapes var_shapes;
   for (const auto& [name, t] : leaves) var_shapes.emplace(name, t->shape);
+  if (options.lazy_leaf_shape)
+    for (const ExprNode& n : expr.nodes())
+      if (is_leaf(n.op) && !leaves.count(n.name))
+        if (const Shape* s = options.lazy_leaf_shape(n.name)) var_shapes.emplace(n.name, *s);
   const std::vector<Shape> shapes = infer_shapes(expr, var_shapes);
   const std::vector<ExprNode>& nodes = expr.nodes();
   // Only nodes the roots reach are computed; each value is dropped after the last node that reads it.
@@ -219,6 +223,16 @@ std::vector<Tensor<S>> evaluate_fast(const Expr& expr, const std::map<std::strin
     const ExprNode& n = nodes[i];
     if (is_leaf(n.op)) {
       auto it = leaves.find(n.name);
+      if constexpr (std::is_same_v<S, double>) {
+        if (it == leaves.end() && options.lazy_leaf && options.lazy_leaf_shape && options.lazy_leaf_shape(n.name)) {
+          owned[i] = options.lazy_leaf(n.name);
+          if (owned[i]->shape != shapes[i])
+            throw ShapeError("evaluate: value for '" + n.name + "' has shape " + to_string(owned[i]->shape) +
+                             ", expected " + to_string(shapes[i]));
+          value[i] = &*owned[i];
+          continue;
+        }
+      }
       if (it == leaves.end()) throw ShapeError("evaluate: no value for leaf '" + n.name + "'");
       if (it->second->shape != shapes[i])
         throw ShapeError("evaluate: value for '" + n.name + "' has shape " + to_string(it->second->shape) +

@@ -32,6 +32,11 @@ struct FastEvalOptions {
   /// The value of an Opaque node (evaluate_fast<double> only): the node's index in the Expr, its children's
   /// values, the shape it must have. Unset: an opaque node throws ShapeError, as evaluate<S> does.
   std::function<Tensor<double>(size_t node, ops::Args<double> args, const Shape& shape)> opaque;
+  /// Leaves missing from `leaves` (evaluate_fast<double> only): their shape (nullptr: unknown), and their value,
+  /// made when first read and dropped after the last node that reads it, so that a model's weights are never
+  /// all held as doubles at once.
+  std::function<const Shape*(const std::string& name)> lazy_leaf_shape;
+  std::function<Tensor<double>(const std::string& name)> lazy_leaf;
 };
 
 /// Value of one operator, as evaluate_op<S>(Arith<S>{}, ...) computes it; conv2d and matmul on BLAS,

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,9 +56,35 @@ struct ReshapeSite {
   Shape input, target;  // at the sizes bound at import
 };
 
+/// Where a tensor's bytes lie in an external data file.
+struct ExternalBytes {
+  std::filesystem::path file;
+  uint64_t offset = 0, length = 0;
+};
+
+/// A float weight's value: held in memory (inline in the file, or made by the import or the optimizer), or
+/// left in the model's external data file and read on each request, so that a large model's weights are never
+/// all in memory at once (issue 45): the caller holds what values() returns as long as it needs it.
+class WeightValue {
+ public:
+  WeightValue(Tensor<float> held);  // NOLINT(google-explicit-constructor): a held tensor is a weight value
+  WeightValue(Shape shape, ExternalBytes where);
+  const Shape& shape() const { return shape_; }
+  /// The values: the held tensor, or read from the file now. Throws OnnxError when the file cannot be read.
+  std::shared_ptr<const Tensor<float>> values() const;
+  /// Where the values lie when they are not held: export refers to them there, and a written file gets them
+  /// by a streamed copy.
+  const std::optional<ExternalBytes>& external() const { return external_; }
+
+ private:
+  Shape shape_;
+  std::shared_ptr<const Tensor<float>> held_;
+  std::optional<ExternalBytes> external_;
+};
+
 struct OnnxModel {
   Expr graph;
-  std::map<std::string, Tensor<float>> weights;  // every (weight NAME ...) leaf's value
+  std::map<std::string, WeightValue> weights;  // every (weight NAME ...) leaf's value
   std::vector<OpaqueNode> opaque;                 // indexed by the opaque node's id attribute
   std::vector<TensorInfo> inputs, outputs;        // declared, in order
   std::map<std::string, std::string> passthrough; // name -> serialized onnx::TensorProto
@@ -64,6 +93,9 @@ struct OnnxModel {
                        // functions, declared inputs and outputs
   std::string source;  // file name, for messages
   bool external_data = false;  // the file kept tensor data in external files (export writes it so too)
+  /// The folder external data locations are relative to: large float tensors stay there, not in memory
+  /// (weights as WeightValue::external, other types as passed-through protos that still refer to the file).
+  std::filesystem::path external_data_dir;
   std::vector<std::string> notes;  // import remarks, e.g. why a node stayed opaque
   /// Nodes the import folded away (a BatchNormalization into the convolution before it, a multiplication by
   /// ones, ...), described. Not empty: the graph, exported as it is, is already smaller than the file.

@@ -155,7 +155,10 @@ class Exporter {
   void need_initializer(const std::string& name) {
     if (!initializers_.insert(name).second) return;
     if (auto it = m_.weights.find(name); it != m_.weights.end()) {
-      *graph_->add_initializer() = make_float_tensor(name, it->second.shape, it->second.data);
+      if (const auto& where = it->second.external())  // still in the input's file: referred to, not copied
+        *graph_->add_initializer() = external_float_tensor(name, it->second.shape(), *where, m_.external_data_dir);
+      else
+        *graph_->add_initializer() = make_float_tensor(name, it->second.shape(), it->second.values()->data);
     } else if (auto pt = m_.passthrough.find(name); pt != m_.passthrough.end()) {
       if (!graph_->add_initializer()->ParseFromString(pt->second))
         throw OnnxError("export: passed-through initializer '" + name + "' is corrupt");
@@ -184,7 +187,7 @@ class Exporter {
     if (node.op == OpKind::Weight) {
       auto it = m_.weights.find(node.name);
       if (it == m_.weights.end()) throw OnnxError("export: the graph uses weight '" + node.name + "', which the model does not hold");
-      return it->second;
+      return *read_weights_.emplace(node.name, it->second.values()).first->second;  // held while folding
     }
     std::vector<const Tensor<float>*> args;
     if (!is_constant_generator(node.op))  // generators read only their reference's shape
@@ -664,13 +667,13 @@ class Exporter {
     const Shape normalized(xs.begin() + axis, xs.end());
     if (shapes_[scale.value] != normalized || (bias && shapes_[bias->value] != normalized)) return std::nullopt;
     auto e = m_.weights.find(g_[eps].name);
-    if (e == m_.weights.end() || e->second.data.size() != 1) return std::nullopt;
+    if (e == m_.weights.end() || num_elements(e->second.shape()) != 1) return std::nullopt;
     std::vector<std::string> inputs{emit(x), emit(scale)};
     if (bias) inputs.push_back(emit(*bias));
     onnx::NodeProto* n = nullptr;
     std::string y = finish("LayerNormalization", inputs, id, 0, &n);
     add_attr(*n, "axis", axis);
-    add_attr(*n, "epsilon", e->second.data[0]);
+    add_attr(*n, "epsilon", e->second.values()->data[0]);
     return y;
   }
 
@@ -774,6 +777,7 @@ class Exporter {
   std::unordered_map<uint32_t, std::string> names_, preferred_, compact_names_;
   std::unordered_map<uint32_t, std::optional<Tensor<float>>> compacted_;
   std::unordered_map<uint32_t, Tensor<float>> const_values_;
+  std::map<std::string, std::shared_ptr<const Tensor<float>>> read_weights_;  // weights const_value read
   std::set<std::string> taken_, claimed_, node_names_, initializers_;
   std::map<std::vector<int64_t>, std::string> int_constants_;
   std::map<float, std::string> float_scalars_;
@@ -788,14 +792,20 @@ std::string export_onnx_bytes(const OnnxModel& model, const Expr& graph, const E
 
 namespace {
 
-/// Writes `proto` to `path`, its large initializers to PATH.data when `external`; returns that data file or empty.
-std::filesystem::path write_model(onnx::ModelProto& proto, const std::filesystem::path& path, bool external) {
+/// Writes `proto` to `path`, its large initializers to PATH.data when `external`; returns that data file or
+/// empty. Initializers still in the input's data files (relative to `source_dir`) are copied over a chunk at a
+/// time, or read in when the file is written without external data.
+std::filesystem::path write_model(onnx::ModelProto& proto, const std::filesystem::path& path, bool external,
+                                  const std::filesystem::path& source_dir) {
   std::filesystem::path data;
   if (external) {
     // Named after the model file, beside it: the location recorded in the model is that name alone.
     data = path;
     data += ".data";
-    if (detail::move_to_external_data(proto, data, detail::kExternalDataThreshold) == 0) data.clear();
+    if (detail::move_to_external_data(proto, data, detail::kExternalDataThreshold, source_dir) == 0) data.clear();
+  } else {
+    for (auto& t : *proto.mutable_graph()->mutable_initializer())
+      detail::load_tensor_data(t, source_dir, "the input model");
   }
   std::string bytes = proto.SerializeAsString();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -810,7 +820,7 @@ std::filesystem::path write_model(onnx::ModelProto& proto, const std::filesystem
 std::filesystem::path export_onnx(const OnnxModel& model, const Expr& graph, const std::filesystem::path& path,
                                   const ExportOptions& options) {
   onnx::ModelProto proto = Exporter(model, graph, options).run();
-  return write_model(proto, path, options.external_data.value_or(model.external_data));
+  return write_model(proto, path, options.external_data.value_or(model.external_data), model.external_data_dir);
 }
 
 std::filesystem::path copy_model(std::string_view bytes, const std::filesystem::path& source_dir,
@@ -818,8 +828,9 @@ std::filesystem::path copy_model(std::string_view bytes, const std::filesystem::
   onnx::ModelProto proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw OnnxError(path.string() + ": the input model no longer parses");
-  const bool external = detail::load_external_data(proto, source_dir, "the input model");
-  return write_model(proto, path, external);
+  // Floating-point tensors stay in the input's data file until they are copied, a chunk at a time.
+  const bool external = detail::load_external_data(proto, source_dir, "the input model", detail::ExternalLoad::LeaveFloats);
+  return write_model(proto, path, external, source_dir);
 }
 
 }  // namespace teq::onnx_io

@@ -91,7 +91,10 @@ OnnxModel Importer::run() {
   for (const auto& n : proto_.graph().node())
     for (const auto& a : n.attribute())
       if ((a.has_g() || a.graphs_size() > 0) && n.output_size() > 0) control_flow_[n.output(0)] = n.SerializeAsString();
-  m_.external_data = load_external_data(proto_, dir_, m_.source);
+  // Floating-point tensors stay in their file (read when the import folds one, or when --check evaluates):
+  // a model's weights are never all in memory (issue 45).
+  m_.external_data = load_external_data(proto_, dir_, m_.source, ExternalLoad::LeaveFloats);
+  if (m_.external_data) m_.external_data_dir = dir_;
   bind_symbolic_dims(proto_, false);
   // Opsets 18..21 are read through the library's opset-17 schemas: nodes in their opset-17 form from here
   // on (m_.opset stays the model's, for export; opaque nodes export their original protos). After the
@@ -566,6 +569,11 @@ void Importer::add_initializer(const onnx::TensorProto& t) {
   bool zero_size = num_elements(dims) == 0;
   if (t.data_type() == onnx::TensorProto::FLOAT && !zero_size) {
     try {
+      if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+        m_.weights.insert_or_assign(t.name(), WeightValue(dims, external_bytes(t, dir_, m_.source)));
+        values_[t.name()] = add_leaf(OpKind::Weight, t.name(), dims);
+        return;
+      }
       values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)));
     } catch (const OnnxError& e) {
       fail(e.what());

@@ -155,21 +155,22 @@ add_test(NAME eqsat_run.same_result_under_load
                  "-DEXPECT_REPORT=\"method\": *\"ilp\".*\"status\": *\"proved optimal.*\"rounds\": *[2-8].*\"rules\": *\"[^\"]*corpus/rules.json \\(\\+[0-9]+ reversed\\)\".*rg-[0-9]+-ewadd-matmul"
                  -P ${PROJECT_SOURCE_DIR}/tests/programs/scripts/same_result.cmake)
 set_tests_properties(eqsat_run.same_result_under_load PROPERTIES TIMEOUT 300)
-eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_MODELS}/shared_matmul.onnx
-               ${ok_rules} -o ${EQSAT_RUN_WORK}/shared_matmul.opt.onnx --check --report
-               ${EQSAT_RUN_WORK}/shared_matmul.json)
+eqsat_run_case(check_and_report 0 "check: .*equal within tolerance" ${EQSAT_RUN_DATA}/symbolic_dim.onnx
+               ${ok_rules} -o ${EQSAT_RUN_WORK}/symbolic_dim.checked.onnx --check --report
+               ${EQSAT_RUN_WORK}/symbolic_dim.checked.json)
 # A check that cannot run (an operator without a reference implementation) exits 4 with --check, after
 # writing the report and, at the output path, the input model unchanged (nothing vouches for the optimized one).
 set(EQSAT_RUN_EXTRA "-DEXPECT_FILES=${EQSAT_RUN_WORK}/opaque_ops.opt.onnx|${EQSAT_RUN_WORK}/opaque_ops.json"
     "-DEXPECT_IDENTICAL=${EQSAT_RUN_WORK}/opaque_ops.opt.onnx|${EQSAT_RUN_MODELS}/opaque_ops.onnx")
 eqsat_run_case(check_opaque 4 "check: could not run: cannot evaluate: .*Resize.*error: --check could not run.*wrote the input model unchanged"
-               ${EQSAT_RUN_MODELS}/opaque_ops.onnx ${ok_rules} --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx
+               ${EQSAT_RUN_MODELS}/opaque_ops.onnx --rules ${PROJECT_SOURCE_DIR}/tests/data/wrong_rule.json --cost flops
+               --check -o ${EQSAT_RUN_WORK}/opaque_ops.opt.onnx
                --report ${EQSAT_RUN_WORK}/opaque_ops.json)
 # Issue 42's repros (tests/python/data): the exporter's rank bug (exit 3 before: a Concat axis out of range in
 # the export) and the check's false alarm on a reordered float32 sum (rejected before at unk__1=1). Both exit
 # 0 with the check on by default; onnxruntime compares the written files in eqsat_run.issue42_repros.
 set(EQSAT_RUN_EXTRA "")
-eqsat_run_case(export_concat_axis 0 "check: .*equal within tolerance.*wrote"
+eqsat_run_case(export_concat_axis 0 "check: (not needed|.*equal within tolerance).*wrote"
                ${EQSAT_RUN_DATA}/export-concat-axis.onnx --cost analytical:cpu-ort -o ${EQSAT_RUN_WORK}/export-concat-axis.opt.onnx)
 eqsat_run_case(check_false_alarm 0 "rules used: rg-[0-9]+-matmul-matmul.*check: .*equal within tolerance.*check at unk__1=1: 396 output elements, equal within tolerance"
                ${EQSAT_RUN_DATA}/check-false-alarm.onnx --dim unk__1=3 -o ${EQSAT_RUN_WORK}/check-false-alarm.opt.onnx)
@@ -201,14 +202,14 @@ set(EQSAT_RUN_EXTRA "")
 eqsat_run_case(opset20_gelu 0 "opset 20.*note: node 'Gelu_6' \\(Gelu\\) stays opaque: approximate='tanh'"
                ${EQSAT_RUN_DATA}/opset20.onnx ${ok_rules})
 # Several rule files are used together; an id repeated by a later file gets the file's stem in front.
-eqsat_run_case(two_rule_files 0 "63 rules from .*rules_small.json, .*seed.json.*check: .*equal within tolerance"
+eqsat_run_case(two_rule_files 0 "63 rules from .*rules_small.json, .*seed.json.*check: (not needed|.*equal within tolerance)"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules
                ${PROJECT_SOURCE_DIR}/tests/data/seed.json --cost flops --one-way --check)
 # --rules reads every format the programs share (load_rule_set): Tensat's rule text and TASO's .pb as well.
-eqsat_run_case(tensat_and_taso_rule_files 0 "rules from .*converted.txt, .*graph_subst.pb.*check: .*equal within tolerance"
+eqsat_run_case(tensat_and_taso_rule_files 0 "rules from .*converted.txt, .*graph_subst.pb.*check: (not needed|.*equal within tolerance)"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${PROJECT_SOURCE_DIR}/corpus/anchors/tensat/converted.txt
                --rules ${PROJECT_SOURCE_DIR}/corpus/anchors/taso/graph_subst.pb --cost flops --check)
-eqsat_run_case(same_rule_file_twice 0 "16 rules from.*check: .*equal within tolerance"
+eqsat_run_case(same_rule_file_twice 0 "16 rules from.*check: (not needed|.*equal within tolerance)"
                ${EQSAT_RUN_MODELS}/shared_matmul.onnx --rules ${EQSAT_RUN_RULES} --rules ${EQSAT_RUN_RULES}
                --cost flops --one-way --check)
 eqsat_run_case(second_rule_file_missing 2 "rule file .*no-rules.json: no such file" ${EQSAT_RUN_MODELS}/mlp.onnx

@@ -189,7 +189,7 @@ set(WRONG_RULE --rules ${PROJECT_SOURCE_DIR}/tests/data/wrong_rule.json --cost f
 set(ERRORS_EXTRA "-DEXPECT_IDENTICAL=${W}/opaque_required.onnx|${OPAQUE}")
 errors_case(eqsat_run_check_not_run eqsat-run 4 stderr
             "eqsat-run: error: --check could not run: cannot evaluate: the model contains operator Resize"
-            ${OPAQUE} ${OK_RULES} --check -o ${W}/opaque_required.onnx)
+            ${OPAQUE} ${WRONG_RULE} --check -o ${W}/opaque_required.onnx)
 set(ERRORS_EXTRA "-DEXPECT_IDENTICAL=${W}/opaque_default.onnx|${OPAQUE}")
 errors_case(eqsat_run_check_not_run_default eqsat-run 0 stderr
             "kept the input model: the check could not run, so nothing vouches for the optimized model"

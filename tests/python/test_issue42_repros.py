@@ -73,6 +73,23 @@ def rejected_external(exe, data, work):
     return compare("external_data.onnx (rejected)", os.path.join(data, "external_data.onnx"), out, {})
 
 
+def optimized_external(exe, data, work):
+    """An optimized model whose weights stay in the input's data file while eqsat-run runs (issue 45): the written
+    file refers to its own data file only, which holds the weights copied over, and computes what the input does."""
+    rules = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules_small.json")
+    out = os.path.join(work, "external_optimized.onnx")
+    proc = subprocess.run([exe, os.path.join(data, "external_data.onnx"), "--rules", rules, "--cost", "flops",
+                           "-o", out], capture_output=True, text=True)
+    if proc.returncode != 0 or "check: not needed" in proc.stderr:
+        return [f"external_data.onnx optimized: exit {proc.returncode}, expected 0 with an optimized file: "
+                f"{proc.stderr.strip()}"]
+    model = onnx.load(out, load_external_data=False)
+    locations = {e.value for t in model.graph.initializer for e in t.external_data if e.key == "location"}
+    if locations != {"external_optimized.onnx.data"}:
+        return [f"external_data.onnx optimized: the written file refers to {locations}, not its own data file"]
+    return compare("external_data.onnx (optimized)", os.path.join(data, "external_data.onnx"), out, {})
+
+
 def main():
     exe, data, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
@@ -100,6 +117,7 @@ def main():
             failures.append(f"{model}: onnx.checker rejects the written model: {e}")
         failures += compare(model, source, out, dims)
     failures += rejected_external(exe, data, work)
+    failures += optimized_external(exe, data, work)
     for f in failures:
         print("FAILED:", f)
     return 1 if failures else 0

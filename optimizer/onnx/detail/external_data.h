@@ -5,23 +5,52 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <span>
 #include <string>
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/model.h"
+
 namespace teq::onnx_io::detail {
 
-/// Reads every external initializer and Constant-node tensor of `model` into its raw_data (the rest of the
-/// import then sees inline tensors). Locations are relative to `dir`. Returns whether there was any. Throws
+/// What load_external_data reads into memory.
+enum class ExternalLoad {
+  All,          // every external tensor (the rest of the code sees inline tensors)
+  LeaveFloats,  // all but floating-point initializers, which are validated and left in their file (read on
+                // request: WeightValue, load_tensor_data), so that a model's weights are not all in memory
+};
+
+/// Reads the external initializers and Constant-node tensors of `model` into their raw_data (as `mode`
+/// says). Locations are relative to `dir`. Returns whether there was any. Throws
 /// OnnxError("<origin>: tensor 'NAME' ...") for a location that is absolute or leaves `dir`, a missing or
 /// unreadable file, an offset/length beyond the file's end, a length that does not fit the tensor's shape,
 /// or (with an empty `dir`: bytes without a file) any external tensor.
-bool load_external_data(onnx::ModelProto& model, const std::filesystem::path& dir, const std::string& origin);
+bool load_external_data(onnx::ModelProto& model, const std::filesystem::path& dir, const std::string& origin,
+                        ExternalLoad mode = ExternalLoad::All);
 
-/// Moves every initializer whose raw_data holds at least `threshold` bytes into `data_file`, one after
-/// the other, and points it there (location = data_file's name: the file lies beside the model). Returns
-/// the number of tensors moved; writes no file when that is 0. Throws OnnxError when it cannot write.
-size_t move_to_external_data(onnx::ModelProto& model, const std::filesystem::path& data_file, size_t threshold);
+/// Where an external tensor's bytes lie (validated as load_external_data validates).
+ExternalBytes external_bytes(const onnx::TensorProto& t, const std::filesystem::path& dir, const std::string& origin);
+
+/// Reads one tensor's external data into its raw_data (nothing when it is inline).
+void load_tensor_data(onnx::TensorProto& t, const std::filesystem::path& dir, const std::string& origin);
+
+/// A FLOAT initializer whose bytes stay at `where`, referred to relative to `dir` (the folder the exported
+/// bytes are read back with: the model's external_data_dir).
+onnx::TensorProto external_float_tensor(const std::string& name, const Shape& dims, const ExternalBytes& where,
+                                        const std::filesystem::path& dir);
+
+/// The bytes at `where`, into `into` (of where.length bytes) or returned. Throw OnnxError when they cannot be read.
+void read_external(const ExternalBytes& where, std::span<char> into);
+std::string read_external_bytes(const ExternalBytes& where);
+
+/// Moves every initializer whose raw_data holds at least `threshold` bytes into `data_file`, one after the
+/// other, and points it there (location = data_file's name: the file lies beside the model); an initializer
+/// still in an external file (relative to `source_dir`) is copied over a chunk at a time. Returns the number of
+/// tensors moved; writes no file when that is 0. Throws OnnxError when it cannot read or write, or when
+/// `data_file` is the source's own data file.
+size_t move_to_external_data(onnx::ModelProto& model, const std::filesystem::path& data_file, size_t threshold,
+                             const std::filesystem::path& source_dir = {});
 
 /// Tensors below this many bytes stay in the model file (onnx.save's default size_threshold).
 inline constexpr size_t kExternalDataThreshold = 1024;

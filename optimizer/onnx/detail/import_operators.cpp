@@ -417,7 +417,9 @@ const Tensor<float>* Importer::weight_value(ExprId id) const {
   const ExprNode& node = m_.graph[id];
   if (node.op != OpKind::Weight) return nullptr;
   auto it = m_.weights.find(node.name);
-  return it == m_.weights.end() ? nullptr : &it->second;
+  if (it == m_.weights.end()) return nullptr;
+  // Held for the rest of the import: a weight in an external file is read only when a fold asks for it.
+  return read_weights_.emplace(node.name, it->second.values()).first->second.get();
 }
 
 std::optional<ExprId> Importer::fold_batchnorm_into_conv(const onnx::NodeProto& n, ExprId x, float eps) {
@@ -653,7 +655,7 @@ void Importer::import_batchnorm(const onnx::NodeProto& n) {
       std::string key = v.name + "\x1f" + std::to_string(eps);
       auto it = folded_var_.find(key);
       if (it == folded_var_.end()) {
-        Tensor<float> t = m_.weights.at(v.name);
+        Tensor<float> t = *m_.weights.at(v.name).values();
         for (float& e : t.data) e += eps;
         it = folded_var_.emplace(key, weight(unique_name(v.name + "+eps"), std::move(t))).first;
       }

@@ -237,6 +237,7 @@ class Importer {
   std::unordered_map<std::string, const onnx::NodeProto*> producer_;  // the node computing each tensor
   std::unordered_map<std::string, size_t> readers_;  // node inputs and graph outputs naming each tensor
   std::map<std::string, ExprId> folded_var_;
+  mutable std::map<std::string, std::shared_ptr<const Tensor<float>>> read_weights_;  // weight_value's reads
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
   /// Nodes with subgraphs (If, Loop, Scan) as the file has them, by first output: shape inference writes the
