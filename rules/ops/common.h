@@ -13,6 +13,12 @@ template <class S>
 using Args = std::span<const Tensor<S>* const>;
 using Shapes = std::span<const Shape>;
 
+/// Operator K's meaning, `template <class S> static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S>, const
+/// Shape& out_shape)`, specialized in K's family header beside its definition. evaluate_op (rules/semantics.h)
+/// dispatches to it from op_list.inc, so an operator on the list without one does not compile.
+template <OpKind K>
+struct Semantics;
+
 /// Applies a fused activation (TASO/Tensat numbering) to one scalar.
 template <class S>
 S activate(const Arith<S>& ar, Activation act, const S& x) {

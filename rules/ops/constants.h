@@ -42,4 +42,35 @@ Tensor<S> eval_pool_kernel(const Arith<S>& ar, const Shape& out_shape) {
   return Tensor<S>(out_shape, ar.constant(1, out_shape[2] * out_shape[3]));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::Ones> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_ones(ar, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Eye> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_eye(ar, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::IConv> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_iconv(ar, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::PoolKernel> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_pool_kernel(ar, out_shape);
+  }
+};
+
 }  // namespace teq::ops

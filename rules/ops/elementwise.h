@@ -98,4 +98,67 @@ Tensor<S> eval_broadcast(Args<S> in, const Shape& out_shape) {
   return Tensor<S>(out_shape, std::move(out));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <BinaryOp B>
+struct BinarySemantics {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return eval_binary(B, in);
+  }
+};
+template <UnaryFn F>
+struct UnarySemantics {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
+    return eval_pointwise(in, [&](const S& x) { return ar.unary(F, x); });
+  }
+};
+
+template <> struct Semantics<OpKind::EwAdd> : BinarySemantics<BinaryOp::Add> {};
+template <> struct Semantics<OpKind::EwSub> : BinarySemantics<BinaryOp::Sub> {};
+template <> struct Semantics<OpKind::EwMul> : BinarySemantics<BinaryOp::Mul> {};
+template <> struct Semantics<OpKind::EwDiv> : BinarySemantics<BinaryOp::Div> {};
+template <> struct Semantics<OpKind::Tanh> : UnarySemantics<UnaryFn::Tanh> {};
+template <> struct Semantics<OpKind::Sigmoid> : UnarySemantics<UnaryFn::Sigmoid> {};
+template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
+template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
+template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
+template <>
+struct Semantics<OpKind::Smul> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return eval_smul(in);
+  }
+};
+template <>
+struct Semantics<OpKind::Relu> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
+    return eval_pointwise(in, [&](const S& x) { return relu(ar, x); });
+  }
+};
+template <>
+struct Semantics<OpKind::Clip> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape&) {
+    return eval_clip(ar, attrs, in);
+  }
+};
+template <>
+struct Semantics<OpKind::Broadcast> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape& out_shape) {
+    return eval_broadcast(in, out_shape);
+  }
+};
+/// noop joins several outputs; its value is its first operand's.
+template <>
+struct Semantics<OpKind::Noop> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return *in[0];
+  }
+};
+
 }  // namespace teq::ops

@@ -64,4 +64,28 @@ Tensor<S> eval_global_avgpool(const Arith<S>& ar, Args<S> in, const Shape& out_s
   return Tensor<S>(out_shape, std::move(out));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::MaxPool> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_pool(ar, /*is_max=*/true, attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::AvgPool> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_pool(ar, /*is_max=*/false, attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::GlobalAvgPool> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape& out_shape) {
+    return eval_global_avgpool(ar, in, out_shape);
+  }
+};
+
 }  // namespace teq::ops
