@@ -6,6 +6,7 @@
 
 #include "optimizer/engine/extract.h"  // precomputable_nodes
 #include "rules/evaluator.h"           // infer_shapes
+#include "rules/ops/reduce.h"
 
 namespace teq {
 namespace {
@@ -103,9 +104,10 @@ class Matcher {
   /// reduce_mean over the last axis, kept, of `of` (any operand when `of` is empty).
   bool last_axis_mean(size_t i, std::optional<size_t> of) const {
     if (!unary(i, OpKind::ReduceMean)) return false;
-    const auto& a = g_.nodes()[i].attrs;
+    const ops::ReduceMeanAttrs r = ops::reduce_mean_attrs(g_.nodes()[i].attrs);
     const int64_t rank = static_cast<int64_t>(shapes_[child(i, 0)].size());
-    return a.size() == 2 && a[0] == 1 && (a[1] == rank - 1 || a[1] == -1) && (!of || child(i, 0) == *of);
+    return r.keepdims && r.axes.size() == 1 && (r.axes[0] == rank - 1 || r.axes[0] == -1) &&
+           (!of || child(i, 0) == *of);
   }
   /// The operand of a commutative `i` that is not weight-only, when the other one is.
   std::optional<size_t> runtime_operand(size_t i, OpKind kind) const {
