@@ -16,8 +16,20 @@ using Shapes = std::span<const Shape>;
 /// Operator K's meaning, `template <class S> static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S>, const
 /// Shape& out_shape)`, specialized in K's family header beside its definition. evaluate_op (rules/semantics.h)
 /// dispatches to it from op_list.inc, so an operator on the list without one does not compile.
+/// An operator whose work (op_list.inc) is Compute also says what one run computes, `static double
+/// flops(AttrSpan, Shapes inputs, const Shape& out_shape)` (multiply-adds, or one operation per element);
+/// the others move data or nothing and have none. op_flops (rules/work.h) checks both at compile time.
 template <OpKind K>
 struct Semantics;
+
+/// The work of an operator that computes one value per output element from as many operand elements.
+struct OnePerElement {
+  static double flops(AttrSpan, Shapes, const Shape& out_shape) { return static_cast<double>(num_elements(out_shape)); }
+};
+/// The work of a reduction: one add per element of its operand (global_avgpool, reduce_mean).
+struct OnePerOperandElement {
+  static double flops(AttrSpan, Shapes in, const Shape&) { return static_cast<double>(num_elements(in[0])); }
+};
 
 /// Applies a fused activation (TASO/Tensat numbering) to one scalar.
 template <class S>

@@ -120,6 +120,11 @@ struct Semantics<OpKind::Conv2d> {
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
     return eval_conv2d(ar, attrs, in, out_shape);
   }
+  /// A multiply-add per output element and kernel tap: w is [O, C/g, KH, KW].
+  static double flops(AttrSpan, Shapes in, const Shape& out_shape) {
+    const Shape& w = in[1];
+    return static_cast<double>(num_elements(out_shape)) * static_cast<double>(w[1] * w[2] * w[3]);
+  }
 };
 template <>
 struct Semantics<OpKind::Enlarge> {

@@ -101,14 +101,14 @@ Tensor<S> eval_broadcast(Args<S> in, const Shape& out_shape) {
 // ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
 
 template <BinaryOp B>
-struct BinarySemantics {
+struct BinarySemantics : OnePerElement {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
     return eval_binary(B, in);
   }
 };
 template <UnaryFn F>
-struct UnarySemantics {
+struct UnarySemantics : OnePerElement {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
     return eval_pointwise(in, [&](const S& x) { return ar.unary(F, x); });
@@ -125,21 +125,21 @@ template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
 template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
 template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
 template <>
-struct Semantics<OpKind::Smul> {
+struct Semantics<OpKind::Smul> : OnePerElement {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
     return eval_smul(in);
   }
 };
 template <>
-struct Semantics<OpKind::Relu> {
+struct Semantics<OpKind::Relu> : OnePerElement {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
     return eval_pointwise(in, [&](const S& x) { return relu(ar, x); });
   }
 };
 template <>
-struct Semantics<OpKind::Clip> {
+struct Semantics<OpKind::Clip> : OnePerElement {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape&) {
     return eval_clip(ar, attrs, in);

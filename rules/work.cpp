@@ -1,0 +1,45 @@
+#include "rules/work.h"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "rules/semantics.h"
+
+namespace teq {
+
+namespace {
+
+/// op_list.inc's work column, at compile time.
+constexpr std::array kWork{
+#define TEQ_OP(kind, name, min_children, max_children, num_attrs, work) OpWorkKind::work,
+#include "rules/op_list.inc"
+#undef TEQ_OP
+};
+
+template <OpKind K>
+double flops_of(AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
+  constexpr bool counted = requires(AttrSpan a, ops::Shapes in, const Shape& out) { ops::Semantics<K>::flops(a, in, out); };
+  // A computing operator says what it computes; one that moves data or nothing does not.
+  static_assert(counted == (kWork[static_cast<size_t>(K)] == OpWorkKind::Compute),
+                "an operator defines Semantics<K>::flops exactly when its work in op_list.inc is Compute");
+  if constexpr (counted) {
+    return ops::Semantics<K>::flops(attrs, inputs, output);
+  } else {
+    return 0;
+  }
+}
+
+}  // namespace
+
+double op_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
+  switch (op) {
+#define TEQ_OP(kind, ...) \
+  case OpKind::kind: return flops_of<OpKind::kind>(attrs, inputs, output);
+#include "rules/op_list.inc"
+#undef TEQ_OP
+  }
+  throw std::logic_error("op_flops: no operator " + std::to_string(static_cast<int>(op)));
+}
+
+}  // namespace teq
