@@ -6,6 +6,7 @@
 
 #include "optimizer/engine/extract.h"  // precomputable_nodes
 #include "rules/evaluator.h"           // infer_shapes
+#include "rules/ops/matmul.h"
 #include "rules/ops/reduce.h"
 
 namespace teq {
@@ -88,7 +89,9 @@ class Matcher {
     return FusedUnit{kind, std::move(shapes), std::move(nodes), std::move(key), weight, false};
   }
   OpKind op(size_t i) const { return g_.nodes()[i].op; }
-  bool plain_matmul(size_t i) const { return binary(i, OpKind::Matmul) && g_.nodes()[i].attrs.at(0) == 0; }
+  bool plain_matmul(size_t i) const {
+    return binary(i, OpKind::Matmul) && ops::matmul_activation(g_.nodes()[i].attrs) == Activation::None;
+  }
   /// An operand of a matmul that onnxruntime takes into a FusedMatMul: a rank-3 transpose or a scale by a
   /// constant, used by nothing else; pushes what it absorbs and returns the tensor the kernel then reads.
   size_t absorb_operand(size_t i, size_t user, std::vector<size_t>& members) const;

@@ -29,8 +29,8 @@ void import_conv(Importer& im, const onnx::NodeProto& n) {
       // not expressible as our padding: the Pad stays a node of its own
     }
   }
-  auto a = folded ? *folded : window_attrs(n, xs, ws[2], ws[3], /*dilation_allowed=*/true);
-  const ops::ConvAttrs c{.sh = a[0], .sw = a[1], .ph = a[2], .pw = a[3], .act = Activation::None, .dh = a[4], .dw = a[5]};
+  const auto [sh, sw, ph, pw, dh, dw] = folded ? *folded : window_attrs(n, xs, ws[2], ws[3], /*dilation_allowed=*/true);
+  const ops::ConvAttrs c{.sh = sh, .sw = sw, .ph = ph, .pw = pw, .act = Activation::None, .dh = dh, .dw = dw};
   ExprId y = im.add(OpKind::Conv2d, ops::conv2d_attr_list(c), {x, w});
   if (im.has_input(n, 2)) {
     // Bias [O] -> [O,1,1], broadcast over N, H, W.
