@@ -30,7 +30,26 @@ double flops_of(AttrSpan attrs, std::span<const Shape> inputs, const Shape& outp
   }
 }
 
+template <OpKind K>
+ops::WorkKey work_key_of(AttrSpan attrs, std::span<const Shape> inputs) {
+  if constexpr (requires(AttrSpan a, ops::Shapes in) { ops::Semantics<K>::work_key(a, in); }) {
+    return ops::Semantics<K>::work_key(attrs, inputs);
+  } else {
+    return {K, {attrs.begin(), attrs.end()}, {inputs.begin(), inputs.end()}};
+  }
+}
+
 }  // namespace
+
+ops::WorkKey work_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs) {
+  switch (op) {
+#define TEQ_OP(kind, ...) \
+  case OpKind::kind: return work_key_of<OpKind::kind>(attrs, inputs);
+#include "rules/op_list.inc"
+#undef TEQ_OP
+  }
+  throw std::logic_error("work_key: no operator " + std::to_string(static_cast<int>(op)));
+}
 
 double op_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
   switch (op) {

@@ -8,6 +8,7 @@
 //                                          bound, lo <= hi.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 
 #include "rules/ops/common.h"
@@ -158,6 +159,10 @@ struct Semantics<OpKind::Noop> {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
     return *in[0];
+  }
+  /// Only the first operand is its value.
+  static WorkKey work_key(AttrSpan attrs, Shapes in) {
+    return {OpKind::Noop, {attrs.begin(), attrs.end()}, {in.begin(), in.begin() + std::min<size_t>(in.size(), 1)}};
   }
 };
 

@@ -124,7 +124,7 @@ Tensor<S> eval_reshape(Args<S> in, const Shape& out_shape) {
 // ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
 
 template <>
-struct Semantics<OpKind::Concat> {
+struct Semantics<OpKind::Concat> : AxisWorkKey<OpKind::Concat> {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
     return eval_concat(attrs, in, out_shape);
@@ -136,9 +136,15 @@ struct Semantics<OpKind::Split> {
   static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
     return eval_split(attrs, in, out_shape);
   }
+  /// The slice it selects, of x alone (the reference only supplies the cut).
+  static WorkKey work_key(AttrSpan attrs, Shapes in) {
+    if (attrs.size() != 3 || in.size() != 2) return {OpKind::Split, {attrs.begin(), attrs.end()}, {in.begin(), in.end()}};
+    const SplitRange r = split_range(attrs, in[0], in[1]);
+    return {OpKind::Slice, {r.axis, r.begin, r.end}, {in[0]}};
+  }
 };
 template <>
-struct Semantics<OpKind::Slice> {
+struct Semantics<OpKind::Slice> : AxisWorkKey<OpKind::Slice> {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
     return eval_slice(attrs, in, out_shape);

@@ -54,7 +54,7 @@ struct Semantics<OpKind::BatchNorm> : OnePerElement {
   }
 };
 template <>
-struct Semantics<OpKind::Softmax> : OnePerElement {
+struct Semantics<OpKind::Softmax> : OnePerElement, AxisWorkKey<OpKind::Softmax> {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
     return eval_softmax(ar, attrs, in, out_shape);
