@@ -1,6 +1,7 @@
 // Every operator's shape rule over a dimension policy (rules/dims.h), and infer_shape_with: the one dispatch
-// from an OpKind to its rule, arity included. infer_shape (ThrowingDims) and try_infer_shape (CheckingDims,
-// rules/semantics.h) both call it; a policy over symbolic dimensions can reuse it as it stands.
+// from an OpKind to its rule (ops::ShapeRule, generated from op_list.inc), arity included. infer_shape
+// (ThrowingDims) and try_infer_shape (CheckingDims, rules/semantics.h) both call it; a policy over symbolic
+// dimensions can reuse it as it stands.
 #pragma once
 
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include "rules/ops/detail/opaque_shape.h"
 #include "rules/ops/detail/pool_shape.h"
 #include "rules/ops/detail/reduce_shape.h"
+#include "rules/ops/leaves.h"
 
 namespace teq {
 
@@ -38,40 +40,17 @@ bool arity_fits(P& p, const OpInfo& info, size_t attr_count, size_t operand_coun
 /// have no rule: their shapes come from bindings or their own attributes (std::logic_error).
 template <DimPolicy P>
 ShapeOf<P> infer_shape_with(P& p, OpKind op, AttrSpan attrs, ShapesOf<P> in) {
-  using namespace ops;
   const OpInfo& info = op_info(op);
   if (!arity_fits(p, info, attrs.size(), in.size())) return {};
-  if (is_elementwise(op)) return shape_elementwise(p, info, attrs, in);
+  // One case per line of op_list.inc, each the operator's own rule (ops::ShapeRule in its family's
+  // rules/ops/detail/<family>_shape.h).
   switch (op) {
-    case OpKind::Noop:
-    case OpKind::Ones: return in[0];
-    case OpKind::Broadcast: return shape_broadcast(p, attrs, in);
-    case OpKind::Matmul: return shape_matmul(p, attrs, in);
-    case OpKind::Conv2d: return shape_conv2d(p, attrs, in);
-    case OpKind::Enlarge: return shape_enlarge(p, attrs, in);
-    case OpKind::Merge: return shape_merge(p, attrs, in);
-    case OpKind::MaxPool:
-    case OpKind::AvgPool: return shape_pool(p, info.name, attrs, in);
-    case OpKind::GlobalAvgPool: return shape_global_avgpool(p, in);
-    case OpKind::Concat: return shape_concat(p, attrs, in);
-    case OpKind::Split: return shape_split(p, attrs, in);
-    case OpKind::Slice: return shape_slice(p, attrs, in);
-    case OpKind::Transpose: return shape_transpose(p, attrs, in);
-    case OpKind::Reshape: return shape_reshape(p, attrs, in);
-    case OpKind::Pad: return shape_pad(p, attrs, in);
-    case OpKind::ReduceMean: return shape_reduce_mean(p, attrs, in);
-    case OpKind::BatchNorm: return shape_batchnorm(p, in);
-    case OpKind::Softmax: return shape_softmax(p, attrs, in);
-    case OpKind::Eye: return shape_eye(p, in);
-    case OpKind::IConv:
-    case OpKind::PoolKernel: return shape_kernel_constant(p, info.name, attrs, in);
-    case OpKind::Opaque: return shape_opaque(p, attrs, in);
-    case OpKind::Var:
-    case OpKind::Input:
-    case OpKind::Weight: break;
-    default: break;  // the element-wise operators, answered above
+#define TEQ_OP(kind, ...) \
+  case OpKind::kind: return ops::ShapeRule<OpKind::kind>::infer(p, info, attrs, in);
+#include "rules/op_list.inc"
+#undef TEQ_OP
   }
-  throw std::logic_error("infer_shape: operator " + std::string(info.name) + " has no shape rule");
+  throw std::logic_error("infer_shape: no operator " + std::to_string(static_cast<int>(op)));
 }
 
 }  // namespace teq

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rules/work.h"
+
 namespace teq {
 namespace {
 
@@ -72,9 +74,9 @@ OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const S
   double moved = out;
   for (const Shape& s : inputs) moved += elements(s);
   w.bytes = moved * bytes_per_element;
-  // count_flops (cost_model.h) counts multiply-adds for matmul and conv2d and one operation per
+  // op_flops (rules/work.h) counts multiply-adds for matmul and conv2d and one operation per
   // element elsewhere; a multiply-add is two FLOPs against the data sheets' peaks.
-  const double ops = count_flops(op, attrs, inputs, output);
+  const double ops = op_flops(op, attrs, inputs, output);
   w.tensor_core = op == OpKind::Matmul || op == OpKind::Conv2d;
   w.flops = w.tensor_core ? 2 * ops : ops;
   switch (op_work_kind(op)) {

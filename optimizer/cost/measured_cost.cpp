@@ -6,8 +6,8 @@
 #include <sstream>
 #include <utility>
 
-#include "rules/ops/layout.h"
 #include "rules/shape.h"
+#include "rules/work.h"
 
 #if TEQ_HAVE_CUDA
 #include "optimizer/cuda/gpu_runtime.h"
@@ -33,31 +33,8 @@ std::string key_text(OpKind op, const std::vector<int64_t>& attrs, const std::ve
 }  // namespace
 
 CostKey canonical_cost_key(OpKind op, AttrSpan attrs, std::span<const Shape> inputs) {
-  CostKey k{.op = op, .attrs = {attrs.begin(), attrs.end()}, .inputs = {inputs.begin(), inputs.end()}, .text = {}};
-  switch (op) {
-    case OpKind::Concat:
-    case OpKind::Slice:
-    case OpKind::Softmax:
-      if (!k.inputs.empty()) k.attrs = ops::with_normalized_axis(op, std::move(k.attrs), k.inputs[0].size());
-      break;
-    case OpKind::Split:
-      if (k.attrs.size() == 3 && k.inputs.size() == 2) {  // the slice it selects, on x alone
-        const ops::SplitRange r = ops::split_range(attrs, k.inputs[0], k.inputs[1]);
-        k = CostKey{.op = OpKind::Slice, .attrs = {r.axis, r.begin, r.end}, .inputs = {k.inputs[0]}, .text = {}};
-      }
-      break;
-    case OpKind::Eye:  // n x n from the last dimension of `like`
-      if (!k.inputs.empty() && !k.inputs[0].empty()) k.inputs = {Shape{k.inputs[0].back()}};
-      break;
-    case OpKind::IConv:
-    case OpKind::PoolKernel:  // channels from dim 1 of `like`
-      if (!k.inputs.empty() && k.inputs[0].size() >= 2) k.inputs = {Shape{1, k.inputs[0][1]}};
-      break;
-    case OpKind::Noop:
-      if (k.inputs.size() > 1) k.inputs.resize(1);
-      break;
-    default: break;
-  }
+  ops::WorkKey w = work_key(op, attrs, inputs);
+  CostKey k{.op = w.op, .attrs = std::move(w.attrs), .inputs = std::move(w.inputs), .text = {}};
   k.text = key_text(k.op, k.attrs, k.inputs);
   return k;
 }

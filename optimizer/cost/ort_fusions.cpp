@@ -6,6 +6,8 @@
 
 #include "optimizer/engine/extract.h"  // precomputable_nodes
 #include "rules/evaluator.h"           // infer_shapes
+#include "rules/ops/matmul.h"
+#include "rules/ops/reduce.h"
 
 namespace teq {
 namespace {
@@ -87,7 +89,9 @@ class Matcher {
     return FusedUnit{kind, std::move(shapes), std::move(nodes), std::move(key), weight, false};
   }
   OpKind op(size_t i) const { return g_.nodes()[i].op; }
-  bool plain_matmul(size_t i) const { return binary(i, OpKind::Matmul) && g_.nodes()[i].attrs.at(0) == 0; }
+  bool plain_matmul(size_t i) const {
+    return binary(i, OpKind::Matmul) && ops::matmul_activation(g_.nodes()[i].attrs) == Activation::None;
+  }
   /// An operand of a matmul that onnxruntime takes into a FusedMatMul: a rank-3 transpose or a scale by a
   /// constant, used by nothing else; pushes what it absorbs and returns the tensor the kernel then reads.
   size_t absorb_operand(size_t i, size_t user, std::vector<size_t>& members) const;
@@ -103,9 +107,10 @@ class Matcher {
   /// reduce_mean over the last axis, kept, of `of` (any operand when `of` is empty).
   bool last_axis_mean(size_t i, std::optional<size_t> of) const {
     if (!unary(i, OpKind::ReduceMean)) return false;
-    const auto& a = g_.nodes()[i].attrs;
+    const ops::ReduceMeanAttrs r = ops::reduce_mean_attrs(g_.nodes()[i].attrs);
     const int64_t rank = static_cast<int64_t>(shapes_[child(i, 0)].size());
-    return a.size() == 2 && a[0] == 1 && (a[1] == rank - 1 || a[1] == -1) && (!of || child(i, 0) == *of);
+    return r.keepdims && r.axes.size() == 1 && (r.axes[0] == rank - 1 || r.axes[0] == -1) &&
+           (!of || child(i, 0) == *of);
   }
   /// The operand of a commutative `i` that is not weight-only, when the other one is.
   std::optional<size_t> runtime_operand(size_t i, OpKind kind) const {

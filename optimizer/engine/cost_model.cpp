@@ -2,30 +2,9 @@
 
 #include <algorithm>
 
-#include "rules/ops/pool.h"
+#include "rules/work.h"
 
 namespace teq {
-
-double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) {
-  const double out = static_cast<double>(num_elements(output));
-  switch (op) {
-    case OpKind::Matmul: return out * static_cast<double>(inputs[0].back());  // [.., m, k] x [.., k, n]
-    case OpKind::Conv2d: {
-      const Shape& w = inputs[1];  // [O, C/g, KH, KW]
-      return out * static_cast<double>(w[1] * w[2] * w[3]);
-    }
-    case OpKind::MaxPool:
-    case OpKind::AvgPool: {
-      const ops::PoolAttrs p = ops::pool_attrs(attrs);
-      return out * static_cast<double>(p.kh * p.kw);
-    }
-    case OpKind::GlobalAvgPool:
-    case OpKind::ReduceMean: return static_cast<double>(num_elements(inputs[0]));  // one add per element read
-    case OpKind::BatchNorm:
-    case OpKind::Softmax: return out;
-    default: return is_elementwise(op) ? out : 0;  // else data movement, constants, leaves, opaque
-  }
-}
 
 bool is_fused_epilogue(OpKind op, std::span<const OperandFacts> operands, bool tanh_sigmoid) {
   if (op == OpKind::Relu) return operands.size() == 1 && operands[0].fusion_anchor;
@@ -73,7 +52,7 @@ double FlopCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape
   const size_t read = op == OpKind::Split ? 1 : inputs.size();
   for (size_t i = 0; i < read; ++i) elements += static_cast<double>(num_elements(inputs[i]));
   const bool view = op == OpKind::Split || op == OpKind::Slice || op == OpKind::Reshape;
-  return config_.per_flop * count_flops(op, attrs, inputs, output) + config_.per_element * elements +
+  return config_.per_flop * op_flops(op, attrs, inputs, output) + config_.per_element * elements +
          (view ? config_.per_view_node : config_.per_node);
 }
 

@@ -132,7 +132,4 @@ class FlopCostModel final : public CostModel {
   Config config_;
 };
 
-/// Multiply-adds of one operator (0 for pure data movement); shared by the cost models.
-double count_flops(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output);
-
 }  // namespace teq

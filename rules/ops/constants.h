@@ -42,4 +42,51 @@ Tensor<S> eval_pool_kernel(const Arith<S>& ar, const Shape& out_shape) {
   return Tensor<S>(out_shape, ar.constant(1, out_shape[2] * out_shape[3]));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+/// iconv's and pool_kernel's work depends only on the channel count, dimension 1 of `like`.
+template <OpKind K>
+struct ChannelsWorkKey {
+  static WorkKey work_key(AttrSpan attrs, Shapes in) {
+    WorkKey k{K, {attrs.begin(), attrs.end()}, {in.begin(), in.end()}};
+    if (!k.inputs.empty() && k.inputs[0].size() >= 2) k.inputs = {Shape{1, k.inputs[0][1]}};
+    return k;
+  }
+};
+
+template <>
+struct Semantics<OpKind::Ones> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_ones(ar, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Eye> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_eye(ar, out_shape);
+  }
+  /// n x n from the last dimension of `like`: that dimension is all it depends on.
+  static WorkKey work_key(AttrSpan attrs, Shapes in) {
+    WorkKey k{OpKind::Eye, {attrs.begin(), attrs.end()}, {in.begin(), in.end()}};
+    if (!k.inputs.empty() && !k.inputs[0].empty()) k.inputs = {Shape{k.inputs[0].back()}};
+    return k;
+  }
+};
+template <>
+struct Semantics<OpKind::IConv> : ChannelsWorkKey<OpKind::IConv> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_iconv(ar, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::PoolKernel> : ChannelsWorkKey<OpKind::PoolKernel> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S>, const Shape& out_shape) {
+    return eval_pool_kernel(ar, out_shape);
+  }
+};
+
 }  // namespace teq::ops

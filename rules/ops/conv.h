@@ -112,4 +112,33 @@ Tensor<S> eval_merge(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape
   return out;
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::Conv2d> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_conv2d(ar, attrs, in, out_shape);
+  }
+  /// A multiply-add per output element and kernel tap: w is [O, C/g, KH, KW].
+  static double flops(AttrSpan, Shapes in, const Shape& out_shape) {
+    const Shape& w = in[1];
+    return static_cast<double>(num_elements(out_shape)) * static_cast<double>(w[1] * w[2] * w[3]);
+  }
+};
+template <>
+struct Semantics<OpKind::Enlarge> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_enlarge(ar, attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Merge> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_merge(ar, attrs, in, out_shape);
+  }
+};
+
 }  // namespace teq::ops

@@ -8,6 +8,7 @@
 //                                          bound, lo <= hi.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 
 #include "rules/ops/common.h"
@@ -97,5 +98,72 @@ Tensor<S> eval_broadcast(Args<S> in, const Shape& out_shape) {
   }
   return Tensor<S>(out_shape, std::move(out));
 }
+
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <BinaryOp B>
+struct BinarySemantics : OnePerElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return eval_binary(B, in);
+  }
+};
+template <UnaryFn F>
+struct UnarySemantics : OnePerElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
+    return eval_pointwise(in, [&](const S& x) { return ar.unary(F, x); });
+  }
+};
+
+template <> struct Semantics<OpKind::EwAdd> : BinarySemantics<BinaryOp::Add> {};
+template <> struct Semantics<OpKind::EwSub> : BinarySemantics<BinaryOp::Sub> {};
+template <> struct Semantics<OpKind::EwMul> : BinarySemantics<BinaryOp::Mul> {};
+template <> struct Semantics<OpKind::EwDiv> : BinarySemantics<BinaryOp::Div> {};
+template <> struct Semantics<OpKind::Tanh> : UnarySemantics<UnaryFn::Tanh> {};
+template <> struct Semantics<OpKind::Sigmoid> : UnarySemantics<UnaryFn::Sigmoid> {};
+template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
+template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
+template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
+template <>
+struct Semantics<OpKind::Smul> : OnePerElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return eval_smul(in);
+  }
+};
+template <>
+struct Semantics<OpKind::Relu> : OnePerElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
+    return eval_pointwise(in, [&](const S& x) { return relu(ar, x); });
+  }
+};
+template <>
+struct Semantics<OpKind::Clip> : OnePerElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape&) {
+    return eval_clip(ar, attrs, in);
+  }
+};
+template <>
+struct Semantics<OpKind::Broadcast> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape& out_shape) {
+    return eval_broadcast(in, out_shape);
+  }
+};
+/// noop joins several outputs; its value is its first operand's.
+template <>
+struct Semantics<OpKind::Noop> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return *in[0];
+  }
+  /// Only the first operand is its value.
+  static WorkKey work_key(AttrSpan attrs, Shapes in) {
+    return {OpKind::Noop, {attrs.begin(), attrs.end()}, {in.begin(), in.begin() + std::min<size_t>(in.size(), 1)}};
+  }
+};
 
 }  // namespace teq::ops

@@ -26,6 +26,14 @@ struct SliceAttrs {
   int64_t axis, begin, end;
 };
 inline SliceAttrs slice_attrs(AttrSpan a) { return {a[0], a[1], a[2]}; }
+/// pad's zeros before and after each axis (one of each per axis, in ONNX Pad's order).
+struct PadAttrs {
+  std::vector<int64_t> before, after;
+};
+inline PadAttrs pad_attrs(AttrSpan a) {
+  const auto rank = static_cast<std::ptrdiff_t>(a.size() / 2);
+  return {{a.begin(), a.begin() + rank}, {a.begin() + rank, a.end()}};
+}
 
 /// [begin, end) of the part that a split selects (attributes already validated by shape_split); Dim is a
 /// dimension policy's (rules/dims.h), int64_t outside the shape rules.
@@ -112,5 +120,56 @@ template <class S>
 Tensor<S> eval_reshape(Args<S> in, const Shape& out_shape) {
   return Tensor<S>(out_shape, in[0]->data);
 }
+
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::Concat> : AxisWorkKey<OpKind::Concat> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_concat(attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Split> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_split(attrs, in, out_shape);
+  }
+  /// The slice it selects, of x alone (the reference only supplies the cut).
+  static WorkKey work_key(AttrSpan attrs, Shapes in) {
+    if (attrs.size() != 3 || in.size() != 2) return {OpKind::Split, {attrs.begin(), attrs.end()}, {in.begin(), in.end()}};
+    const SplitRange r = split_range(attrs, in[0], in[1]);
+    return {OpKind::Slice, {r.axis, r.begin, r.end}, {in[0]}};
+  }
+};
+template <>
+struct Semantics<OpKind::Slice> : AxisWorkKey<OpKind::Slice> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_slice(attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Transpose> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_transpose(attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Reshape> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape& out_shape) {
+    return eval_reshape(in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Pad> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_pad(ar, attrs, in, out_shape);
+  }
+};
 
 }  // namespace teq::ops

@@ -45,4 +45,18 @@ Tensor<S> eval_matmul(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shap
   return Tensor<S>(out_shape, std::move(out));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::Matmul> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_matmul(ar, attrs, in, out_shape);
+  }
+  /// A multiply-add per output element and step of the reduced axis: a [.., m, k] x [.., k, n].
+  static double flops(AttrSpan, Shapes in, const Shape& out_shape) {
+    return static_cast<double>(num_elements(out_shape)) * static_cast<double>(in[0].back());
+  }
+};
+
 }  // namespace teq::ops

@@ -44,4 +44,21 @@ Tensor<S> eval_softmax(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Sha
   return out;
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::BatchNorm> : OnePerElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape& out_shape) {
+    return eval_batchnorm(ar, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::Softmax> : OnePerElement, AxisWorkKey<OpKind::Softmax> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_softmax(ar, attrs, in, out_shape);
+  }
+};
+
 }  // namespace teq::ops

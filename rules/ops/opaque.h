@@ -18,4 +18,13 @@ inline OpaqueAttrs opaque_attrs(AttrSpan a) { return {a[0], a[1]}; }
 inline void set_opaque_id(std::vector<int64_t>& attrs, int64_t id) { attrs[0] = id; }
 [[noreturn]] void throw_opaque_not_evaluable(AttrSpan attrs);
 
+/// Its meaning (Semantics, rules/ops/common.h): none.
+template <>
+struct Semantics<OpKind::Opaque> {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan attrs, Args<S>, const Shape&) {
+    throw_opaque_not_evaluable(attrs);
+  }
+};
+
 }  // namespace teq::ops

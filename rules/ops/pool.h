@@ -64,4 +64,36 @@ Tensor<S> eval_global_avgpool(const Arith<S>& ar, Args<S> in, const Shape& out_s
   return Tensor<S>(out_shape, std::move(out));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+/// maxpool's and avgpool's work: one operation per output element and window element.
+struct WindowPoolWork {
+  static double flops(AttrSpan attrs, Shapes, const Shape& out_shape) {
+    const PoolAttrs p = pool_attrs(attrs);
+    return static_cast<double>(num_elements(out_shape)) * static_cast<double>(p.kh * p.kw);
+  }
+};
+
+template <>
+struct Semantics<OpKind::MaxPool> : WindowPoolWork {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_pool(ar, /*is_max=*/true, attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::AvgPool> : WindowPoolWork {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_pool(ar, /*is_max=*/false, attrs, in, out_shape);
+  }
+};
+template <>
+struct Semantics<OpKind::GlobalAvgPool> : OnePerOperandElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape& out_shape) {
+    return eval_global_avgpool(ar, in, out_shape);
+  }
+};
+
 }  // namespace teq::ops

@@ -48,4 +48,14 @@ Tensor<S> eval_reduce_mean(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const
   return Tensor<S>(out_shape, std::move(out));
 }
 
+// ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
+
+template <>
+struct Semantics<OpKind::ReduceMean> : OnePerOperandElement {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape& out_shape) {
+    return eval_reduce_mean(ar, attrs, in, out_shape);
+  }
+};
+
 }  // namespace teq::ops

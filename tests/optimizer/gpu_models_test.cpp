@@ -13,6 +13,7 @@
 #include "optimizer/engine/cost_model.h"
 #include "optimizer/cuda/gpu_runtime.h"
 #include "optimizer/models/builtin.h"
+#include "rules/work.h"
 #include "tests/optimizer/gpu_test_util.h"
 
 namespace teq {
@@ -43,7 +44,7 @@ double model_macs(const Expr& g) {
     if (is_leaf(n.op)) continue;
     std::vector<Shape> in;
     for (ExprId c : n.children) in.push_back(shapes[c.value]);
-    total += count_flops(n.op, n.attrs, in, shapes[i]);
+    total += op_flops(n.op, n.attrs, in, shapes[i]);
   }
   return total;
 }

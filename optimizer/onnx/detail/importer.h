@@ -1,10 +1,13 @@
 // The ONNX importer's machinery, shared by optimizer/onnx/onnx_import.cpp (the model: header checks, symbolic
 // dimensions, shape inference, inputs, outputs, compaction) and optimizer/onnx/detail/import_operators.cpp
-// (each node mapped onto the vocabulary, or kept opaque). Not an API: onnx_import.h is.
+// (each node mapped onto the vocabulary through its family's import form, detail/onnx_forms.h, or kept
+// opaque). The forms (optimizer/onnx/forms/) build terms through the public members below. Not an API:
+// onnx_import.h is.
 #pragma once
 
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,6 +53,56 @@ class Importer {
 
   OnnxModel run();
 
+  // ---- what the import forms (detail/onnx_forms.h) map nodes with ----------------------------------
+
+  /// The Expr value of input k, which the mapping needs as a float tensor.
+  ExprId in(const onnx::NodeProto& n, int k);
+  bool has_input(const onnx::NodeProto& n, int k) const { return k < n.input_size() && !n.input(k).empty(); }
+  /// Values of a constant input (initializer or Constant), or nullopt.
+  std::optional<std::vector<double>> const_input(const onnx::NodeProto& n, int k);
+  /// Whether input k is a constant whose every element is `v`.
+  bool constant_all(const onnx::NodeProto& n, int k, double v);
+  const Shape& out_shape(const onnx::NodeProto& n, int k = 0) { return shape_of(n.output(k), &n); }
+  /// Output k of `n` is `id` (checked against ONNX's shape; NotInVocabulary when they differ).
+  void set_output(const onnx::NodeProto& n, ExprId id, int k = 0);
+  /// Output 0 of `n` is `x` itself (no node: Identity, x * 1).
+  void alias(const onnx::NodeProto& n, ExprId x) { pending_.emplace_back(n.output(0), x); }
+  /// Only output 0 may be used (optional extra outputs such as MaxPool's indices make it opaque).
+  void require_single_output(const onnx::NodeProto& n);
+
+  /// Adds an operator node; ShapeError (the mapping does not fit) propagates to the caller.
+  ExprId add(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> kids);
+  ExprId broadcast_to(ExprId x, const Shape& target);
+  ExprId weight(const std::string& name, Tensor<float> value);
+  /// A new 0-d weight holding `v`, named uniquely after `hint`.
+  ExprId scalar_weight(const std::string& hint, float v);
+  std::string unique_name(const std::string& hint);
+  /// The weight made once per `key` by `make` (a variance with a batch norm's epsilon added, say).
+  ExprId derived_weight(const std::string& key, const std::function<ExprId()>& make);
+
+  /// The term built so far; the shape of one of its nodes (a reference that add() invalidates); the opset.
+  const Expr& graph() const { return m_.graph; }
+  const Shape& shape(ExprId id) const { return shapes_[id.value]; }
+  int64_t opset() const { return m_.opset; }
+  /// The value of a weight leaf, or nullptr; the model's weight called `name`.
+  const Tensor<float>* weight_value(ExprId id) const;
+  /// A copy of the weight's values (read from its file when it stayed there).
+  Tensor<float> weight_tensor(const std::string& name) const { return *m_.weights.at(name).values(); }
+  /// The term of ONNX tensor `name` mapped so far, or nullopt.
+  std::optional<ExprId> value(const std::string& name) const;
+  int32_t elem_type(const std::string& name) const;
+  /// How many node inputs and graph outputs name tensor `name`.
+  size_t readers(const std::string& name) const;
+  /// The node computing `name` when it has that type and this is its only reader (so that folding it away
+  /// removes it), else nullptr.
+  const onnx::NodeProto* sole_producer(const std::string& name, const std::string& op_type) const;
+  /// Whether `name` is a constant scalar within 1e-6 of `v`.
+  bool is_constant(const std::string& name, double v);
+
+  /// For the report: a node folded away (`what` says how), a reshape as the file has it.
+  void note_folded(std::string what) { m_.folded.push_back(std::move(what)); }
+  void note_reshape(ReshapeSite site) { m_.reshapes.push_back(std::move(site)); }
+
  private:
   [[noreturn]] void fail(const std::string& what) const { throw OnnxError(m_.source + ": " + what); }
 
@@ -92,18 +145,11 @@ class Importer {
 
   /// Shape of a tensor the import needs; error when inference could not determine it.
   const Shape& shape_of(const std::string& name, const onnx::NodeProto* producer);
-  int32_t elem_type(const std::string& name) const;
 
   // ---- Expr building -------------------------------------------------------------------------------
 
   ExprId add_leaf(OpKind op, const std::string& name, const Shape& dims);
-  /// Adds an operator node; ShapeError (the mapping does not fit) propagates to the caller.
-  ExprId add(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> kids);
   void record_shape(ExprId id, const Shape& s);
-  ExprId weight(const std::string& name, Tensor<float> value);
-  /// A new 0-d weight holding `v`, named uniquely after `hint`.
-  ExprId scalar_weight(const std::string& hint, float v);
-  std::string unique_name(const std::string& hint);
 
   // ---- initializers, inputs, outputs ---------------------------------------------------------------
 
@@ -119,99 +165,11 @@ class Importer {
 
   void note_opaque(const onnx::NodeProto& n, const std::string& reason);
 
-  /// The Expr value of input k, which the mapping needs as a float tensor.
-  ExprId in(const onnx::NodeProto& n, int k);
-  bool has_input(const onnx::NodeProto& n, int k) const { return k < n.input_size() && !n.input(k).empty(); }
-  /// Values of a constant input (initializer or Constant), or nullopt.
-  std::optional<std::vector<double>> const_input(const onnx::NodeProto& n, int k);
-  const Shape& out_shape(const onnx::NodeProto& n, int k = 0) { return shape_of(n.output(k), &n); }
-  void set_output(const onnx::NodeProto& n, ExprId id, int k = 0);
-  ExprId broadcast_to(ExprId x, const Shape& target);
-  /// Only output 0 may be used (optional extra outputs such as MaxPool's indices make it opaque).
-  void require_single_output(const onnx::NodeProto& n);
-
-  /// One spatial axis of a window op: ONNX (pad_begin, pad_end) -> our padding attribute (-1 = SAME).
-  /// `conv`: a convolution, whose rules are written with SAME wherever SAME is what it computes, also
-  /// where SAME pads nothing (a 1x1 kernel); pooling rules keep an explicit 0 there (optimizer/models).
-  std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool conv);
-
-  /// Our (stride h, stride w, pad h, pad w, dilation h, dilation w) of Conv/MaxPool/AveragePool on a
-  /// [N,C,H,W] input; only a Conv may be dilated (the pools of the vocabulary are not).
-  /// `extra`: zero padding (ONNX order h_begin, w_begin, h_end, w_end) of a Pad folded into the window.
-  std::array<int64_t, 6> window_attrs(const onnx::NodeProto& n, const Shape& x, int64_t kh, int64_t kw,
-                                      bool dilation_allowed = false,
-                                      const std::array<int64_t, 4>& extra = {0, 0, 0, 0});
-
-  /// Maps a default-domain node onto the vocabulary; false when the operator is outside it.
+  /// Maps a default-domain node onto the vocabulary through its family's import form; false when the
+  /// vocabulary has no form for it.
   bool import_vocabulary(const onnx::NodeProto& n);
 
-  void alias(const onnx::NodeProto& n, ExprId x) { pending_.emplace_back(n.output(0), x); }
-
   bool import_constant(const onnx::NodeProto& n);
-
-  /// Whether input k is a constant whose every element is `v`.
-  bool constant_all(const onnx::NodeProto& n, int k, double v);
-
-  void import_binary(const onnx::NodeProto& n);
-
-  void import_gemm(const onnx::NodeProto& n);
-
-  void import_conv(const onnx::NodeProto& n);
-
-  void import_slice(const onnx::NodeProto& n);
-
-  /// The value of a weight leaf, or nullptr.
-  const Tensor<float>* weight_value(ExprId id) const;
-
-  /// Canonical form of Conv -> BatchNormalization (inference) with constant weights, as runtimes run it:
-  /// one convolution with w' = w * k and bias' = (bias - mean) * k + beta per output channel, where
-  /// k = scale / sqrt(var + epsilon). nullopt when the pattern or its constants are not there.
-  std::optional<ExprId> fold_batchnorm_into_conv(const onnx::NodeProto& n, ExprId x, float eps);
-
-  /// The node computing `name` when it has that type and this is its only reader (so that folding it away
-  /// removes it), else nullptr.
-  const onnx::NodeProto* sole_producer(const std::string& name, const std::string& op_type) const;
-  /// Whether `name` is a constant scalar within 1e-6 of `v`.
-  bool is_constant(const std::string& name, double v);
-
-  /// A Mul that ends PyTorch's exact GELU, x * (1 + erf(x / sqrt 2)) * 0.5 with the products grouped and the
-  /// operands of each Mul and Add in any order (x / sqrt 2 also as x * (1 / sqrt 2)), whose intermediate
-  /// values have no other reader: its output becomes (gelu x), the vocabulary's (UnaryFn::Gelu is
-  /// 0.5 x (1 + erf(x / sqrt 2))). False when the node is not such a Mul.
-  bool import_erf_gelu(const onnx::NodeProto& n);
-  /// x when `name` is 1 + erf(x / sqrt 2) computed by nodes that nothing else reads.
-  std::optional<std::string> erf_gelu_input(const std::string& name);
-
-  /// A float32 value as num / 2^exp with the smallest exp in 0..62 (clip's bound attributes); nullopt when
-  /// it is not finite, not a float32 value, or needs a larger numerator or exponent.
-  static std::optional<std::array<int64_t, 2>> dyadic(double v);
-
-  /// Clip with constant bounds (infinite or +-FLT_MAX: no bound): relu for [0, none) (the canonical form),
-  /// the node's input for no bounds at all, else the vocabulary's clip.
-  void import_clip(const onnx::NodeProto& n, double lo, double hi);
-
-  /// Pow with a constant scalar exponent: 2 is x*x (the canonical form), 0.5 sqrt, 1 the base itself.
-  void import_pow(const onnx::NodeProto& n);
-
-  /// ReduceMean (axes as an attribute: opset 18's axes input was made one by adapt_to_library_opset).
-  void import_reduce_mean(const onnx::NodeProto& n);
-
-  /// Pad in constant mode with value 0 and constant, non-negative pads (ONNX order: begins, then ends).
-  void import_pad(const onnx::NodeProto& n);
-
-  /// A pad node of a 4-d tensor that pads only the spatial axes (H, W): its operand and the pads in ONNX's
-  /// (h_begin, w_begin, h_end, w_end) order, for folding into the Conv or AveragePool that reads it.
-  struct FoldablePad {
-    ExprId x;
-    std::array<int64_t, 4> pads;
-  };
-  std::optional<FoldablePad> foldable_pad(ExprId id) const;
-
-  /// LayerNormalization (opset 17) as its decomposition: mean and variance over axes axis..rank-1,
-  /// (x - mean) / sqrt(var + epsilon) * scale + bias.
-  void import_layernorm(const onnx::NodeProto& n);
-
-  void import_batchnorm(const onnx::NodeProto& n);
 
   const AdaptedNode* adapted_node(const onnx::NodeProto& n) const;
 
@@ -236,7 +194,7 @@ class Importer {
   std::unordered_set<std::string> used_, new_names_;
   std::unordered_map<std::string, const onnx::NodeProto*> producer_;  // the node computing each tensor
   std::unordered_map<std::string, size_t> readers_;  // node inputs and graph outputs naming each tensor
-  std::map<std::string, ExprId> folded_var_;
+  std::map<std::string, ExprId> derived_weights_;  // derived_weight's, by key
   mutable std::map<std::string, std::shared_ptr<const Tensor<float>>> read_weights_;  // weight_value's reads
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped

@@ -12,6 +12,21 @@
 
 namespace teq::ops {
 
+/// Operator K's shape rule, `template <DimPolicy P> static ShapeOf<P> infer(P&, const OpInfo&, AttrSpan,
+/// ShapesOf<P>)` (arity already checked), specialized in rules/ops/detail/<family>_shape.h beside its family.
+/// infer_shape_with (rules/shape_rules.h) dispatches to it from op_list.inc, so an operator on the list
+/// without one does not compile.
+template <OpKind K>
+struct ShapeRule;
+
+/// The rule of the operators whose output has their first operand's shape, as the arity checks leave it.
+struct FirstOperandShape {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P&, const OpInfo&, AttrSpan, ShapesOf<P> in) {
+    return in[0];
+  }
+};
+
 /// Validates a fused activation attribute (TASO/Tensat numbering).
 template <DimPolicy P>
 std::optional<Activation> activation_attr(P& p, int64_t code, std::string_view op) {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "rules/dims.h"
+#include "rules/ops/detail/common_shape.h"
 #include "rules/ops/constants.h"
 
 namespace teq::ops {
@@ -26,5 +27,25 @@ ShapeOf<P> shape_kernel_constant(P& p, std::string_view op, AttrSpan attrs, Shap
   const DimOf<P>& channels = in[0][1];
   return {channels, op == "iconv" ? channels : p.k(1), p.k(ks.kh), p.k(ks.kw)};
 }
+
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <> struct ShapeRule<OpKind::Ones> : FirstOperandShape {};
+template <>
+struct ShapeRule<OpKind::Eye> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan, ShapesOf<P> in) {
+    return shape_eye(p, in);
+  }
+};
+/// iconv's and pool_kernel's rule.
+struct KernelConstantShape {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo& info, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_kernel_constant(p, info.name, attrs, in);
+  }
+};
+template <> struct ShapeRule<OpKind::IConv> : KernelConstantShape {};
+template <> struct ShapeRule<OpKind::PoolKernel> : KernelConstantShape {};
 
 }  // namespace teq::ops

@@ -60,4 +60,28 @@ ShapeOf<P> shape_merge(P& p, AttrSpan attrs, ShapesOf<P> in) {
   return {w[0], w[1] * p.k(count), w[2], w[3]};
 }
 
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <>
+struct ShapeRule<OpKind::Conv2d> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_conv2d(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Enlarge> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_enlarge(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Merge> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_merge(p, attrs, in);
+  }
+};
+
 }  // namespace teq::ops

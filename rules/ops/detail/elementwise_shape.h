@@ -62,14 +62,46 @@ ShapeOf<P> shape_broadcast(P& p, AttrSpan target, ShapesOf<P> in) {
   return attr_shape(p, target);
 }
 
-/// The shape of any element-wise operator (is_elementwise, rules/op.h): its first operand's, checked as above.
-template <DimPolicy P>
-ShapeOf<P> shape_elementwise(P& p, const OpInfo& info, AttrSpan attrs, ShapesOf<P> in) {
-  switch (info.kind) {
-    case OpKind::Smul: return shape_smul(p, in);
-    case OpKind::Clip: return shape_clip(p, attrs, in);
-    default: return in.size() == 1 ? in[0] : shape_binary(p, info.name, in);  // relu ..., ewadd ...
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+struct BinaryShape {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo& info, AttrSpan, ShapesOf<P> in) {
+    return shape_binary(p, info.name, in);
   }
-}
+};
+
+template <> struct ShapeRule<OpKind::EwAdd> : BinaryShape {};
+template <> struct ShapeRule<OpKind::EwSub> : BinaryShape {};
+template <> struct ShapeRule<OpKind::EwMul> : BinaryShape {};
+template <> struct ShapeRule<OpKind::EwDiv> : BinaryShape {};
+template <> struct ShapeRule<OpKind::Relu> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Tanh> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Sigmoid> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Gelu> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Sqrt> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Erf> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Noop> : FirstOperandShape {};
+template <>
+struct ShapeRule<OpKind::Smul> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan, ShapesOf<P> in) {
+    return shape_smul(p, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Clip> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_clip(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Broadcast> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_broadcast(p, attrs, in);
+  }
+};
 
 }  // namespace teq::ops

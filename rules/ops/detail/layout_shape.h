@@ -116,4 +116,49 @@ ShapeOf<P> shape_pad(P& p, AttrSpan attrs, ShapesOf<P> in) {
   return out;
 }
 
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <>
+struct ShapeRule<OpKind::Concat> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_concat(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Split> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_split(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Slice> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_slice(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Transpose> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_transpose(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Reshape> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_reshape(p, attrs, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Pad> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_pad(p, attrs, in);
+  }
+};
+
 }  // namespace teq::ops

@@ -33,4 +33,14 @@ ShapeOf<P> shape_matmul(P& p, AttrSpan attrs, ShapesOf<P> in) {
   return out;
 }
 
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <>
+struct ShapeRule<OpKind::Matmul> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_matmul(p, attrs, in);
+  }
+};
+
 }  // namespace teq::ops

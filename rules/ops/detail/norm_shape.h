@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rules/dims.h"
+#include "rules/ops/detail/common_shape.h"
 #include "rules/ops/norm.h"
 
 namespace teq::ops {
@@ -26,5 +27,22 @@ ShapeOf<P> shape_softmax(P& p, AttrSpan attrs, ShapesOf<P> in) {
   TEQ_PROPAGATE(p);
   return in[0];
 }
+
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <>
+struct ShapeRule<OpKind::BatchNorm> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan, ShapesOf<P> in) {
+    return shape_batchnorm(p, in);
+  }
+};
+template <>
+struct ShapeRule<OpKind::Softmax> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_softmax(p, attrs, in);
+  }
+};
 
 }  // namespace teq::ops

@@ -15,4 +15,14 @@ ShapeOf<P> shape_opaque(P& p, AttrSpan attrs, ShapesOf<P>) {
   return attr_shape(p, attrs.subspan(2));
 }
 
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <>
+struct ShapeRule<OpKind::Opaque> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_opaque(p, attrs, in);
+  }
+};
+
 }  // namespace teq::ops

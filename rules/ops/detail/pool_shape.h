@@ -34,4 +34,23 @@ ShapeOf<P> shape_global_avgpool(P& p, ShapesOf<P> in) {
   return {in[0][0], in[0][1], p.k(1), p.k(1)};
 }
 
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+/// maxpool's and avgpool's rule.
+struct WindowPoolShape {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo& info, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_pool(p, info.name, attrs, in);
+  }
+};
+template <> struct ShapeRule<OpKind::MaxPool> : WindowPoolShape {};
+template <> struct ShapeRule<OpKind::AvgPool> : WindowPoolShape {};
+template <>
+struct ShapeRule<OpKind::GlobalAvgPool> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan, ShapesOf<P> in) {
+    return shape_global_avgpool(p, in);
+  }
+};
+
 }  // namespace teq::ops

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rules/dims.h"
+#include "rules/ops/detail/common_shape.h"
 #include "rules/ops/reduce.h"
 
 namespace teq::ops {
@@ -29,5 +30,15 @@ ShapeOf<P> shape_reduce_mean(P& p, AttrSpan attrs, ShapesOf<P> in) {
                   std::to_string(static_cast<int64_t>(x.size()) - 1));
   return out;
 }
+
+// ---- each operator's rule (ShapeRule, rules/ops/detail/common_shape.h) ---------------------------------
+
+template <>
+struct ShapeRule<OpKind::ReduceMean> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    return shape_reduce_mean(p, attrs, in);
+  }
+};
 
 }  // namespace teq::ops
