@@ -220,12 +220,32 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   result.stats.minimize_s = since(start);
 }
 
+/// Z3's verdict on each equation, in parallel, with progress on the log every 2000 proofs.
+std::vector<ProofResult> prove_equations(const std::vector<PatternEquation>& eqs, const RulegenConfig& config,
+                                         int threads) {
+  auto start = Clock::now();
+  std::vector<ProofResult> proofs(eqs.size());
+  std::atomic<size_t> done{0};
+  parallel_for(eqs.size(), threads, [&](size_t i) {
+    proofs[i] = prove_rule(single_rule({}, eqs[i]), config.prove);
+    size_t d = ++done;
+    if (d % 2000 == 0) {
+      const double spent = since(start);
+      log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eqs.size()) + ", " +
+                           std::to_string(static_cast<int>(spent)) + " s, about " +
+                           std::to_string(static_cast<int>(spent / d * (eqs.size() - d))) + " s left");
+    }
+  });
+  return proofs;
+}
+
 /// Sorts the pruned candidates into single rules (proved lazily by minimization) and equations to prove now
 /// (`eager`: unbound ones, and every one in a shard), after refuting the false ones it can on set C. A
 /// refuted single rule stays in the stream with its verdict, as a shard's failed proofs do: minimization
 /// then sees the same candidates in the same chunks and rounds as without the refutation (only the Z3 call
 /// is saved), so the kept rules do not change. A refuted unbound equation is rejected at once (only proved
-/// ones are paired).
+/// ones are paired). A shard that defers its proofs keeps every unbound equation, refuted or not, in
+/// `result.deferred_unbound`: merge decides which pair (drop_unpaired) before the refutations, as one process.
 void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<LeafType>& types,
                       const RulegenConfig& config, int threads, RulegenResult& result, std::vector<Rule>& singles,
                       std::vector<PatternEquation>& eager) {
@@ -233,10 +253,15 @@ void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<L
   auto refute_start = Clock::now();
   std::vector<std::optional<std::string>> refuted = refute_all(to_prove, types, config.seed, threads);
   st.refute_s = since(refute_start);
+  const bool deferred = result.is_shard && config.defer_proofs;
   for (size_t i = 0; i < to_prove.size(); ++i) {
     PatternEquation& q = to_prove[i];
+    if (refuted[i]) ++st.refuted_cheaply;
+    if (deferred && !q.bound) {
+      result.deferred_unbound.push_back({std::move(q), std::move(refuted[i])});
+      continue;
+    }
     if (refuted[i]) {
-      ++st.refuted_cheaply;
       const std::string reason = "refuted cheaply: " + *refuted[i];
       if (q.bound) {
         Rule r = single_rule("candidate", q);
@@ -247,7 +272,7 @@ void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<L
       }
       continue;
     }
-    if (result.is_shard || !q.bound) eager.push_back(std::move(q));
+    if ((result.is_shard && !deferred) || !q.bound) eager.push_back(std::move(q));
     else singles.push_back(single_rule("candidate", q));
   }
   mark_phase(st, config, "refuted cheaply", st.refuted_cheaply, st.refute_s);
@@ -339,20 +364,12 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
                        std::to_string(st.pruned_renaming) + " renamings and " +
                        std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped); proving " +
                        std::to_string(eager.size()) + " now" +
-                       (singles.empty() ? "" : ", the rest while minimizing"));
+                       (result.deferred_unbound.empty() ? std::string()
+                                                        : " (" + std::to_string(result.deferred_unbound.size()) +
+                                                              " unbound equations and the rest deferred to merge)") +
+                       (singles.empty() || result.is_shard ? "" : ", the rest while minimizing"));
   auto prove_start = Clock::now();
-  std::vector<ProofResult> proofs(eager.size());
-  std::atomic<size_t> done{0};
-  parallel_for(eager.size(), ec.threads, [&](size_t i) {
-    proofs[i] = prove_rule(single_rule({}, eager[i]), config.prove);
-    size_t d = ++done;
-    if (d % 2000 == 0) {
-      const double spent = since(prove_start);
-      log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eager.size()) + ", " +
-                           std::to_string(static_cast<int>(spent)) + " s, about " +
-                           std::to_string(static_cast<int>(spent / d * (eager.size() - d))) + " s left");
-    }
-  });
+  const std::vector<ProofResult> proofs = prove_equations(eager, config, ec.threads);
   st.prove_s = since(prove_start);
   for (size_t i = 0; i < eager.size(); ++i) {
     const ProofResult& p = proofs[i];
@@ -399,30 +416,108 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
                         {"max_inputs", config.max_inputs},
                         {"seed", config.seed},
                         {"stats", st.to_json()}};
-  if (result.is_shard) gen["shard"] = {{"index", config.shard_index}, {"count", config.shard_count}};
+  if (result.is_shard)
+    gen["shard"] = {{"index", config.shard_index},
+                    {"count", config.shard_count},
+                    {"proofs", config.defer_proofs ? "deferred" : "made"}};
   result.corpus.generator = gen;
   return result;
 }
 
-RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& config) {
+namespace {
+
+PatternEquation unbound_equation(const nlohmann::json& entry) {
+  PatternEquation q;
+  q.lhs = parse_pattern(entry.at(0).get<std::string>());
+  q.rhs = parse_pattern(entry.at(1).get<std::string>());
+  q.bound = false;
+  return q;
+}
+
+/// The shards that deferred their proofs left their unbound equations unpaired and unproved: merge does
+/// what one process does with them (drop_unpaired before the refutations, then the proofs) and appends the
+/// verified ones to `unbound`. Every shard has the smaller sizes' equations, so they are made unique first.
+void prove_deferred_unbound(std::vector<DeferredUnbound> deferred, const RulegenConfig& config,
+                            RulegenResult& result, std::vector<PatternEquation>& unbound) {
+  if (deferred.empty()) return;
+  auto texts = [](const DeferredUnbound& d) {
+    return std::pair(to_sexpr(d.equation.lhs, d.equation.lhs.root()), to_sexpr(d.equation.rhs, d.equation.rhs.root()));
+  };
+  std::sort(deferred.begin(), deferred.end(), [&](const auto& a, const auto& b) { return texts(a) < texts(b); });
+  deferred.erase(std::unique(deferred.begin(), deferred.end(), [&](const auto& a, const auto& b) { return texts(a) == texts(b); }),
+                 deferred.end());
+  std::vector<PatternEquation> equations;
+  for (const DeferredUnbound& d : deferred) equations.push_back(d.equation);
+  std::vector<char> paired;
+  pair_multi_rules(equations, config.max_ops + 1, &paired);
+  std::vector<PatternEquation> to_prove;
+  RulegenStats& st = result.stats;
+  for (size_t i = 0; i < deferred.size(); ++i) {
+    const PatternEquation& q = equations[i];
+    if (!paired[i]) ++st.pruned_unpaired;
+    else if (deferred[i].refuted)
+      result.rejected.push_back(
+          {to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root()), "wrong", "refuted cheaply: " + *deferred[i].refuted});
+    else to_prove.push_back(q);
+  }
+  log_line(config, "rulegen: merge: " + std::to_string(deferred.size()) + " deferred unbound equations, " +
+                       std::to_string(st.pruned_unpaired) + " without a pair; proving " + std::to_string(to_prove.size()));
+  auto prove_start = Clock::now();
+  const std::vector<ProofResult> proofs = prove_equations(to_prove, config, thread_count(config.threads));
+  st.prove_s += since(prove_start);
+  for (size_t i = 0; i < to_prove.size(); ++i) {
+    const ProofResult& p = proofs[i];
+    if (p.status == "verified") {
+      ++st.proved;
+      unbound.push_back(std::move(to_prove[i]));
+      continue;
+    }
+    (p.status == "wrong" ? st.wrong : st.unknown)++;
+    result.rejected.push_back({to_sexpr(to_prove[i].lhs, to_prove[i].lhs.root()),
+                               to_sexpr(to_prove[i].rhs, to_prove[i].rhs.root()), p.status, p.reason});
+  }
+}
+
+/// The settings of a shard's run that decide what merge makes of it: pairing's bound (max_ops) and
+/// generalization's numeric test (seed). Shard files of different runs cannot be merged.
+void adopt_shard_settings(const std::filesystem::path& path, const nlohmann::json& gen, RulegenConfig& config,
+                          std::optional<std::filesystem::path>& first_shard) {
+  if (!gen.is_object() || !gen.contains("shard")) return;  // a finished corpus: its rules are kept as they are
+  const int max_ops = gen.value("max_ops", config.max_ops);
+  const uint64_t seed = gen.value("seed", config.seed);
+  if (first_shard && (max_ops != config.max_ops || seed != config.seed))
+    throw CorpusError(path.string() + ": a shard of another run (max_ops " + std::to_string(max_ops) + ", seed " +
+                      std::to_string(seed) + ") than " + first_shard->string() + " (max_ops " +
+                      std::to_string(config.max_ops) + ", seed " + std::to_string(config.seed) + ")");
+  config.max_ops = max_ops, config.seed = seed;
+  if (!first_shard) first_shard = path;
+}
+
+}  // namespace
+
+RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& merge_config) {
   auto start = Clock::now();
+  RulegenConfig config = merge_config;
+  std::optional<std::filesystem::path> first_shard;
   RulegenResult result;
   std::vector<Rule> singles;
   std::vector<PatternEquation> unbound;
+  std::vector<DeferredUnbound> deferred;
   nlohmann::json sources = nlohmann::json::array();
   nlohmann::json first_gen;
   for (const auto& path : inputs) {
     RuleCorpus c = load_corpus(path);
     if (first_gen.is_null()) first_gen = c.generator;
+    adopt_shard_settings(path, c.generator, config, first_shard);
     sources.push_back(path.filename().string());
     for (Rule& r : c.rules) singles.push_back(std::move(r));
     if (c.generator.contains("unbound"))
-      for (const auto& pair : c.generator["unbound"]) {
-        PatternEquation q;
-        q.lhs = parse_pattern(pair.at(0).get<std::string>());
-        q.rhs = parse_pattern(pair.at(1).get<std::string>());
-        q.bound = false;
-        unbound.push_back(std::move(q));
+      for (const auto& pair : c.generator["unbound"]) unbound.push_back(unbound_equation(pair));
+    if (c.generator.contains("unbound_deferred"))
+      for (const auto& entry : c.generator["unbound_deferred"]) {
+        std::optional<std::string> refuted;
+        if (entry.size() > 2 && entry.at(2).is_string()) refuted = entry.at(2).get<std::string>();
+        deferred.push_back({unbound_equation(entry), std::move(refuted)});
       }
     if (c.generator.contains("stats")) {
       const auto& s = c.generator["stats"];
@@ -448,6 +543,7 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
   }
   std::vector<LeafType> types =
       config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types;
+  prove_deferred_unbound(std::move(deferred), config, result, unbound);
   const double shard_prove_s = result.stats.prove_s;
   result.stats.phases.clear();
   finish(std::move(singles), std::move(unbound), config, types, result);
@@ -456,6 +552,7 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
   nlohmann::json gen = first_gen.is_object() ? first_gen : nlohmann::json::object();
   gen.erase("shard");
   gen.erase("unbound");
+  gen.erase("unbound_deferred");
   gen["merged_from"] = sources;
   gen["stats"] = result.stats.to_json();
   result.corpus.generator = gen;
@@ -475,6 +572,14 @@ void save_rulegen_output(const RulegenResult& result, const std::filesystem::pat
     for (const PatternEquation& q : result.unbound)
       unbound.push_back({to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root())});
     out.generator["unbound"] = unbound;
+    if (!result.deferred_unbound.empty()) {
+      nlohmann::json deferred = nlohmann::json::array();
+      for (const DeferredUnbound& d : result.deferred_unbound)
+        deferred.push_back({to_sexpr(d.equation.lhs, d.equation.lhs.root()),
+                            to_sexpr(d.equation.rhs, d.equation.rhs.root()),
+                            d.refuted ? nlohmann::json(*d.refuted) : nlohmann::json(nullptr)});
+      out.generator["unbound_deferred"] = deferred;
+    }
   }
   save_corpus(out, path);
   if (!rejected_path.empty()) {
