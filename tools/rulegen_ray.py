@@ -108,6 +108,19 @@ def generation_options(a: argparse.Namespace) -> list[str]:
     return opts
 
 
+def check_options(rulegen: str, gen: list[str]) -> None:
+    """Runs rulegen here on the options at size 1 (a fraction of a second), so that a bad option stops the
+    launcher with rulegen's own message before any task starts."""
+    small = list(gen)
+    small[small.index("--max-ops") + 1] = "1"
+    with tempfile.TemporaryDirectory(prefix="rulegen_ray_check_") as d:
+        r = subprocess.run([rulegen, *small, "--shard", "0/2", "--defer-proofs", "--no-minimize", "--threads", "1",
+                            "--out", str(Path(d, "check.json"))], capture_output=True, text=True)
+    if r.returncode != 0:
+        message = [l for l in r.stderr.splitlines() if not l.startswith("rulegen: phase")]
+        fail(f"rulegen refused the options (exit {r.returncode}): {' '.join(message[-3:])}")
+
+
 def sha256(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -184,10 +197,14 @@ def _watch_peak(pid: int, finished: threading.Event, peak_kb: list[int]) -> None
 
 
 def _die_with_parent() -> None:
+    """Linux's PR_SET_PDEATHSIG; elsewhere nothing (a lost worker's rulegen then runs to its end unheard)."""
     import ctypes
 
     PR_SET_PDEATHSIG = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def cluster_cpus(ray) -> tuple[int, int]:
@@ -209,6 +226,7 @@ def main(argv: list[str]) -> int:
         fail("ray is not installed in this Python; run tools/setup-python.sh (it pins ray) and use .venv/bin/python", 2)
 
     began = time.monotonic()
+    check_options(a.rulegen, generation_options(a))
     digest = sha256(a.rulegen)
     init_args = {"address": a.address} if a.address else {"num_cpus": a.num_cpus, "include_dashboard": False}
     ray.init(**init_args, logging_level="ERROR")
