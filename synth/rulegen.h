@@ -122,6 +122,12 @@ struct RulegenResult {
   std::vector<Rule> shard_rules;          // a shard's single rules (proved, or unproved with defer_proofs)
   std::vector<PatternEquation> unbound;   // a shard's verified unbound equations
   std::vector<DeferredUnbound> deferred_unbound;  // a shard's unbound equations when it defers its proofs
+  // A shard's sample of its last size (RulegenConfig::max_last_size_candidates, `sample_cap`; 0 = none):
+  // the hashes of every last-size equation it kept, ascending, and each shard rule's hash (nullopt for the
+  // smaller sizes), so that merge keeps the `sample_cap` lowest of all shards together, as one process does.
+  uint64_t sample_cap = 0;
+  std::vector<uint64_t> last_size_hashes;
+  std::vector<std::optional<uint64_t>> shard_rule_hashes;
   std::vector<Rejected> rejected;
   RulegenStats stats;
   bool is_shard = false;

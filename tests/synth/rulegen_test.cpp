@@ -112,7 +112,7 @@ TEST(Rulegen, SecondInputSetSeparatesAShapeCoincidence) {
 }
 
 PatternEquation equation(const std::string& lhs, const std::string& rhs) {
-  return {parse_pattern(lhs), parse_pattern(rhs), true, 0};
+  return {parse_pattern(lhs), parse_pattern(rhs), true, 0, std::nullopt};
 }
 
 TEST(Rulegen, ThirdInputSetRefutesWhatTheFirstTwoDoNotSeparate) {
@@ -216,6 +216,20 @@ TEST(Rulegen, ShardsMergedEqualOneRun) {
   RulegenResult merged = merged_shards(c, 2, false);
   EXPECT_EQ(rule_texts(merged.corpus), rule_texts(whole.corpus));
   EXPECT_EQ(merged.stats.kept, whole.stats.kept);
+}
+
+// --max-last-size-candidates keeps the lowest hashes of the last size's distinct candidates. Each shard keeps
+// its own lowest and writes their hashes; merge keeps the lowest of all: one process's sample, not one per shard.
+TEST(Rulegen, ShardsWithABindingCapMergedEqualOneRunWithTheCap) {
+  RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
+  c.max_last_size_candidates = 20;
+  RulegenResult whole = run_rulegen(c);
+  ASSERT_GT(whole.stats.candidates_capped, 0u);
+  for (bool defer : {false, true}) {
+    RulegenResult merged = merged_shards(c, 3, defer);
+    EXPECT_EQ(rule_texts(merged.corpus), rule_texts(whole.corpus)) << "defer_proofs " << defer;
+    EXPECT_EQ(merged.stats.candidates_capped, whole.stats.candidates_capped) << "defer_proofs " << defer;
+  }
 }
 
 // Shards that defer their proofs leave pairing and every proof to merge, which then proves what one process
