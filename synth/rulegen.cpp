@@ -530,27 +530,40 @@ void prove_deferred_unbound(std::vector<DeferredUnbound> deferred, const Rulegen
   }
 }
 
-/// The settings of a shard's run that decide what merge makes of it: pairing's bound (max_ops) and
-/// generalization's numeric test (seed). Shard files of different runs cannot be merged.
-void adopt_shard_settings(const std::filesystem::path& path, const nlohmann::json& gen, RulegenConfig& config,
-                          std::optional<std::filesystem::path>& first_shard) {
-  if (!gen.is_object() || !gen.contains("shard")) return;  // a finished corpus: its rules are kept as they are
-  const int max_ops = gen.value("max_ops", config.max_ops);
-  const uint64_t seed = gen.value("seed", config.seed);
-  if (first_shard && (max_ops != config.max_ops || seed != config.seed))
-    throw CorpusError(path.string() + ": a shard of another run (max_ops " + std::to_string(max_ops) + ", seed " +
-                      std::to_string(seed) + ") than " + first_shard->string() + " (max_ops " +
-                      std::to_string(config.max_ops) + ", seed " + std::to_string(config.seed) + ")");
-  config.max_ops = max_ops, config.seed = seed;
-  if (!first_shard) first_shard = path;
-}
+/// The settings of a shard's run that decide what merge makes of it: pairing's bound (max_ops),
+/// generalization's numeric test (seed) and the leaf types, which the vocabulary (ops) extends (transpose3d
+/// brings rank-3 leaves: without them generalization and the restores typed ?t variables otherwise than one
+/// process). Shard files of different runs cannot be merged.
+struct ShardSettings {
+  std::optional<std::filesystem::path> first;
+  std::vector<std::string> ops;
+
+  void adopt(const std::filesystem::path& path, const nlohmann::json& gen, RulegenConfig& config) {
+    if (!gen.is_object() || !gen.contains("shard")) return;  // a finished corpus: its rules are kept as they are
+    const int max_ops = gen.value("max_ops", config.max_ops);
+    const uint64_t seed = gen.value("seed", config.seed);
+    const auto shard_ops = gen.value("ops", std::vector<std::string>{});
+    if (first && (max_ops != config.max_ops || seed != config.seed || shard_ops != ops))
+      throw CorpusError(path.string() + ": a shard of another run (max_ops " + std::to_string(max_ops) + ", seed " +
+                        std::to_string(seed) + ", " + std::to_string(shard_ops.size()) + " operators) than " +
+                        first->string() + " (max_ops " + std::to_string(config.max_ops) + ", seed " +
+                        std::to_string(config.seed) + ", " + std::to_string(ops.size()) + " operators)");
+    config.max_ops = max_ops, config.seed = seed, ops = shard_ops;
+    if (!first) first = path;
+  }
+
+  /// The leaf types the shards' run used: `base`, with those its vocabulary adds.
+  std::vector<LeafType> leaf_types(std::vector<LeafType> base) const {
+    return ops.empty() ? base : make_vocabulary(ops, std::move(base)).leaf_types;
+  }
+};
 
 }  // namespace
 
 RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& merge_config) {
   auto start = Clock::now();
   RulegenConfig config = merge_config;
-  std::optional<std::filesystem::path> first_shard;
+  ShardSettings shard_settings;
   RulegenResult result;
   std::vector<Rule> singles;
   std::vector<PatternEquation> unbound;
@@ -562,7 +575,7 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
   for (const auto& path : inputs) {
     RuleCorpus c = load_corpus(path);
     if (first_gen.is_null()) first_gen = c.generator;
-    adopt_shard_settings(path, c.generator, config, first_shard);
+    shard_settings.adopt(path, c.generator, config);
     samples.add(path, c.generator);
     sources.push_back(path.filename().string());
     const nlohmann::json no_hashes = nlohmann::json::array();
@@ -617,8 +630,8 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
                          std::to_string(config.max_ops) + " left out by --max-last-size-candidates " +
                          std::to_string(samples.cap) + " over all shards (kept: the lowest hashes of their text)");
   }
-  std::vector<LeafType> types =
-      config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types;
+  const std::vector<LeafType> types = shard_settings.leaf_types(
+      config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
   prove_deferred_unbound(std::move(deferred), config, result, unbound);
   const double shard_prove_s = result.stats.prove_s;
   result.stats.phases.clear();
