@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -92,11 +93,13 @@ def main() -> int:
 
     # The head schedules nothing (0 CPUs); the two worker nodes have one CPU each. A node's death is noticed
     # after about a second (the default health check takes 30 s).
+    # Object stores of Ray's minimum size (the default takes 30% of the memory per node, lazily).
+    store = 80 * 1024 * 1024
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "include_dashboard": False,
+        "num_cpus": 0, "include_dashboard": False, "object_store_memory": store,
         "_system_config": {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
                            "health_check_failure_threshold": 2}})
-    workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
+    workers = [cluster.add_node(num_cpus=1, object_store_memory=store) for _ in range(2)]
     cluster.wait_for_nodes()
     say(f"cluster: head and {len(workers)} worker nodes at {cluster.address}")
     launcher = [sys.executable, str(ROOT / "tools" / "rulegen_ray.py"), "--address", cluster.address, "--rulegen",
@@ -141,7 +144,9 @@ def main() -> int:
         ok &= same_corpus("2 workers, one killed mid-run, proofs in the shards", tmp / "killed.json", want)
     finally:
         cluster.shutdown()
-    say("PASS" if ok else "FAIL")
+    if ok:
+        shutil.rmtree(tmp)  # kept when the test fails, for a look at the corpora
+    say("PASS" if ok else f"FAIL (corpora in {tmp})")
     return 0 if ok else 1
 
 
