@@ -306,6 +306,8 @@ class Enumerator {
     return it != row.end() && it->first == s2 ? static_cast<int64_t>(it->second) : -1;
   }
 
+  bool in_this_shard(uint32_t shape) const { return cfg_.shard_count <= 1 || shard_of(shape) == cfg_.shard_index; }
+
   int shard_of(uint32_t shape) const {
     const ShapePair& p = out_.shapes[shape];
     uint64_t h = 7;
@@ -333,7 +335,7 @@ class Enumerator {
     const bool last = n == cfg_.max_ops;
     const bool canonical = is_canonical(vars);
     if (last && !canonical) return;  // can neither grow nor give a new rule
-    if (last && cfg_.shard_count > 1 && shard_of(shape) != cfg_.shard_index) return;
+    if (last && !in_this_shard(shape)) return;
     const bool constant = var.op == OpKind::Ones || var.op == OpKind::Eye || var.op == OpKind::IConv ||
                           var.op == OpKind::PoolKernel;
     // split reads only its reference's shape: a weight cut at an activation's extent is still a weight.
@@ -374,6 +376,9 @@ class Enumerator {
     // Disjoint operands: sizes add up to n - 1.
     if (need >= 0 && (var.last != LastChild::Leaf || need == 0)) {
       for (auto [s2, s] : fits) {
+        // Another shard's output shape: produce() would refuse every second operand, so none is visited (the
+        // loop over them, not the evaluation, is most of a shard's last level).
+        if (n == cfg_.max_ops && !in_this_shard(s)) continue;
         for (uint32_t c2 : buckets_[s2][need]) {
           if (!operand_ok(c2)) continue;
           if (need > 0 && a.size > 0 && first_shared(a.ops, out_.classes[c2].ops) != UINT32_MAX) continue;
