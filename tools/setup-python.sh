@@ -3,7 +3,8 @@
 # model generator need: onnx, onnxruntime, numpy from PyPI, and Ray (pinned: $ray_pin below), which the
 # distributed rulegen (tools/rulegen_ray.py, docs/rulegen.md "Distributed") and its test need. Idempotent: when
 # .venv already has them it does nothing. A failed Ray install is a warning, not an error: the distributed
-# rulegen's test then skips and says why (tests/programs/rulegen_ray.cmake). Usage: tools/setup-python.sh [--with-torch] [--with-peers] [PYTHON]   (default: python3)
+# rulegen's test then skips and says why (tests/programs/rulegen_ray.cmake).
+# Usage: tools/setup-python.sh [--with-torch] [--with-peers] [PYTHON]   (default: python3)
 # --with-torch also installs torch, transformers and onnxscript, which only tools/make_hf_models.py needs (the
 # tiny fixtures it makes are committed; CI does not install them).
 set -euo pipefail
