@@ -62,7 +62,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="rulegen's cap (default 200000, 0 = all): each shard keeps its own lowest hashes and merge the "
         "lowest of all, one process's sample",
     )
-    p.add_argument("--shards", type=int, help="shard tasks (default: 4 per CPU of the cluster, at least 2)")
+    p.add_argument("--shards", type=int, help="shard tasks (default: one per CPU of the cluster, at least 2: every "
+                   "shard runs the last size's loop over first operands whole, so more shards cost more)")
     p.add_argument(
         "--proofs",
         choices=["deferred", "in-shards"],
@@ -232,7 +233,7 @@ def main(argv: list[str]) -> int:
     total_cpus, node_cpus = cluster_cpus(ray)
     if node_cpus < a.task_threads:
         fail(f"no node has {a.task_threads} CPUs for a shard task (largest: {node_cpus})", 2)
-    shards = a.shards or max(2, 4 * total_cpus // a.task_threads)
+    shards = a.shards or max(2, total_cpus // a.task_threads)
     merge_threads = min(a.merge_threads or node_cpus, node_cpus)
     gen = generation_options(a)
     log = lambda s: print(f"{PROG}: {s}", file=sys.stderr, flush=True)
