@@ -72,13 +72,13 @@ void equations_of(const Enumeration& e, const Equation& q, std::vector<PatternEq
   auto vt = var_set(t), vr = var_set(r);
   int size = std::max(pattern_size(t), pattern_size(r));
   if (vt == vr) {
-    out.push_back({std::move(t), std::move(r), true, size});
+    out.push_back({std::move(t), std::move(r), true, size, std::nullopt});
   } else if (subset(vr, vt)) {
-    if (!r_leaf) out.push_back({r, t, false, size});
-    out.push_back({std::move(t), std::move(r), true, size});
+    if (!r_leaf) out.push_back({r, t, false, size, std::nullopt});
+    out.push_back({std::move(t), std::move(r), true, size, std::nullopt});
   } else if (subset(vt, vr)) {
-    out.push_back({t, r, false, size});
-    if (!r_leaf) out.push_back({std::move(r), std::move(t), true, size});
+    out.push_back({t, r, false, size, std::nullopt});
+    if (!r_leaf) out.push_back({std::move(r), std::move(t), true, size, std::nullopt});
   }
 }
 
@@ -103,8 +103,16 @@ std::vector<PatternEquation> collect_equations(const Enumeration& e) {
   return out;
 }
 
+std::optional<uint64_t> sample_threshold(std::vector<uint64_t> hashes, uint64_t cap) {
+  if (cap == 0 || hashes.size() <= cap) return std::nullopt;
+  const auto nth = hashes.begin() + static_cast<std::ptrdiff_t>(cap - 1);
+  std::nth_element(hashes.begin(), nth, hashes.end());
+  return *nth;
+}
+
 std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
-                                                      uint64_t& dropped, uint64_t& capped) {
+                                                      uint64_t& dropped, uint64_t& capped,
+                                                      std::vector<uint64_t>* last_level_hashes) {
   const int last_level = e.levels.empty() ? 0 : e.levels.back().level;
   // Pass 1: which of each equation's (at most two) pattern equations are new up to renaming; only keys
   // are held, not the patterns.
@@ -139,16 +147,32 @@ std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint
     for (auto it = last.begin() + static_cast<std::ptrdiff_t>(max_last_level); it != last.end(); ++it)
       keep[it->equation] &= static_cast<uint8_t>(~(1u << it->part));
     capped += last.size() - max_last_level;
+    last.resize(max_last_level);
   }
-  last = {};
+  if (last_level_hashes) {
+    last_level_hashes->clear();
+    for (const Last& l : last) last_level_hashes->push_back(l.hash);
+    std::sort(last_level_hashes->begin(), last_level_hashes->end());
+    // In pass 2's order, so that each kept last-level equation finds its hash by walking along.
+    std::sort(last.begin(), last.end(), [](const Last& a, const Last& b) {
+      return std::pair(a.equation, a.part) < std::pair(b.equation, b.part);
+    });
+  } else {
+    last = {};
+  }
   // Pass 2: the patterns of the kept ones, in the enumeration's order.
   std::vector<PatternEquation> out, parts;
+  auto next_last = last.begin();
   for (size_t i = 0; i < e.equations.size(); ++i) {
     if (!keep[i]) continue;
     parts.clear();
     equations_of(e, e.equations[i], parts);
-    for (size_t k = 0; k < parts.size(); ++k)
-      if (keep[i] & (1u << k)) out.push_back(std::move(parts[k]));
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (!(keep[i] & (1u << k))) continue;
+      if (next_last != last.end() && next_last->equation == i && next_last->part == k)
+        parts[k].sample_hash = (next_last++)->hash;
+      out.push_back(std::move(parts[k]));
+    }
   }
   return out;
 }

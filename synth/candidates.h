@@ -24,6 +24,9 @@ struct PatternEquation {
   Expr lhs, rhs;
   bool bound = true;
   int size = 0;  // operators of the larger side
+  // For an equation of the enumeration's last size, when asked for (collect_unique_equations): the hash
+  // by which --max-last-size-candidates samples, so that merge can apply the cap to shards' union.
+  std::optional<uint64_t> sample_hash;
 };
 
 /// The equations of an enumeration, oriented: for equal variable sets, lhs is the later-found (usually
@@ -57,9 +60,16 @@ Rule single_rule(const std::string& id, const PatternEquation& eq);
 /// were tens of GB), and with a count cap: when `max_last_level` > 0 and more unique equations than that were
 /// found at the enumeration's last level, only the `max_last_level` whose canonical texts hash lowest are
 /// kept (a sample fixed by the hash: the same on every machine and at any load); `capped` counts the others.
-/// Equations of smaller sizes are all kept. `dropped` counts the renamings.
+/// Equations of smaller sizes are all kept. `dropped` counts the renamings. With `last_level_hashes`, each
+/// kept last-level equation gets its `sample_hash` and the vector all of them, ascending: what a shard
+/// tells merge so that the cap applies to all shards together (rulegen.h, RulegenConfig::shard_count).
 std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
-                                                      uint64_t& dropped, uint64_t& capped);
+                                                      uint64_t& dropped, uint64_t& capped,
+                                                      std::vector<uint64_t>* last_level_hashes = nullptr);
+
+/// The `cap` lowest of `hashes` (all of them when there are no more than `cap`, or `cap` is 0): the sample
+/// --max-last-size-candidates keeps. Returns the largest hash kept, or nullopt when all are kept.
+std::optional<uint64_t> sample_threshold(std::vector<uint64_t> hashes, uint64_t cap);
 
 /// The equations less those equal to an earlier one up to variable renaming (leaf types kept apart, so
 /// that shards and one whole run drop the same ones); `dropped` counts the others.

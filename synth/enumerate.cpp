@@ -233,8 +233,11 @@ class Enumerator {
   /// use are offered: a leaf's where the operand must be a leaf (split's reference, a constant's `like`), a
   /// weight-only representative's where it must be a weight (a convolution's kernel), an activation's as
   /// the image of a convolution or pooling. Rows are tried in ascending shape order, so shapes are interned
-  /// in a fixed order.
-  void build_compat() {
+  /// in a fixed order. At a shard's last level only the pairs whose output shape is the shard's are listed:
+  /// produce() would refuse the others' terms, and visiting them was most of a shard's time.
+  void build_compat(int n) {
+    const bool this_shard_only = n == cfg_.max_ops && cfg_.shard_count > 1;
+    auto keep = [&](int64_t o) { return o >= 0 && (!this_shard_only || in_this_shard(static_cast<uint32_t>(o))); };
     std::vector<uint32_t> live, leaf_shapes, weight_shapes;
     std::vector<char> has_activation(buckets_.size(), 0);
     for (size_t s = 0; s < buckets_.size(); ++s) {
@@ -275,11 +278,11 @@ class Enumerator {
         const uint32_t s1 = live[r];
         const bool usable = (!leaf_first || !buckets_[s1][0].empty()) && (!activation_first || has_activation[s1]);
         if (usable && var.arity == 1) {
-          if (int64_t o = fit(var, s1, -1); o >= 0) table.entries.push_back({kNoShape, static_cast<uint32_t>(o)});
+          if (int64_t o = fit(var, s1, -1); keep(o)) table.entries.push_back({kNoShape, static_cast<uint32_t>(o)});
         } else if (usable) {
           if (index) index->candidates(out_.shapes[s1], seconds);
           for (uint32_t s2 : index ? seconds : offered)
-            if (int64_t o = fit(var, s1, s2); o >= 0) table.entries.push_back({s2, static_cast<uint32_t>(o)});
+            if (int64_t o = fit(var, s1, s2); keep(o)) table.entries.push_back({s2, static_cast<uint32_t>(o)});
         }
         table.offset[r + 1] = table.entries.size();
       }
@@ -305,6 +308,8 @@ class Enumerator {
                                [](const auto& x, const auto& y) { return x.first < y.first; });
     return it != row.end() && it->first == s2 ? static_cast<int64_t>(it->second) : -1;
   }
+
+  bool in_this_shard(uint32_t shape) const { return cfg_.shard_count <= 1 || shard_of(shape) == cfg_.shard_index; }
 
   int shard_of(uint32_t shape) const {
     const ShapePair& p = out_.shapes[shape];
@@ -333,7 +338,7 @@ class Enumerator {
     const bool last = n == cfg_.max_ops;
     const bool canonical = is_canonical(vars);
     if (last && !canonical) return;  // can neither grow nor give a new rule
-    if (last && cfg_.shard_count > 1 && shard_of(shape) != cfg_.shard_index) return;
+    if (last && !in_this_shard(shape)) return;
     const bool constant = var.op == OpKind::Ones || var.op == OpKind::Eye || var.op == OpKind::IConv ||
                           var.op == OpKind::PoolKernel;
     // split reads only its reference's shape: a weight cut at an activation's extent is still a weight.
@@ -444,7 +449,7 @@ class Enumerator {
     auto level_start = Clock::now();
     LevelStats stats;
     stats.level = n;
-    build_compat();
+    build_compat(n);
     stats.live_shapes = live_shapes_;
     stats.operand_pairs = operand_pairs_;
     std::vector<std::pair<uint32_t, uint32_t>> items;  // (variant, first operand), in a fixed order

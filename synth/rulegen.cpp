@@ -220,12 +220,39 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   result.stats.minimize_s = since(start);
 }
 
+/// Appends a single-rule candidate made from `q`, with q's sample hash beside it in `result` (a shard
+/// writes them for merge, which applies --max-last-size-candidates to all shards together).
+void add_single(std::vector<Rule>& singles, RulegenResult& result, Rule rule, const PatternEquation& q) {
+  singles.push_back(std::move(rule));
+  result.shard_rule_hashes.push_back(q.sample_hash);
+}
+
+/// Z3's verdict on each equation, in parallel, with progress on the log every 2000 proofs.
+std::vector<ProofResult> prove_equations(const std::vector<PatternEquation>& eqs, const RulegenConfig& config,
+                                         int threads) {
+  auto start = Clock::now();
+  std::vector<ProofResult> proofs(eqs.size());
+  std::atomic<size_t> done{0};
+  parallel_for(eqs.size(), threads, [&](size_t i) {
+    proofs[i] = prove_rule(single_rule({}, eqs[i]), config.prove);
+    size_t d = ++done;
+    if (d % 2000 == 0) {
+      const double spent = since(start);
+      log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eqs.size()) + ", " +
+                           std::to_string(static_cast<int>(spent)) + " s, about " +
+                           std::to_string(static_cast<int>(spent / d * (eqs.size() - d))) + " s left");
+    }
+  });
+  return proofs;
+}
+
 /// Sorts the pruned candidates into single rules (proved lazily by minimization) and equations to prove now
 /// (`eager`: unbound ones, and every one in a shard), after refuting the false ones it can on set C. A
 /// refuted single rule stays in the stream with its verdict, as a shard's failed proofs do: minimization
 /// then sees the same candidates in the same chunks and rounds as without the refutation (only the Z3 call
 /// is saved), so the kept rules do not change. A refuted unbound equation is rejected at once (only proved
-/// ones are paired).
+/// ones are paired). A shard that defers its proofs keeps every unbound equation, refuted or not, in
+/// `result.deferred_unbound`: merge decides which pair (drop_unpaired) before the refutations, as one process.
 void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<LeafType>& types,
                       const RulegenConfig& config, int threads, RulegenResult& result, std::vector<Rule>& singles,
                       std::vector<PatternEquation>& eager) {
@@ -233,22 +260,27 @@ void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<L
   auto refute_start = Clock::now();
   std::vector<std::optional<std::string>> refuted = refute_all(to_prove, types, config.seed, threads);
   st.refute_s = since(refute_start);
+  const bool deferred = result.is_shard && config.defer_proofs;
   for (size_t i = 0; i < to_prove.size(); ++i) {
     PatternEquation& q = to_prove[i];
+    if (refuted[i]) ++st.refuted_cheaply;
+    if (deferred && !q.bound) {
+      result.deferred_unbound.push_back({std::move(q), std::move(refuted[i])});
+      continue;
+    }
     if (refuted[i]) {
-      ++st.refuted_cheaply;
       const std::string reason = "refuted cheaply: " + *refuted[i];
       if (q.bound) {
         Rule r = single_rule("candidate", q);
         r.verification = Verification{"wrong", reason, 0};
-        singles.push_back(std::move(r));
+        add_single(singles, result, std::move(r), q);
       } else {
         result.rejected.push_back({to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root()), "wrong", reason});
       }
       continue;
     }
-    if (result.is_shard || !q.bound) eager.push_back(std::move(q));
-    else singles.push_back(single_rule("candidate", q));
+    if ((result.is_shard && !deferred) || !q.bound) eager.push_back(std::move(q));
+    else add_single(singles, result, single_rule("candidate", q), q);
   }
   mark_phase(st, config, "refuted cheaply", st.refuted_cheaply, st.refute_s);
 }
@@ -309,8 +341,13 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   auto prune_start = Clock::now();
   // Renamings and common subgraphs are dropped before proving: proofs are the expensive part.
   log_line(config, "rulegen: turning " + std::to_string(e.equations.size()) + " equations into patterns, renamings dropped");
+  // A shard's cap keeps its own lowest hashes, a superset of what the cap keeps of all shards together in
+  // this shard; it writes the hashes so that merge can take the lowest of all (merge_rulegen).
+  const bool sampled_shard = result.is_shard && config.max_last_size_candidates > 0;
   std::vector<PatternEquation> todo =
-      collect_unique_equations(e, config.max_last_size_candidates, st.pruned_renaming, st.candidates_capped);
+      collect_unique_equations(e, config.max_last_size_candidates, st.pruned_renaming, st.candidates_capped,
+                               sampled_shard ? &result.last_size_hashes : nullptr);
+  if (sampled_shard) result.sample_cap = config.max_last_size_candidates;
   if (st.candidates_capped > 0)
     log_line(config, "rulegen: " + std::to_string(st.candidates_capped) + " distinct candidates of size " +
                          std::to_string(config.max_ops) + " left out by --max-last-size-candidates " +
@@ -339,20 +376,12 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
                        std::to_string(st.pruned_renaming) + " renamings and " +
                        std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped); proving " +
                        std::to_string(eager.size()) + " now" +
-                       (singles.empty() ? "" : ", the rest while minimizing"));
+                       (result.deferred_unbound.empty() ? std::string()
+                                                        : " (" + std::to_string(result.deferred_unbound.size()) +
+                                                              " unbound equations and the rest deferred to merge)") +
+                       (singles.empty() || result.is_shard ? "" : ", the rest while minimizing"));
   auto prove_start = Clock::now();
-  std::vector<ProofResult> proofs(eager.size());
-  std::atomic<size_t> done{0};
-  parallel_for(eager.size(), ec.threads, [&](size_t i) {
-    proofs[i] = prove_rule(single_rule({}, eager[i]), config.prove);
-    size_t d = ++done;
-    if (d % 2000 == 0) {
-      const double spent = since(prove_start);
-      log_line(config, "rulegen: proved " + std::to_string(d) + "/" + std::to_string(eager.size()) + ", " +
-                           std::to_string(static_cast<int>(spent)) + " s, about " +
-                           std::to_string(static_cast<int>(spent / d * (eager.size() - d))) + " s left");
-    }
-  });
+  const std::vector<ProofResult> proofs = prove_equations(eager, config, ec.threads);
   st.prove_s = since(prove_start);
   for (size_t i = 0; i < eager.size(); ++i) {
     const ProofResult& p = proofs[i];
@@ -362,7 +391,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
       (p.status == "wrong" ? st.wrong : st.unknown)++;
       Rule r = single_rule("candidate", eager[i]);
       r.verification = Verification{p.status, "z3-elementwise: " + p.reason, p.ms};
-      singles.push_back(std::move(r));
+      add_single(singles, result, std::move(r), eager[i]);
       continue;
     }
     if (p.status != "verified") {
@@ -377,7 +406,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
       r.verification = Verification{"verified", "z3-elementwise", p.ms};
       r.same_shape = p.same_shape;
       r.conv_groupings = p.conv_groupings;
-      singles.push_back(std::move(r));
+      add_single(singles, result, std::move(r), eager[i]);
     } else {
       result.unbound.push_back(std::move(eager[i]));
     }
@@ -399,30 +428,172 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
                         {"max_inputs", config.max_inputs},
                         {"seed", config.seed},
                         {"stats", st.to_json()}};
-  if (result.is_shard) gen["shard"] = {{"index", config.shard_index}, {"count", config.shard_count}};
+  if (result.is_shard)
+    gen["shard"] = {{"index", config.shard_index},
+                    {"count", config.shard_count},
+                    {"proofs", config.defer_proofs ? "deferred" : "made"}};
   result.corpus.generator = gen;
   return result;
 }
 
-RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& config) {
+namespace {
+
+nlohmann::json hash_json(const std::optional<uint64_t>& h) { return h ? nlohmann::json(*h) : nlohmann::json(nullptr); }
+
+std::optional<uint64_t> hash_at(const nlohmann::json& entry, size_t index) {
+  if (entry.size() > index && entry.at(index).is_number_unsigned()) return entry.at(index).get<uint64_t>();
+  return std::nullopt;
+}
+
+/// An unbound equation of a shard file: [lhs, rhs] or, with its last-size sample hash, [lhs, rhs, hash].
+PatternEquation unbound_equation(const nlohmann::json& entry, size_t hash_index) {
+  PatternEquation q;
+  q.lhs = parse_pattern(entry.at(0).get<std::string>());
+  q.rhs = parse_pattern(entry.at(1).get<std::string>());
+  q.bound = false;
+  q.sample_hash = hash_at(entry, hash_index);
+  return q;
+}
+
+/// The last-size samples of the shards (generator.last_size_sample): together, the candidates one process's
+/// --max-last-size-candidates keeps are the `cap` lowest hashes of all shards' own samples, since each
+/// shard kept its own lowest.
+struct UnionOfSamples {
+  uint64_t cap = 0;
+  uint64_t distinct = 0;  // the last size's distinct candidates in all shards, kept or capped there
+  std::vector<uint64_t> hashes;
+
+  void add(const std::filesystem::path& path, const nlohmann::json& gen) {
+    if (!gen.contains("last_size_sample")) return;
+    const auto& sample = gen["last_size_sample"];
+    const uint64_t c = sample.at("cap").get<uint64_t>();
+    if (cap != 0 && c != cap)
+      throw CorpusError(path.string() + ": a shard capped at " + std::to_string(c) + " candidates, another at " +
+                        std::to_string(cap));
+    cap = c;
+    const auto& h = sample.at("hashes");
+    hashes.insert(hashes.end(), h.begin(), h.end());
+    distinct += h.size() + gen.value("stats", nlohmann::json::object()).value("candidates_capped", 0ull);
+  }
+};
+
+/// Drops from `items` those whose sample hash is above `threshold` (the smaller sizes have none).
+template <class T, class HashOf>
+void keep_sampled(std::vector<T>& items, uint64_t threshold, HashOf hash_of) {
+  std::erase_if(items, [&](const T& x) {
+    const std::optional<uint64_t> h = hash_of(x);
+    return h && *h > threshold;
+  });
+}
+
+/// The shards that deferred their proofs left their unbound equations unpaired and unproved: merge does
+/// what one process does with them (drop_unpaired before the refutations, then the proofs) and appends the
+/// verified ones to `unbound`. Every shard has the smaller sizes' equations, so they are made unique first.
+void prove_deferred_unbound(std::vector<DeferredUnbound> deferred, const RulegenConfig& config,
+                            RulegenResult& result, std::vector<PatternEquation>& unbound) {
+  if (deferred.empty()) return;
+  auto texts = [](const DeferredUnbound& d) {
+    return std::pair(to_sexpr(d.equation.lhs, d.equation.lhs.root()), to_sexpr(d.equation.rhs, d.equation.rhs.root()));
+  };
+  std::sort(deferred.begin(), deferred.end(), [&](const auto& a, const auto& b) { return texts(a) < texts(b); });
+  deferred.erase(std::unique(deferred.begin(), deferred.end(), [&](const auto& a, const auto& b) { return texts(a) == texts(b); }),
+                 deferred.end());
+  std::vector<PatternEquation> equations;
+  for (const DeferredUnbound& d : deferred) equations.push_back(d.equation);
+  std::vector<char> paired;
+  pair_multi_rules(equations, config.max_ops + 1, &paired);
+  std::vector<PatternEquation> to_prove;
+  RulegenStats& st = result.stats;
+  for (size_t i = 0; i < deferred.size(); ++i) {
+    const PatternEquation& q = equations[i];
+    if (!paired[i]) ++st.pruned_unpaired;
+    else if (deferred[i].refuted)
+      result.rejected.push_back(
+          {to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root()), "wrong", "refuted cheaply: " + *deferred[i].refuted});
+    else to_prove.push_back(q);
+  }
+  log_line(config, "rulegen: merge: " + std::to_string(deferred.size()) + " deferred unbound equations, " +
+                       std::to_string(st.pruned_unpaired) + " without a pair; proving " + std::to_string(to_prove.size()));
+  auto prove_start = Clock::now();
+  const std::vector<ProofResult> proofs = prove_equations(to_prove, config, thread_count(config.threads));
+  st.prove_s += since(prove_start);
+  for (size_t i = 0; i < to_prove.size(); ++i) {
+    const ProofResult& p = proofs[i];
+    if (p.status == "verified") {
+      ++st.proved;
+      unbound.push_back(std::move(to_prove[i]));
+      continue;
+    }
+    (p.status == "wrong" ? st.wrong : st.unknown)++;
+    result.rejected.push_back({to_sexpr(to_prove[i].lhs, to_prove[i].lhs.root()),
+                               to_sexpr(to_prove[i].rhs, to_prove[i].rhs.root()), p.status, p.reason});
+  }
+}
+
+/// The settings of a shard's run that decide what merge makes of it: pairing's bound (max_ops),
+/// generalization's numeric test (seed) and the leaf types, which the vocabulary (ops) extends (transpose3d
+/// brings rank-3 leaves: without them generalization and the restores typed ?t variables otherwise than one
+/// process). Shard files of different runs cannot be merged.
+struct ShardSettings {
+  std::optional<std::filesystem::path> first;
+  std::vector<std::string> ops;
+
+  void adopt(const std::filesystem::path& path, const nlohmann::json& gen, RulegenConfig& config) {
+    if (!gen.is_object() || !gen.contains("shard")) return;  // a finished corpus: its rules are kept as they are
+    const int max_ops = gen.value("max_ops", config.max_ops);
+    const uint64_t seed = gen.value("seed", config.seed);
+    const auto shard_ops = gen.value("ops", std::vector<std::string>{});
+    if (first && (max_ops != config.max_ops || seed != config.seed || shard_ops != ops))
+      throw CorpusError(path.string() + ": a shard of another run (max_ops " + std::to_string(max_ops) + ", seed " +
+                        std::to_string(seed) + ", " + std::to_string(shard_ops.size()) + " operators) than " +
+                        first->string() + " (max_ops " + std::to_string(config.max_ops) + ", seed " +
+                        std::to_string(config.seed) + ", " + std::to_string(ops.size()) + " operators)");
+    config.max_ops = max_ops, config.seed = seed, ops = shard_ops;
+    if (!first) first = path;
+  }
+
+  /// The leaf types the shards' run used: `base`, with those its vocabulary adds.
+  std::vector<LeafType> leaf_types(std::vector<LeafType> base) const {
+    return ops.empty() ? base : make_vocabulary(ops, std::move(base)).leaf_types;
+  }
+};
+
+}  // namespace
+
+RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& merge_config) {
   auto start = Clock::now();
+  RulegenConfig config = merge_config;
+  ShardSettings shard_settings;
   RulegenResult result;
   std::vector<Rule> singles;
   std::vector<PatternEquation> unbound;
+  std::vector<std::optional<uint64_t>> single_hashes;  // beside `singles`
+  std::vector<DeferredUnbound> deferred;
+  UnionOfSamples samples;
   nlohmann::json sources = nlohmann::json::array();
   nlohmann::json first_gen;
   for (const auto& path : inputs) {
     RuleCorpus c = load_corpus(path);
     if (first_gen.is_null()) first_gen = c.generator;
+    shard_settings.adopt(path, c.generator, config);
+    samples.add(path, c.generator);
     sources.push_back(path.filename().string());
-    for (Rule& r : c.rules) singles.push_back(std::move(r));
+    const nlohmann::json no_hashes = nlohmann::json::array();
+    const nlohmann::json& rule_hashes =
+        c.generator.contains("last_size_sample") ? c.generator["last_size_sample"].at("rule_hashes") : no_hashes;
+    for (size_t i = 0; i < c.rules.size(); ++i) {
+      singles.push_back(std::move(c.rules[i]));
+      single_hashes.push_back(i < rule_hashes.size() && rule_hashes[i].is_number_unsigned()
+                                  ? std::optional(rule_hashes[i].get<uint64_t>())
+                                  : std::nullopt);
+    }
     if (c.generator.contains("unbound"))
-      for (const auto& pair : c.generator["unbound"]) {
-        PatternEquation q;
-        q.lhs = parse_pattern(pair.at(0).get<std::string>());
-        q.rhs = parse_pattern(pair.at(1).get<std::string>());
-        q.bound = false;
-        unbound.push_back(std::move(q));
+      for (const auto& pair : c.generator["unbound"]) unbound.push_back(unbound_equation(pair, 2));
+    if (c.generator.contains("unbound_deferred"))
+      for (const auto& entry : c.generator["unbound_deferred"]) {
+        std::optional<std::string> refuted;
+        if (entry.size() > 2 && entry.at(2).is_string()) refuted = entry.at(2).get<std::string>();
+        deferred.push_back({unbound_equation(entry, 3), std::move(refuted)});
       }
     if (c.generator.contains("stats")) {
       const auto& s = c.generator["stats"];
@@ -446,8 +617,22 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
       result.stats += part;
     }
   }
-  std::vector<LeafType> types =
-      config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types;
+  if (const std::optional<uint64_t> threshold = sample_threshold(samples.hashes, samples.cap)) {
+    // The cap of all shards together: what one process's --max-last-size-candidates keeps.
+    std::vector<Rule> kept;
+    for (size_t i = 0; i < singles.size(); ++i)
+      if (!single_hashes[i] || *single_hashes[i] <= *threshold) kept.push_back(std::move(singles[i]));
+    singles = std::move(kept);
+    keep_sampled(unbound, *threshold, [](const PatternEquation& q) { return q.sample_hash; });
+    keep_sampled(deferred, *threshold, [](const DeferredUnbound& d) { return d.equation.sample_hash; });
+    result.stats.candidates_capped = samples.distinct - samples.cap;
+    log_line(config, "rulegen: merge: " + std::to_string(result.stats.candidates_capped) + " distinct candidates of size " +
+                         std::to_string(config.max_ops) + " left out by --max-last-size-candidates " +
+                         std::to_string(samples.cap) + " over all shards (kept: the lowest hashes of their text)");
+  }
+  const std::vector<LeafType> types = shard_settings.leaf_types(
+      config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
+  prove_deferred_unbound(std::move(deferred), config, result, unbound);
   const double shard_prove_s = result.stats.prove_s;
   result.stats.phases.clear();
   finish(std::move(singles), std::move(unbound), config, types, result);
@@ -456,6 +641,8 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
   nlohmann::json gen = first_gen.is_object() ? first_gen : nlohmann::json::object();
   gen.erase("shard");
   gen.erase("unbound");
+  gen.erase("unbound_deferred");
+  gen.erase("last_size_sample");
   gen["merged_from"] = sources;
   gen["stats"] = result.stats.to_json();
   result.corpus.generator = gen;
@@ -471,10 +658,30 @@ void save_rulegen_output(const RulegenResult& result, const std::filesystem::pat
       r.id = "shard-" + std::to_string(i);
       out.rules.push_back(std::move(r));
     }
+    // Sample hashes are written only where merge needs them (the cap bound or may bind in the union).
+    const bool sampled = result.sample_cap > 0;
     nlohmann::json unbound = nlohmann::json::array();
-    for (const PatternEquation& q : result.unbound)
+    for (const PatternEquation& q : result.unbound) {
       unbound.push_back({to_sexpr(q.lhs, q.lhs.root()), to_sexpr(q.rhs, q.rhs.root())});
+      if (sampled) unbound.back().push_back(hash_json(q.sample_hash));
+    }
     out.generator["unbound"] = unbound;
+    if (!result.deferred_unbound.empty()) {
+      nlohmann::json deferred = nlohmann::json::array();
+      for (const DeferredUnbound& d : result.deferred_unbound) {
+        deferred.push_back({to_sexpr(d.equation.lhs, d.equation.lhs.root()),
+                            to_sexpr(d.equation.rhs, d.equation.rhs.root()),
+                            d.refuted ? nlohmann::json(*d.refuted) : nlohmann::json(nullptr)});
+        if (sampled) deferred.back().push_back(hash_json(d.equation.sample_hash));
+      }
+      out.generator["unbound_deferred"] = deferred;
+    }
+    if (sampled) {
+      nlohmann::json rule_hashes = nlohmann::json::array();
+      for (const auto& h : result.shard_rule_hashes) rule_hashes.push_back(hash_json(h));
+      out.generator["last_size_sample"] = {
+          {"cap", result.sample_cap}, {"hashes", result.last_size_hashes}, {"rule_hashes", rule_hashes}};
+    }
   }
   save_corpus(out, path);
   if (!rejected_path.empty()) {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct RulegenConfig {
   uint64_t seed = 7;
   double time_limit_s = 0;  // enumeration budget; 0 = none
   int shard_index = 0, shard_count = 1;
+  // A shard that defers its proofs proves nothing: it writes its candidates after the cheap refutation, and
+  // its unbound equations with their refutations before drop_unpaired, so that `merge` pairs, proves and
+  // minimizes exactly what one process would and proves only what that process proves (lazily). Without it
+  // a shard proves every candidate, which spreads the proofs but makes many more of them (size 3: about 25x).
+  bool defer_proofs = false;
   uint64_t max_shapes = kDefaultMaxShapes;  // EnumerateConfig::max_shapes (0 = no cap)
   // At most this many distinct candidate equations (up to renaming) from the last size, max_ops: a sample
   // fixed by the hash of their text (collect_unique_equations, candidates.h); 0 = all. Per process with shards.
@@ -105,10 +111,23 @@ struct Rejected {
   std::string status, reason;
 };
 
+/// An unbound equation of a shard that defers its proofs, with the cheap refutation's reason when refuted.
+struct DeferredUnbound {
+  PatternEquation equation;
+  std::optional<std::string> refuted;
+};
+
 struct RulegenResult {
   RuleCorpus corpus;                      // finished corpus (empty rules for a shard)
-  std::vector<Rule> shard_rules;          // a shard's verified single rules, before minimization
+  std::vector<Rule> shard_rules;          // a shard's single rules (proved, or unproved with defer_proofs)
   std::vector<PatternEquation> unbound;   // a shard's verified unbound equations
+  std::vector<DeferredUnbound> deferred_unbound;  // a shard's unbound equations when it defers its proofs
+  // A shard's sample of its last size (RulegenConfig::max_last_size_candidates, `sample_cap`; 0 = none):
+  // the hashes of every last-size equation it kept, ascending, and each shard rule's hash (nullopt for the
+  // smaller sizes), so that merge keeps the `sample_cap` lowest of all shards together, as one process does.
+  uint64_t sample_cap = 0;
+  std::vector<uint64_t> last_size_hashes;
+  std::vector<std::optional<uint64_t>> shard_rule_hashes;
   std::vector<Rejected> rejected;
   RulegenStats stats;
   bool is_shard = false;
@@ -119,7 +138,9 @@ struct RulegenResult {
 RulegenResult run_rulegen(const RulegenConfig& config);
 
 /// Unions shard files and/or corpora written by rulegen and finishes the pipeline (pairing,
-/// minimization) with `config`'s limits. Throws CorpusError for unreadable inputs.
+/// minimization) with `config`'s limits; the generation settings that decide the result (max_ops, seed)
+/// are the shard files' own. Throws CorpusError for unreadable inputs and for shard files of different
+/// runs (their max_ops or seed differ).
 RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, const RulegenConfig& config);
 
 /// Writes the corpus (or a shard file: the corpus format plus "shard" and "unbound" fields) and, when

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
                  "the hash of their text (0 = all); the rest are counted in generator.stats.candidates_capped")
       ->capture_default_str();
   app.add_option("--shard", shard, "i/n: this process's part of the last enumeration level");
+  app.add_flag("--defer-proofs", config.defer_proofs,
+               "with --shard: prove nothing here and leave the proofs to merge, which then proves what one process "
+               "would (without it a shard proves all its candidates)");
   app.add_option("--rejected", rejected, "side file for unproved candidates (default: OUT.rejected.json)");
   app.add_flag("!--no-minimize", config.minimize, "keep rules derivable from smaller ones");
   app.add_flag("--strict-shapes", config.prove.reject_coincidences,
@@ -81,6 +84,8 @@ int main(int argc, char** argv) {
   merge->add_option("inputs", merge_inputs, "shard files or corpora")->required()->check(CLI::ExistingFile);
   merge->add_option("--out", merge_out, "output corpus")->required();
   merge->add_option("--threads", config.threads, "worker threads");
+  std::string merge_rejected;
+  merge->add_option("--rejected", merge_rejected, "side file for the candidates merge found unproved (default: none)");
 
   auto* derive = app.add_subcommand("derive", "which rules of TARGET follow from USING by saturation");
   std::string using_path, target_path;
@@ -107,7 +112,7 @@ int main(int argc, char** argv) {
   // with a subcommand would be silently ignored.
   if (CLI::App* sub = *merge ? merge : *derive ? derive : nullptr)
     for (const char* name : {"--out", "--ops", "--max-ops", "--max-inputs", "--seed", "--time-limit", "--shard", "--max-shapes", "--max-last-size-candidates",
-                             "--rejected", "--no-minimize"})
+                             "--rejected", "--no-minimize", "--defer-proofs"})
       if (app.count(name) > 0) {
         std::cerr << "rulegen: " << name << " is a generation option; it cannot be combined with '" << sub->get_name()
                   << "' (put the subcommand's own options after it)\n";
@@ -129,7 +134,7 @@ int main(int argc, char** argv) {
     }
     if (*merge) {
       RulegenResult r = merge_rulegen({merge_inputs.begin(), merge_inputs.end()}, config);
-      save_rulegen_output(r, merge_out);
+      save_rulegen_output(r, merge_out, merge_rejected);
       print_summary(r.stats);
       return 0;
     }
@@ -147,6 +152,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       config.shard_index = i, config.shard_count = n;
+    }
+    if (config.defer_proofs && config.shard_count < 2) {
+      std::cerr << "rulegen: --defer-proofs needs --shard i/n with n >= 2 (one whole run proves lazily already)\n";
+      return 2;
     }
     RulegenResult r = run_rulegen(config);
     std::string command = "rulegen";

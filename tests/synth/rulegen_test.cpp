@@ -112,7 +112,7 @@ TEST(Rulegen, SecondInputSetSeparatesAShapeCoincidence) {
 }
 
 PatternEquation equation(const std::string& lhs, const std::string& rhs) {
-  return {parse_pattern(lhs), parse_pattern(rhs), true, 0};
+  return {parse_pattern(lhs), parse_pattern(rhs), true, 0, std::nullopt};
 }
 
 TEST(Rulegen, ThirdInputSetRefutesWhatTheFirstTwoDoNotSeparate) {
@@ -189,24 +189,71 @@ TEST(Rulegen, ThreadCountChangesNothing) {
   EXPECT_EQ(one.rejected.size(), four.rejected.size());
 }
 
-TEST(Rulegen, ShardsMergedEqualOneRun) {
-  RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
-  RulegenResult whole = run_rulegen(c);
+/// `count` shards of the run `c`, written to files and merged with c's limits but another max_ops and seed:
+/// the settings of the run (pairing's bound, generalization's seed) are the shard files' own.
+RulegenResult merged_shards(const RulegenConfig& c, int count, bool defer_proofs) {
   auto dir = std::filesystem::temp_directory_path() / "teq_rulegen_shard_test";
   std::filesystem::create_directories(dir);
   std::vector<std::filesystem::path> parts;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < count; ++i) {
     RulegenConfig s = c;
-    s.shard_index = i, s.shard_count = 2;
+    s.shard_index = i, s.shard_count = count, s.defer_proofs = defer_proofs;
     RulegenResult part = run_rulegen(s);
     EXPECT_TRUE(part.is_shard);
     parts.push_back(dir / ("shard" + std::to_string(i) + ".json"));
     save_rulegen_output(part, parts.back());
   }
-  RulegenResult merged = merge_rulegen(parts, c);
+  RulegenConfig merge_config = c;
+  merge_config.max_ops = c.max_ops + 1, merge_config.seed = c.seed + 1;
+  RulegenResult merged = merge_rulegen(parts, merge_config);
+  std::filesystem::remove_all(dir);
+  return merged;
+}
+
+TEST(Rulegen, ShardsMergedEqualOneRun) {
+  RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
+  RulegenResult whole = run_rulegen(c);
+  RulegenResult merged = merged_shards(c, 2, false);
   EXPECT_EQ(rule_texts(merged.corpus), rule_texts(whole.corpus));
   EXPECT_EQ(merged.stats.kept, whole.stats.kept);
-  std::filesystem::remove_all(dir);
+}
+
+// --max-last-size-candidates keeps the lowest hashes of the last size's distinct candidates. Each shard keeps
+// its own lowest and writes their hashes; merge keeps the lowest of all: one process's sample, not one per shard.
+TEST(Rulegen, ShardsWithABindingCapMergedEqualOneRunWithTheCap) {
+  RulegenConfig c = small({"matmul", "ewadd", "relu", "transpose"}, 2);
+  c.max_last_size_candidates = 20;
+  RulegenResult whole = run_rulegen(c);
+  ASSERT_GT(whole.stats.candidates_capped, 0u);
+  for (bool defer : {false, true}) {
+    RulegenResult merged = merged_shards(c, 3, defer);
+    EXPECT_EQ(rule_texts(merged.corpus), rule_texts(whole.corpus)) << "defer_proofs " << defer;
+    EXPECT_EQ(merged.stats.candidates_capped, whole.stats.candidates_capped) << "defer_proofs " << defer;
+  }
+}
+
+// Shards that defer their proofs leave pairing and every proof to merge, which then proves what one process
+// proves: the same rules and the same verdicts, not only the same kept rules.
+TEST(Rulegen, ShardsThatDeferTheirProofsMergedEqualOneRunProofForProof) {
+  // Size 3 of concat and split over matrices: batching rules with two patterns, whose unbound equations
+  // come from different shards.
+  RulegenConfig c = small({"ewadd", "concat", "split"}, 3);
+  for (LeafType t : default_leaf_types(2))
+    if (t.prefix == "x") c.leaf_types.push_back(t);
+  RulegenResult whole = run_rulegen(c);
+  RulegenResult merged = merged_shards(c, 3, true);
+  ASSERT_EQ(merged.corpus.rules.size(), whole.corpus.rules.size());
+  for (size_t i = 0; i < whole.corpus.rules.size(); ++i) {
+    EXPECT_EQ(merged.corpus.rules[i].id, whole.corpus.rules[i].id);
+    EXPECT_EQ(patterns_text(merged.corpus.rules[i].lhs), patterns_text(whole.corpus.rules[i].lhs));
+    EXPECT_EQ(patterns_text(merged.corpus.rules[i].rhs), patterns_text(whole.corpus.rules[i].rhs));
+  }
+  EXPECT_GT(whole.stats.multi_candidates, 0u);  // unbound equations were paired across the shards
+  EXPECT_EQ(merged.stats.multi_candidates, whole.stats.multi_candidates);
+  EXPECT_EQ(merged.stats.pruned_unpaired, whole.stats.pruned_unpaired);
+  EXPECT_EQ(merged.stats.proved, whole.stats.proved);
+  EXPECT_EQ(merged.stats.wrong, whole.stats.wrong);
+  EXPECT_EQ(merged.stats.unknown, whole.stats.unknown);
 }
 
 TEST(Rulegen, TermEqualToALeafJoinsTheLeafsClass) {
