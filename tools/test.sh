@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs the whole test suite with ctest, then the
 # package check (tools/package-check.sh: cmake --install with a find_package consumer, pip install . into a
-# fresh venv with pytest tests/package), then the hardening checks (docs/hardening.md): a 15-second libFuzzer
+# fresh venv with pytest tests/package), then the hardening checks (docs/hardening.md): a 10-second libFuzzer
 # smoke run of each fuzz target (tools/fuzz.sh, two at a time) and the AddressSanitizer +
 # UndefinedBehaviorSanitizer build of the test subset (tools/sanitize.sh --with-fuzz-build: in the fuzz build,
 # whose rules library it shares). CI runs exactly this (.ci/run). Exit status: ctest's, or 1 if the package
@@ -25,7 +25,7 @@ echo "test.sh: package check took $(( $(date +%s) - step )) s, exit status $pack
 hardening=0
 if [[ ${TEQ_HARDENING:-1} != 0 ]]; then
   step=$(date +%s)
-  TEQ_FUZZ_PARALLEL=2 "$root/tools/fuzz.sh" 15 || hardening=1
+  TEQ_FUZZ_PARALLEL=2 "$root/tools/fuzz.sh" 10 || hardening=1
   echo "test.sh: fuzz smoke took $(( $(date +%s) - step )) s"
   step=$(date +%s)
   "$root/tools/sanitize.sh" --with-fuzz-build || hardening=1
