@@ -143,7 +143,7 @@ eqsat_run_case(cost_misses 0 "cost DB misses: [1-9][0-9]* one-node models in .*m
 eqsat_run_case(cost_misses_needs_db 2 "--cost-misses needs a measured cost model" ${EQSAT_RUN_MODELS}/mlp.onnx
                ${ok_rules} --cost-misses ${EQSAT_RUN_WORK}/misses2)
 eqsat_run_case(truncated 2 "truncated.onnx: not an ONNX model" ${EQSAT_RUN_WORK}/truncated.onnx ${ok_rules})
-set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/shared_matmul.json)
+set(EQSAT_RUN_EXTRA -DREPORT=${EQSAT_RUN_WORK}/symbolic_dim.checked.json)
 # The same optimized model, byte for byte, and the same report (but its seconds) alone and beside two CPU-bound
 # eqsat-runs (SqueezeNet saturated for 30 iterations, about 9 s each): eqsat-run's defaults on NasRNN (the cost model pinned to analytical:h200, the paper's GPU), i.e. the
 # generated corpus both ways, rounds of 3 iterations, each extracted by the ILP (counts decide: ILP nodes, LP
