@@ -89,13 +89,13 @@ Expr single_node_graph(const CostKey& key) {
   return g;
 }
 
-void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::ostream* log) {
+void write_cost_misses(const CostMisses& misses, const fs::path& dir, std::ostream* log) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw EqsatError("--cost-misses: cannot create " + dir.string() + ": " + ec.message());
   nlohmann::json nodes = nlohmann::json::array();
   size_t skipped = 0;
-  for (const CostKey& key : cost.missed()) {
+  for (const CostKey& key : misses.nodes) {
     const OpWorkKind work = op_work_kind(key.op);
     if (work == OpWorkKind::Leaf || work == OpWorkKind::Constant || work == OpWorkKind::Opaque) {
       ++skipped;  // precomputed at load time, or not ours to run alone
@@ -114,7 +114,7 @@ void write_cost_misses(const MeasuredCostModel& cost, const fs::path& dir, std::
   if (!index) throw EqsatError("--cost-misses: cannot write " + (dir / "index.json").string());
   // Fused units as onnxruntime runs them: bench/ort_cost_db.py builds and times the fused kernel itself.
   nlohmann::json fused = nlohmann::json::array();
-  for (const FusedUnit& unit : cost.missed_fused())
+  for (const FusedUnit& unit : misses.fused)
     fused.push_back({{"key", unit.key}, {"kind", ort_fusion_name(unit.kind)}, {"shapes", unit.shapes},
                      {"streamed", unit.streamed}});
   index << nlohmann::json{{"nodes", nodes}, {"fused", fused}}.dump(2) << "\n";
@@ -188,15 +188,14 @@ std::vector<fs::path> rule_files(const EqsatConfig& config, const fs::path& corp
   return {corpus_dir / "rules.json"};
 }
 
-std::unique_ptr<CostModel> load_cost_model(const EqsatConfig& config, const fs::path& corpus_dir,
-                                           const ModelFootprint& footprint) {
-  std::unique_ptr<CostModel> cost;
+CostModelHandle load_cost_model(const EqsatConfig& config, const fs::path& corpus_dir, const ModelFootprint& footprint) {
+  CostModelHandle cost;
   try {
     cost = make_cost_model(config.cost, corpus_dir, footprint);
   } catch (const std::exception& e) {
     throw EqsatError(std::string("--cost: ") + e.what());
   }
-  if (!config.cost_misses_dir.empty() && !dynamic_cast<const MeasuredCostModel*>(cost.get()))
+  if (!config.cost_misses_dir.empty() && !cost.misses)
     throw EqsatError("--cost-misses needs a measured cost model (--cost db:FILE.json), not " + cost->name());
   return cost;
 }
@@ -292,7 +291,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   // "auto" (the default) becomes the cost model of the machine this runs on, once, for both builds below.
   const ResolvedCostSpec cost_choice = resolve_cost_spec(config.cost, corpus_dir);
   config.cost = cost_choice.spec;
-  std::unique_ptr<CostModel> cost = load_cost_model(config, corpus_dir, {});
+  CostModelHandle cost = load_cost_model(config, corpus_dir, {});
 
   const auto import_start = Clock::now();
   result.model = load_model(config);
@@ -320,7 +319,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
            << " (no --dim given); the written file is checked at other values of each as well\n";
     for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
     for (const std::string& f : model.folded) *log << "  import: " << f << "\n";
-    if (cost->streams_weights())
+    if (cost.streams_weights)
       *log << "  cost: " << std::fixed << std::setprecision(1) << footprint.weight_bytes / 1e6 << std::defaultfloat
            << " MB of weights outgrow the cache " << cost->name()
            << " knows of: weights are priced as read from memory on every run\n";
@@ -328,7 +327,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
 
   const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost);
   const OutputContext output(config, model);
-  RunFacts facts{model_name, rules_text, cost_choice.why, *cost, {}, std::nullopt};
+  RunFacts facts{model_name, rules_text, cost_choice.why, cost, {}, std::nullopt};
   facts.import_seconds = import_seconds;
   auto phase_start = Clock::now();
   auto measure = [&](const Expr& optimized, const char* what) {
@@ -340,7 +339,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   };
   // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).
   OutputVerdict measured_verdict;
-  if (cost->name().starts_with("measured:"))
+  if (cost.measured_here)
     measured_verdict = [&](const Expr& optimized) {
       measure(optimized, "--cost measured: ");
       return latency_keeps_original(*facts.latency, config.min_gain);
@@ -374,10 +373,8 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   facts.total_seconds = since(start);
 
   result.report_json = report_json(config, result, facts);
-  if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(cost.get())) {
-    measured->save();
-    if (!config.cost_misses_dir.empty()) write_cost_misses(*measured, config.cost_misses_dir, log);
-  }
+  if (cost.save) cost.save();
+  if (!config.cost_misses_dir.empty()) write_cost_misses(cost.misses(), config.cost_misses_dir, log);
   if (!config.report.empty()) {
     std::ofstream f(config.report);
     if (!f) throw EqsatError(config.report.string() + ": cannot open for writing");

@@ -71,9 +71,9 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                       {"original_cost", r.original_cost},
                       {"optimized_cost", out.cost},
                       {"speedup", speedup},
-                      {"cost_model", f.cost.name()},
+                      {"cost_model", f.cost->name()},
                       {"cost_model_choice", f.cost_choice},
-                      {"weights_streamed", f.cost.streams_weights()},
+                      {"weights_streamed", f.cost.streams_weights},
                       {"saturation_cost", out.claimed_cost},
                       {"exported_cost", out.exported_cost},
                       {"kept_original", out.kept_original},
@@ -113,7 +113,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                                                                              : "export";
   if (result.check) j["check"] = check_json(*result.check, config.check_options);
   if (f.latency) j["latency"] = f.latency->to_json();
-  if (const auto* measured = dynamic_cast<const MeasuredCostModel*>(&f.cost)) j["cost_stats"] = measured->stats().to_json();
+  if (f.cost.stats) j["cost_stats"] = f.cost.stats();
   return j;
 }
 
@@ -122,7 +122,7 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
   const OutputChoice& out = result.output;
   const double speedup = out.cost > 0 ? r.original_cost / out.cost : 1.0;
   log << "eqsat-run: cost " << fmt("%.6g", r.original_cost) << " -> " << fmt("%.6g", out.cost) << " ("
-      << f.cost.name() << "), speedup " << fmt("%.3f", speedup) << "x; " << result.model.graph.num_ops() << " -> "
+      << f.cost->name() << "), speedup " << fmt("%.3f", speedup) << "x; " << result.model.graph.num_ops() << " -> "
       << out.graph.num_ops() << " operators\n"
       << "  e-graph: " << r.enodes << " e-nodes, " << r.eclasses << " e-classes (largest round) after "
       << r.iterations << " iterations in " << r.rounds << " round(s); stop reason: " << to_string(r.stop) << "\n"

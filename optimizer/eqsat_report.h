@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "optimizer/cost/cost_models.h"  // CostModelHandle
 #include "optimizer/cost/measured_cost.h"  // LatencyComparison
 #include "optimizer/eqsat_app.h"
 
@@ -19,7 +20,7 @@ namespace teq {
 struct RunFacts {
   std::string model_name, rules_text;
   std::string cost_choice;  // why this cost model, when "auto" chose it
-  const CostModel& cost;
+  const CostModelHandle& cost;
   std::filesystem::path output_data;  // the external data file written beside -o (empty: none)
   std::optional<LatencyComparison> latency;
   /// Wall time by phase beside the search's own (saturate, extract): reading the model and the rules, deciding

@@ -30,15 +30,16 @@ constexpr size_t kMaxCombosPerRule = 20'000;
 struct Graph {
   Expr expr;
   std::vector<Shape> shapes;
-  std::vector<double> raw_cost;     // the cost model's figure (0 for leaves)
+  std::vector<double> node_cost;    // the cost model's figure in the node's context (0 for leaves)
   std::vector<bool> precomputable;  // depends only on weights and constants: free at run time
-  std::vector<bool> anchor;         // a fusion anchor (cost_model.h): a conv's or 2-d matmul's output
-  std::vector<bool> added;          // an added anchor (cost_model.h): an add epilogue of one
-  std::vector<bool> epilogue;       // a bias add or relu a fusing runtime runs inside its anchor's kernel
+  std::vector<NodeMarks> marks;     // what the cost model said of the node's output (CostModel::marks)
   double cost = 0;
   uint64_t hash = 0;
   std::vector<uint32_t> history;    // rules applied on the way from the input
 };
+
+/// What a node of `g` is as an operand, for the cost model.
+OperandFacts facts(const Graph& g, ExprId i) { return {g.precomputable[i.value], g.marks[i.value]}; }
 
 bool precomputable_node(const ExprNode& n, const std::vector<bool>& pre) {
   if (n.op == OpKind::Weight || is_constant_op(n.op)) return true;
@@ -174,7 +175,7 @@ class Rewriter {
     uint64_t h = 0;
     ExprNodeHash node_hash;
     for (size_t i = 0; i < out_.expr.size(); ++i) {
-      if (!out_.precomputable[i] && !(out_.epilogue[i] && cost_.fuses_epilogues())) total += out_.raw_cost[i];
+      if (!out_.precomputable[i]) total += out_.node_cost[i];
       h = h * 1'000'003 ^ node_hash(out_.expr.nodes()[i]);
     }
     for (ExprId r : out_.expr.roots()) h = h * 1'000'003 ^ r.value;
@@ -194,23 +195,17 @@ class Rewriter {
     std::vector<OperandFacts> operands;
     std::vector<Shape> in;
     for (ExprId ch : n.children) {
-      operands.push_back({out_.precomputable[ch.value], out_.anchor[ch.value], out_.added[ch.value]});
+      operands.push_back(facts(out_, ch));
       in.push_back(out_.shapes[ch.value]);
     }
+    const NodeContext context{n.op, n.attrs, in, shape, operands};
     double c = 0;
-    if (known_cost && !std::isnan(*known_cost)) {
-      c = *known_cost;
-    } else if (!is_leaf(n.op)) {
-      c = std::max(0.0, cost_.node_cost(n.op, n.attrs, in, shape));
-      // Weights read from memory, as node_cost_in_context charges them (a model larger than the cache).
-      if (cost_.streams_weights()) c += cost_.weight_stream_penalty(n.op, n.attrs, in, shape, operands);
-    }
+    if (known_cost && !std::isnan(*known_cost)) c = *known_cost;
+    else if (!is_leaf(n.op)) c = node_cost_in_context(cost_, context);
     out_.shapes.push_back(shape);
-    out_.raw_cost.push_back(c);
+    out_.node_cost.push_back(c);
     out_.precomputable.push_back(precomputable_node(n, out_.precomputable));
-    out_.anchor.push_back(is_fusion_anchor(n.op, n.attrs, in, operands));
-    out_.added.push_back(is_added_anchor(n.op, operands));
-    out_.epilogue.push_back(is_fused_epilogue(n.op, operands, cost_.fuses_tanh_sigmoid()));
+    out_.marks.push_back(is_leaf(n.op) ? 0 : cost_.marks(context));
     return id;
   }
 
@@ -228,11 +223,16 @@ class Rewriter {
       if (!failed_ && out_.shapes[result.value] != src_.shapes[i.value]) failed_ = true;
     } else {
       ExprNode n = src_.expr[i];
-      for (ExprId& c : n.children) {
-        c = copy(c);
-        if (failed_) break;
+      // Its cost is known when its operands are what they were: a cost depends on the node and their facts.
+      bool same_operands = true;
+      for (size_t k = 0; k < n.children.size() && !failed_; ++k) {
+        const ExprId before = n.children[k];
+        n.children[k] = copy(before);
+        same_operands = same_operands && !failed_ && facts(out_, n.children[k]) == facts(src_, before);
       }
-      if (!failed_) result = add(std::move(n), src_.shapes[i.value], src_.raw_cost[i.value]);
+      if (!failed_)
+        result = add(std::move(n), src_.shapes[i.value],
+                     same_operands ? std::optional<double>(src_.node_cost[i.value]) : std::nullopt);
     }
     mapped_[i.value] = failed_ ? kInProgress : static_cast<int32_t>(result.value);
     return result;
@@ -289,12 +289,10 @@ Graph canonical_input(const Expr& graph, const CostModel& cost) {
   g.expr = graph;
   g.shapes = infer_shapes(graph, {});
   for (size_t i = 0; i < graph.size(); ++i) {
-    // Not priced yet: the canonical copy prices each node with its operands' facts (weight_stream_penalty).
-    g.raw_cost.push_back(std::numeric_limits<double>::quiet_NaN());
-    g.precomputable.push_back(false);  // these four are recomputed by the canonical copy
-    g.anchor.push_back(false);
-    g.added.push_back(false);
-    g.epilogue.push_back(false);
+    // Not priced yet: the canonical copy prices each node with its operands' facts.
+    g.node_cost.push_back(std::numeric_limits<double>::quiet_NaN());
+    g.precomputable.push_back(false);  // these two are recomputed by the canonical copy
+    g.marks.push_back(0);
   }
   return *Rewriter(g, cost).run(nullptr, nullptr);
 }

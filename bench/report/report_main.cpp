@@ -343,7 +343,7 @@ int run(int argc, char** argv) {
     std::cerr << name << "\n";
     // Per model, as eqsat-run does: a model whose weights outgrow the cache is priced reading them from memory.
     const ModelFootprint footprint{.weight_bytes = weight_bytes(build_builtin_model(name))};
-    const std::unique_ptr<CostModel> cost = make_cost_model(o.cost, o.corpus_dir, footprint);
+    const CostModelHandle cost = make_cost_model(o.cost, o.corpus_dir, footprint);
     results.push_back(run_model(name, rules, *cost, o));
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

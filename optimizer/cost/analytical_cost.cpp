@@ -123,8 +123,11 @@ std::string AnalyticalCostModel::name() const {
   return n;
 }
 
-double AnalyticalCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
-                                      const Shape& output) const {
+double AnalyticalCostModel::node_cost(const NodeContext& node) const {
+  const OpKind op = node.op;
+  const AttrSpan attrs = node.attrs;
+  const std::span<const Shape> inputs = node.inputs;
+  const Shape& output = node.output;
   OpWork w = op_work(op, attrs, inputs, output, bytes_per_element_);
   if (!w.launches_kernel) return 0;
   const double peak = w.tensor_core ? tensor_peak_ : scalar_peak_;
@@ -133,25 +136,33 @@ double AnalyticalCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const
   double t = std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
   // A fused activation costs what the separate activation node costs, since the exporter writes it as its
   // own ONNX node: nothing for a relu after a convolution or 2-d matmul (an epilogue the runtime fuses back,
-  // fuses_epilogues), the activation's own kernel otherwise. Fusing in the e-graph earns nothing either way.
+  // runtime_policy), the activation's own kernel otherwise. Fusing in the e-graph earns nothing either way.
   const Activation act = fused_activation(op, attrs);
   if (act != Activation::None && !(act == Activation::Relu && is_anchor_operator(op, inputs))) {
     const Shape* out = &output;
-    t += node_cost(*activation_op(act), {}, std::span<const Shape>(out, 1), output);
+    t += node_cost(NodeContext{*activation_op(act), {}, std::span<const Shape>(out, 1), output});
   }
   return t;
 }
 
-double AnalyticalCostModel::weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
-                                                 const Shape& output, std::span<const OperandFacts> operands) const {
+RuntimePolicy AnalyticalCostModel::runtime_policy() const {
+  RuntimePolicy policy{.fuses_epilogues = true, .fuses_tanh_sigmoid = profile_.fuses_tanh_sigmoid};
+  if (streams_weights_) policy.weight_stream_penalty = [this](const NodeContext& node) { return weight_stream_penalty(node); };
+  return policy;
+}
+
+double AnalyticalCostModel::weight_stream_penalty(const NodeContext& node) const {
   if (!streams_weights_) return 0;
+  const OpKind op = node.op;
+  const std::span<const Shape> inputs = node.inputs;
+  const std::span<const OperandFacts> operands = node.operands;
   double streamed = 0;
   for (size_t k = 0; k < inputs.size() && k < operands.size(); ++k) {
     const double bytes = elements(inputs[k]) * bytes_per_element_;
     if (operands[k].precomputable && bytes >= kStreamedWeightMinBytes) streamed += bytes;
   }
   if (streamed == 0) return 0;
-  const OpWork w = op_work(op, attrs, inputs, output, bytes_per_element_);
+  const OpWork w = op_work(op, node.attrs, inputs, node.output, bytes_per_element_);
   if (!w.launches_kernel) return 0;
   const double compute = w.flops / (w.tensor_core ? tensor_peak_ : scalar_peak_);
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);

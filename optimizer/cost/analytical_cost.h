@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "optimizer/engine/cost_model.h"
+#include "optimizer/cost/runtime_cost.h"
 
 namespace teq {
 
@@ -29,7 +29,7 @@ struct DeviceProfile {
   /// weight from memory in a model whose weights outgrow that cache (ModelFootprint, streams_weights).
   double cache_bytes = 0;
   double weight_stream_gbs = 0;
-  /// The runtime also fuses a tanh or sigmoid after a biased conv or Gemm (CostModel::fuses_tanh_sigmoid).
+  /// The runtime also fuses a tanh or sigmoid after a biased conv or Gemm (RuntimePolicy::fuses_tanh_sigmoid).
   bool fuses_tanh_sigmoid = false;
   std::vector<std::string> sources;  // the data sheets the figures come from
 };
@@ -68,15 +68,18 @@ class AnalyticalCostModel final : public CostModel {
                                ModelFootprint footprint = {});
   /// "analytical:h200", with ":tf32" or ":fp16" appended for those precisions.
   std::string name() const override;
-  /// Seconds.
-  double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
-  /// onnxruntime, cuDNN and TensorRT all run a convolution's bias add and relu in its kernel.
-  bool fuses_epilogues() const override { return true; }
-  bool streams_weights() const override { return streams_weights_; }
-  bool fuses_tanh_sigmoid() const override { return profile_.fuses_tanh_sigmoid; }
-  /// The roofline again with the weight operands' bytes read at weight_stream_gbs, less node_cost's.
-  double weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
-                               std::span<const OperandFacts> operands) const override;
+  using CostModel::node_cost;
+  /// Seconds, the node alone (its operands' facts are the runtime policy's business: runtime_policy()).
+  double node_cost(const NodeContext& node) const override;
+  /// How the runtime this profile describes runs a graph: onnxruntime, cuDNN and TensorRT all run a
+  /// convolution's bias add and relu in its kernel; the profile says whether tanh and sigmoid too; weights are
+  /// streamed (weight_stream_penalty) when the model outgrows the profile's cache.
+  RuntimePolicy runtime_policy() const;
+  /// Whether the model this was made for (ModelFootprint) has more weights than the profile's cache holds.
+  bool streams_weights() const { return streams_weights_; }
+  /// The roofline again with the weight operands' bytes read at weight_stream_gbs, less node_cost's; 0 unless
+  /// streams_weights().
+  double weight_stream_penalty(const NodeContext& node) const;
   const DeviceProfile& profile() const { return profile_; }
 
  private:

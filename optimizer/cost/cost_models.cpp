@@ -70,24 +70,15 @@ std::vector<std::string> cost_model_specs(const std::filesystem::path& corpus_di
   return specs;
 }
 
-std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
-                                           const ModelFootprint& footprint) {
-  if (spec == kAutoCostSpec) return make_cost_model(resolve_cost_spec(spec, corpus_dir).spec, corpus_dir, footprint);
-  if (spec == "flops") return std::make_unique<FlopCostModel>();
-  // The measured model times nodes on the GPU (or reads a cost DB); misses fall back to the default
-  // analytical model of this corpus, so a DB from one machine works on any other.
-  if (spec == "measured" || spec.starts_with("measured:"))
-    return make_measured_cost_model(GpuMeasureOptions{}, make_cost_model(kDefaultCostSpec, corpus_dir),
-                                    spec == "measured" ? std::filesystem::path{}
-                                                       : std::filesystem::path(spec.substr(9)));
-  if (spec.starts_with("db:")) {
-    if (spec.size() == 3) unknown(spec, corpus_dir, "db: needs a file name");
-    // The DB names the model for the nodes it lacks (a CPU DB falls back to the CPU profile, say).
-    const std::filesystem::path file(spec.substr(3));
-    const std::string fallback = CostDb::load(file).fallback;
-    return make_db_cost_model(file, make_cost_model(fallback.empty() ? kDefaultCostSpec : fallback, corpus_dir, footprint),
-                              footprint);
-  }
+namespace {
+
+/// A cost model alone, and how its runtime runs a graph (RuntimeCost wraps the two).
+struct Parts {
+  std::unique_ptr<CostModel> model;
+  RuntimePolicy policy;
+};
+
+Parts analytical_parts(std::string_view spec, const std::filesystem::path& corpus_dir, const ModelFootprint& footprint) {
   std::string_view rest = spec;
   if (rest == "analytical") rest = kDefaultCostSpec;
   if (!rest.starts_with("analytical:")) unknown(spec, corpus_dir, "");
@@ -103,7 +94,62 @@ std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::fil
   const std::filesystem::path file = corpus_dir / "devices" / (device + ".json");
   if (device.empty() || !std::filesystem::exists(file))
     unknown(spec, corpus_dir, "no device profile " + file.string());
-  return std::make_unique<AnalyticalCostModel>(load_device_profile(file), precision, footprint);
+  auto model = std::make_unique<AnalyticalCostModel>(load_device_profile(file), precision, footprint);
+  RuntimePolicy policy = model->runtime_policy();
+  return {std::move(model), std::move(policy)};
+}
+
+/// What the driver asks of a measured or DB model: statistics, saving, misses.
+void expose(CostModelHandle& handle, const MeasuredCostModel* model) {
+  handle.stats = [model] { return model->stats().to_json(); };
+  handle.save = [model] { model->save(); };
+  handle.misses = [model] { return CostMisses{model->missed(), model->missed_fused()}; };
+}
+
+Parts make_parts(std::string_view spec, const std::filesystem::path& corpus_dir, const ModelFootprint& footprint,
+                 CostModelHandle& handle) {
+  if (spec == kAutoCostSpec) return make_parts(resolve_cost_spec(spec, corpus_dir).spec, corpus_dir, footprint, handle);
+  if (spec == "flops") return {std::make_unique<FlopCostModel>(), {}};
+  // The measured model times nodes on the GPU (or reads a cost DB); misses fall back to the default
+  // analytical model of this corpus, so a DB from one machine works on any other.
+  if (spec == "measured" || spec.starts_with("measured:")) {
+    CostModelHandle unused;
+    Parts fallback = make_parts(kDefaultCostSpec, corpus_dir, {}, unused);
+    std::unique_ptr<MeasuredCostModel> model = make_measured_cost_model(
+        GpuMeasureOptions{}, std::move(fallback.model),
+        spec == "measured" ? std::filesystem::path{} : std::filesystem::path(spec.substr(9)));
+    expose(handle, model.get());
+    handle.measured_here = true;
+    RuntimePolicy policy = model->runtime_policy(std::move(fallback.policy));
+    return {std::move(model), std::move(policy)};
+  }
+  if (spec.starts_with("db:")) {
+    if (spec.size() == 3) unknown(spec, corpus_dir, "db: needs a file name");
+    // The DB names the model for the nodes it lacks (a CPU DB falls back to the CPU profile, say).
+    const std::filesystem::path file(spec.substr(3));
+    const std::string fallback_spec = CostDb::load(file).fallback;
+    CostModelHandle unused;
+    Parts fallback = make_parts(fallback_spec.empty() ? kDefaultCostSpec : fallback_spec, corpus_dir, footprint, unused);
+    std::unique_ptr<MeasuredCostModel> model = make_db_cost_model(file, std::move(fallback.model), footprint);
+    expose(handle, model.get());
+    RuntimePolicy policy = model->runtime_policy(std::move(fallback.policy));
+    return {std::move(model), std::move(policy)};
+  }
+  return analytical_parts(spec, corpus_dir, footprint);
+}
+
+}  // namespace
+
+CostModelHandle make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
+                                const ModelFootprint& footprint) {
+  CostModelHandle handle;
+  Parts parts = make_parts(spec, corpus_dir, footprint, handle);
+  handle.streams_weights = static_cast<bool>(parts.policy.weight_stream_penalty);
+  if (!parts.policy.fuses_epilogues && !parts.policy.weight_stream_penalty)
+    handle.model = std::move(parts.model);  // nothing the runtime adds: the model alone (flops)
+  else
+    handle.model = std::make_unique<RuntimeCost>(std::move(parts.model), std::move(parts.policy));
+  return handle;
 }
 
 }  // namespace teq

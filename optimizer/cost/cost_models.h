@@ -8,15 +8,21 @@
 //                                  throws GpuUnavailableError without a GPU
 //   "db:FILE"                      costs from a measured cost DB, on any machine (CostDbError if bad)
 //   Measured and DB models fall back to the default analytical model for nodes they do not know.
+// The analytical and DB models come wrapped in their runtime's policy (RuntimeCost, runtime_cost.h), and with
+// what the driver may ask of them beside prices (CostModelHandle).
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "optimizer/engine/cost_model.h"
+#include <nlohmann/json.hpp>
+
+#include "optimizer/cost/measured_cost.h"  // CostKey, FusedUnit
+#include "optimizer/cost/runtime_cost.h"
 
 namespace teq {
 
@@ -38,12 +44,37 @@ struct ResolvedCostSpec {
 /// kDefaultCostSpec. Any other spec comes back unchanged.
 ResolvedCostSpec resolve_cost_spec(std::string_view spec, const std::filesystem::path& corpus_dir);
 
+/// The nodes and fused units a DB model had no entry for: what bench/ort_cost_db.py measures next
+/// (eqsat-run --cost-misses DIR writes each node as a one-node ONNX model).
+struct CostMisses {
+  std::vector<CostKey> nodes;
+  std::vector<FusedUnit> fused;
+};
+
+/// A cost model as make_cost_model makes it, and what eqsat-run's driver may ask of it beside prices: each
+/// answer comes from the factory, which knows what it made.
+struct CostModelHandle {
+  std::unique_ptr<const CostModel> model;
+  /// Weights are priced as read from memory: the model priced outgrows the cache the cost model knows of.
+  bool streams_weights = false;
+  /// Node times are measured on this machine's GPU (--cost measured): the two graphs' end-to-end times decide.
+  bool measured_here = false;
+  /// Set for the measured and DB models (else empty): their lookup statistics (the report's cost_stats);
+  /// writing what they measured to their cache file; the nodes and fused units a DB lacked.
+  std::function<nlohmann::json()> stats;
+  std::function<void()> save;
+  std::function<CostMisses()> misses;
+
+  const CostModel& operator*() const { return *model; }
+  const CostModel* operator->() const { return model.get(); }
+};
+
 /// Builds the cost model for `spec` ("auto" through resolve_cost_spec). `corpus_dir` is the corpus folder (holding devices/*.json); `footprint`
 /// describes the model it will price (whose weights may outgrow the cache the model knows of).
 /// Throws std::invalid_argument with a message that lists the valid specs for an unknown one;
 /// DeviceProfileError for a broken profile file; GpuUnavailableError / CostDbError as above.
-std::unique_ptr<CostModel> make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
-                                           const ModelFootprint& footprint = {});
+CostModelHandle make_cost_model(std::string_view spec, const std::filesystem::path& corpus_dir,
+                                const ModelFootprint& footprint = {});
 
 /// The cost spec for `--target`, the machine the model will run on: "auto" (the machine eqsat-run runs on),
 /// "cpu" (onnxruntime on this CPU: kCpuCostSpec), "cuda" (onnxruntime's CUDA provider on the GPU found here:

@@ -159,15 +159,15 @@ MeasuredCostModel::~MeasuredCostModel() {
   }
 }
 
-double MeasuredCostModel::node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
-                                    const Shape& output) const {
+double MeasuredCostModel::node_cost(const NodeContext& node) const {
+  const OpKind op = node.op;
   if (is_leaf(op)) return 0;
-  const CostKey key = lookup_key(op, attrs, inputs);
+  const CostKey key = lookup_key(op, node.attrs, node.inputs);
   std::unique_lock lock(mutex_);
   ++stats_.lookups;
   auto use_fallback = [&]() -> double {
     if (!fallback_) throw std::out_of_range("cost DB has no entry for " + key.text + " and there is no fallback model");
-    return fallback_->node_cost(op, attrs, inputs, output);
+    return fallback_->node_cost(node);
   };
   if (op == OpKind::Opaque) {
     ++stats_.unmeasurable;
@@ -208,20 +208,24 @@ CostKey MeasuredCostModel::lookup_key(OpKind op, AttrSpan attrs, std::span<const
   return key;
 }
 
-double MeasuredCostModel::weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs,
-                                                const Shape& output, std::span<const OperandFacts> operands) const {
-  if (!config_.streams_weights || !fallback_ || is_leaf(op)) return 0;
-  // Most nodes read no weight: no key to build and look up for them (extraction asks for every e-node).
-  if (std::ranges::none_of(operands, [](const OperandFacts& f) { return f.precomputable; })) return 0;
-  std::vector<OperandFacts> uncovered(operands.begin(), operands.end());
-  if (const CostKey key = lookup_key(op, attrs, inputs); key.streamed) {
-    std::unique_lock lock(mutex_);
-    // The entry timed the weight operand cold (the canonical key keeps the operands in place).
-    if (db_.entries_ms.contains(key.text))
-      if (const std::optional<size_t> k = weight_operand(op, inputs); k && *k < uncovered.size())
-        uncovered[*k].precomputable = false;
-  }
-  return fallback_->weight_stream_penalty(op, attrs, inputs, output, uncovered);
+RuntimePolicy MeasuredCostModel::runtime_policy(RuntimePolicy fallback) const {
+  RuntimePolicy policy{.fuses_epilogues = fallback.fuses_epilogues, .fuses_tanh_sigmoid = fallback.fuses_tanh_sigmoid};
+  if (!config_.streams_weights) return policy;
+  policy.weight_stream_penalty = [this, penalty = std::move(fallback.weight_stream_penalty)](const NodeContext& node) {
+    if (!penalty || !fallback_ || is_leaf(node.op)) return 0.0;
+    // Most nodes read no weight: no key to build and look up for them (extraction asks for every e-node).
+    if (std::ranges::none_of(node.operands, [](const OperandFacts& f) { return f.precomputable; })) return 0.0;
+    std::vector<OperandFacts> uncovered(node.operands.begin(), node.operands.end());
+    if (const CostKey key = lookup_key(node.op, node.attrs, node.inputs); key.streamed) {
+      std::unique_lock lock(mutex_);
+      // The entry timed the weight operand cold (the canonical key keeps the operands in place).
+      if (db_.entries_ms.contains(key.text))
+        if (const std::optional<size_t> k = weight_operand(node.op, node.inputs); k && *k < uncovered.size())
+          uncovered[*k].precomputable = false;
+    }
+    return penalty(NodeContext{node.op, node.attrs, node.inputs, node.output, uncovered});
+  };
+  return policy;
 }
 
 std::vector<PricedUnit> MeasuredCostModel::fused_units(const Expr& graph, std::span<const Shape> shapes,

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "optimizer/cost/ort_fusions.h"
-#include "optimizer/engine/cost_model.h"
+#include "optimizer/cost/runtime_cost.h"
 #include "rules/expr.h"
 
 namespace teq {
@@ -114,17 +114,17 @@ class MeasuredCostModel final : public CostModel {
   MeasuredCostModel(CostDb db, NodeTimer timer, std::unique_ptr<const CostModel> fallback, Config config);
   ~MeasuredCostModel() override;
 
+  using CostModel::node_cost;
   std::string name() const override { return config_.name; }
-  /// As the fallback model says: the DB times nodes one by one, the runtime fuses epilogues into them.
-  bool fuses_epilogues() const override { return fallback_ && fallback_->fuses_epilogues(); }
-  bool streams_weights() const override { return config_.streams_weights; }
-  bool fuses_tanh_sigmoid() const override { return fallback_ && fallback_->fuses_tanh_sigmoid(); }
-  /// The fallback's penalty for the weight operands a "streamed:" entry did not time cold (all of them when
-  /// the DB lacks the node).
-  double weight_stream_penalty(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
-                               std::span<const OperandFacts> operands) const override;
-  /// Seconds (the DB stores milliseconds). Leaves cost 0.
-  double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override;
+  /// Seconds (the DB stores milliseconds), the node alone. Leaves cost 0.
+  double node_cost(const NodeContext& node) const override;
+  /// How the runtime runs a graph, given the fallback model's policy (`fallback`): the DB times nodes one by
+  /// one, and the runtime fuses epilogues into them as the fallback says; when streams_weights(), the
+  /// fallback's weight-streaming penalty for the weight operands a "streamed:" entry did not time cold (all of
+  /// them when the DB lacks the node).
+  RuntimePolicy runtime_policy(RuntimePolicy fallback) const;
+  /// Whether weight operands are priced from the DB's "streamed:" entries (Config::streams_weights).
+  bool streams_weights() const { return config_.streams_weights; }
   /// The units onnxruntime fuses in `graph` (find_ort_fusions) that the DB's fused_entries price; a unit it
   /// lacks is priced node by node and listed in missed_fused(). None when timing on the GPU (a timer).
   std::vector<PricedUnit> fused_units(const Expr& graph, std::span<const Shape> shapes,

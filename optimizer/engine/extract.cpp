@@ -50,30 +50,31 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
   p.nodes.resize(egraph.node_slots());
   p.classes.resize(egraph.class_slots());
   auto usable = [&](NodeId n) { return !(n.value < blacklist.size() && blacklist[n.value]); };
-  // Facts of each class as an operand: weight-only, and a fusion anchor when one of its e-nodes is (a
-  // conv, or a bias add of an anchor: a fixpoint, the chains are short).
+  // Facts of each class as an operand: weight-only, and what the cost model says of it (CostModel::marks) when
+  // it says something of one of its e-nodes (a fixpoint: marks may depend on the operands' marks; the chains,
+  // a bias add of a conv say, are short).
   std::vector<OperandFacts> facts(egraph.class_slots());
   for (ClassId c : egraph.class_ids()) facts[c.value].precomputable = egraph.eclass(c).weight_only;
   std::vector<Shape> in;
   std::vector<OperandFacts> operands;
-  auto gather = [&](const ENode& e) {
+  auto context = [&](const ENode& e, ClassId c) {
     in.clear();
     operands.clear();
     for (ClassId d : e.children) {
       in.push_back(egraph.shape(d));
       operands.push_back(facts[egraph.find(d).value]);
     }
+    return NodeContext{e.op, e.attrs, in, egraph.eclass(c).shape, operands};
   };
   for (bool changed = true; changed;) {
     changed = false;
     for (ClassId c : egraph.class_ids()) {
-      if (facts[c.value].fusion_anchor) continue;
+      if (facts[c.value].marks != 0) continue;
       for (NodeId n : egraph.eclass(c).nodes) {
         if (!usable(n)) continue;
-        gather(egraph.node(n));
-        if (is_fusion_anchor(egraph.node(n).op, egraph.node(n).attrs, in, operands)) {
-          facts[c.value].fusion_anchor = changed = true;
-          facts[c.value].added_anchor = is_added_anchor(egraph.node(n).op, operands);
+        if (const NodeMarks m = cost.marks(context(egraph.node(n), c)); m != 0) {
+          facts[c.value].marks = m;
+          changed = true;
           break;
         }
       }
@@ -86,10 +87,7 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
       ExtractionProblem::Node& out = p.nodes[n.value];
       out.cls = c;
       for (ClassId d : e.children) out.children.push_back(egraph.find(d));
-      if (!is_leaf(e.op) && !egraph.is_precomputable(n)) {
-        gather(e);
-        out.cost = node_cost_in_context(cost, e.op, e.attrs, in, egraph.eclass(c).shape, operands);
-      }
+      if (!is_leaf(e.op) && !egraph.is_precomputable(n)) out.cost = node_cost_in_context(cost, context(e, c));
       p.classes[c.value].push_back(n);
     }
   }
@@ -177,22 +175,22 @@ GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
   const std::vector<Shape> shapes = infer_shapes(graph, {});
   const std::vector<bool> needed = reached(graph);
   const std::vector<bool> precomputable = precomputable_nodes(graph);
-  std::vector<bool> anchor(graph.size(), false), added(graph.size(), false);
+  std::vector<NodeMarks> marks(graph.size(), 0);
   std::vector<double> node_costs(graph.size(), 0.0);
   std::vector<Shape> in;
   std::vector<OperandFacts> operands;
   for (size_t i = 0; i < graph.size(); ++i) {
     const ExprNode& n = graph.nodes()[i];
+    if (is_leaf(n.op)) continue;
     in.clear();
     operands.clear();
     for (ExprId c : n.children) {
       in.push_back(shapes[c.value]);
-      operands.push_back({precomputable[c.value], anchor[c.value], added[c.value]});
+      operands.push_back({precomputable[c.value], marks[c.value]});
     }
-    anchor[i] = !is_leaf(n.op) && is_fusion_anchor(n.op, n.attrs, in, operands);
-    added[i] = !is_leaf(n.op) && is_added_anchor(n.op, operands);
-    if (!needed[i] || is_leaf(n.op) || precomputable[i]) continue;
-    node_costs[i] = node_cost_in_context(cost, n.op, n.attrs, in, shapes[i], operands);
+    const NodeContext node{n.op, n.attrs, in, shapes[i], operands};
+    marks[i] = cost.marks(node);
+    if (needed[i] && !precomputable[i]) node_costs[i] = node_cost_in_context(cost, node);
   }
   GraphCost total;
   for (double c : node_costs) total.unfused += c;

@@ -302,11 +302,11 @@ TEST(CostModelFactory, DbSpecReadsACostDbAndFallsBackToTheAnalyticalModel) {
   db.device = "test device";
   db.entries_ms[canonical_cost_key(OpKind::Matmul, std::vector<int64_t>{0}, std::vector<Shape>{a, b}).text] = 2.0;
   db.save(file);
-  std::unique_ptr<CostModel> model = make_cost_model("db:" + file.string(), kCorpus);
+  CostModelHandle model = make_cost_model("db:" + file.string(), kCorpus);
   const std::vector<int64_t> no_act{0};
   EXPECT_DOUBLE_EQ(model->node_cost(OpKind::Matmul, no_act, std::vector<Shape>{a, b}, Shape{64, 32}), 2.0e-3);
   // A node the DB lacks costs what the default analytical model says.
-  std::unique_ptr<CostModel> analytical = make_cost_model(kDefaultCostSpec, kCorpus);
+  CostModelHandle analytical = make_cost_model(kDefaultCostSpec, kCorpus);
   const Shape x{8, 8};
   EXPECT_DOUBLE_EQ(model->node_cost(OpKind::Relu, {}, std::vector<Shape>{x}, x),
                    analytical->node_cost(OpKind::Relu, {}, std::vector<Shape>{x}, x));
@@ -315,7 +315,7 @@ TEST(CostModelFactory, DbSpecReadsACostDbAndFallsBackToTheAnalyticalModel) {
 }
 
 /// The CPU profile (cache_bytes, weight_stream_gbs, fuses_tanh_sigmoid) made for a model of `weight_mb`.
-std::unique_ptr<CostModel> cpu_ort_for(double weight_mb) {
+CostModelHandle cpu_ort_for(double weight_mb) {
   return make_cost_model("analytical:cpu-ort", kCorpus, ModelFootprint{.weight_bytes = weight_mb * 1e6});
 }
 
@@ -325,9 +325,9 @@ TEST(AnalyticalCost, WeightsOfAModelLargerThanTheCacheAreReadFromMemory) {
   const DeviceProfile p = load_device_profile(kCorpus / "devices" / "cpu-ort.json");
   ASSERT_GT(p.cache_bytes, 0);
   ASSERT_GT(p.weight_stream_gbs, 0);
-  const std::unique_ptr<CostModel> small = cpu_ort_for(p.cache_bytes / 2e6), large = cpu_ort_for(p.cache_bytes / 5e5);
-  EXPECT_FALSE(small->streams_weights());
-  EXPECT_TRUE(large->streams_weights());
+  const CostModelHandle small = cpu_ort_for(p.cache_bytes / 2e6), large = cpu_ort_for(p.cache_bytes / 5e5);
+  EXPECT_FALSE(small.streams_weights);
+  EXPECT_TRUE(large.streams_weights);
   const std::string mv = "(matmul 0 (input x 1 512) (weight w 512 512))";
   const double cached = graph(*small, mv), streamed = graph(*large, mv);
   EXPECT_DOUBLE_EQ(graph(*large, "(matmul 0 (input x 1 512) (input w 512 512))"), cached);  // a per-run operand
@@ -339,13 +339,13 @@ TEST(AnalyticalCost, WeightsOfAModelLargerThanTheCacheAreReadFromMemory) {
   const std::string tiny = "(matmul 0 (input x 1 64) (weight w 64 64))";
   EXPECT_DOUBLE_EQ(graph(*large, tiny), graph(*small, tiny));
   // A profile without the fields (the GPU data sheets) never streams.
-  EXPECT_FALSE(make_cost_model("analytical:h200", kCorpus, ModelFootprint{.weight_bytes = 1e12})->streams_weights());
+  EXPECT_FALSE(make_cost_model("analytical:h200", kCorpus, ModelFootprint{.weight_bytes = 1e12}).streams_weights);
 }
 
 TEST(AnalyticalCost, OnnxRuntimeFusesTanhAndSigmoidAfterAGemmNotAfterABareMatmul) {
   // onnxruntime's CPU FusedGemm runs the activation of a MatMul + Add; a MatMul alone is no Gemm, and the
   // GPU profiles' runtimes (cuDNN's fused convolution) fuse only relu.
-  const std::unique_ptr<CostModel> cpu = cpu_ort_for(0), gpu = make_cost_model("analytical:h200", kCorpus);
+  const CostModelHandle cpu = cpu_ort_for(0), gpu = make_cost_model("analytical:h200", kCorpus);
   const std::string gemm = "(ewadd (matmul 0 (input x 1 512) (weight w 512 512)) (input y 1 512))";
   const std::string bare = "(matmul 0 (input x 1 512) (weight w 512 512))";
   for (const char* act : {"tanh", "sigmoid"}) {

@@ -17,9 +17,10 @@ namespace {
 class ElementCost final : public CostModel {
  public:
   std::string name() const override { return "elements"; }
-  double node_cost(OpKind, AttrSpan, std::span<const Shape>, const Shape& output) const override {
+  using CostModel::node_cost;
+  double node_cost(const NodeContext& node) const override {
     ++calls;
-    return static_cast<double>(num_elements(output));
+    return static_cast<double>(num_elements(node.output));
   }
   mutable std::atomic<int> calls{0};
 };

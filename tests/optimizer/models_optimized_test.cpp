@@ -86,12 +86,12 @@ TEST(OptimizedModels, NasRnnKeepsItsValues) {
 class FreeSplitCost final : public CostModel {
  public:
   std::string name() const override { return "test:free-split"; }
-  double node_cost(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output) const override {
-    return op == OpKind::Split ? 0 : base_->node_cost(op, attrs, inputs, output);
+  double node_cost(const NodeContext& node) const override {
+    return node.op == OpKind::Split ? 0 : base_->node_cost(node);
   }
 
  private:
-  std::unique_ptr<CostModel> base_ = make_cost_model(kDefaultCostSpec, kCorpus);
+  CostModelHandle base_ = make_cost_model(kDefaultCostSpec, kCorpus);
 };
 
 TEST(OptimizedModels, NasRnnFurtherRoundsLowerTheCostAndKeepValues) {

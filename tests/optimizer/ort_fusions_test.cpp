@@ -50,8 +50,9 @@ std::vector<FusedUnit> units_of(const std::string& text) {
 class ElementCost final : public CostModel {
  public:
   std::string name() const override { return "elements"; }
-  double node_cost(OpKind, AttrSpan, std::span<const Shape>, const Shape& output) const override {
-    return static_cast<double>(num_elements(output));
+  using CostModel::node_cost;
+  double node_cost(const NodeContext& node) const override {
+    return static_cast<double>(num_elements(node.output));
   }
 };
 
