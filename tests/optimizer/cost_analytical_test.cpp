@@ -166,9 +166,11 @@ TEST(AnalyticalCost, AFusedActivationCostsWhatTheSeparateOneCosts) {
 
 /// Graph costs, as extraction and the read-back price them: epilogues in context.
 double graph(const CostModel& m, const std::string& sexpr) { return graph_cost(parse_expr(sexpr), m); }
+double graph(const CostModelHandle& m, const std::string& sexpr) { return graph(*m, sexpr); }
 
 TEST(AnalyticalCost, BiasAndReluAfterAConvolutionAreFusedIntoIt) {
-  AnalyticalCostModel m = h200();
+  // The runtime's policy (RuntimeCost) around the H200 profile, as make_cost_model makes it.
+  const CostModelHandle m = make_cost_model(kDefaultCostSpec, kCorpus);
   const std::string x = "(input x 1 16 8 8)", w = "(weight w 16 16 3 3)";
   const std::string conv = "(conv2d 1 1 1 1 0 " + x + " " + w + ")";
   const std::string bias = "(broadcast 1 16 8 8 (reshape 16 1 1 (weight b 16)))";
@@ -188,7 +190,7 @@ TEST(AnalyticalCost, BiasAndReluAfterAConvolutionAreFusedIntoIt) {
 TEST(AnalyticalCost, AConstantScaleOfAMatmulIsFusedIntoIt) {
   // ONNX Gemm's alpha is imported as smul; onnxruntime (Gemm, MatMulScaleFusion) and cuBLAS run it in the
   // product's kernel, so folding it into the weight earns nothing (corpus/models/mlp.onnx measured 0.996).
-  AnalyticalCostModel m = h200();
+  const CostModelHandle m = make_cost_model(kDefaultCostSpec, kCorpus);
   const std::string mm = "(matmul 0 (input x 8 32) (weight w 32 16))";
   const double plain = graph(m, mm);
   EXPECT_DOUBLE_EQ(graph(m, "(smul " + mm + " (weight s))"), plain);
