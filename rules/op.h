@@ -58,25 +58,6 @@ inline bool is_leaf(OpKind kind) {
 
 inline OpWorkKind op_work_kind(OpKind kind) { return op_info(kind).work; }
 inline bool is_view(OpKind kind) { return op_work_kind(kind) == OpWorkKind::View; }
-/// Element-wise operators: each output element is a function of the elements at its index in the operands,
-/// which all have the output's shape, except smul's 0-d scalar (rules/ops/elementwise.h).
-constexpr bool is_elementwise(OpKind kind) {
-  switch (kind) {
-    case OpKind::EwAdd:
-    case OpKind::EwSub:
-    case OpKind::EwMul:
-    case OpKind::EwDiv:
-    case OpKind::Smul:
-    case OpKind::Relu:
-    case OpKind::Tanh:
-    case OpKind::Sigmoid:
-    case OpKind::Gelu:
-    case OpKind::Sqrt:
-    case OpKind::Erf:
-    case OpKind::Clip: return true;
-    default: return false;
-  }
-}
 /// Constants shaped after a reference tensor (ones, eye, iconv, pool_kernel): known at load time.
 inline bool is_constant_op(OpKind kind) { return op_work_kind(kind) == OpWorkKind::Constant; }
 

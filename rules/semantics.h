@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <span>
+#include <type_traits>
 
 #include "rules/ops/constants.h"
 #include "rules/ops/conv.h"
@@ -28,6 +29,18 @@ Shape infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> inputs);
 /// (for "does this fit?" on the rewrite engines' hot paths). A leaf still throws std::logic_error. Both
 /// run the same rules (rules/shape_rules.h).
 std::optional<Shape> try_infer_shape(OpKind op, AttrSpan attrs, std::span<const Shape> inputs);
+
+/// Element-wise operators: each output element is a function of the elements at its index in the operands,
+/// which all have the output's shape, except smul's 0-d scalar: those whose meaning is an ops::ElementWise
+/// (rules/ops/elementwise.h).
+constexpr bool is_elementwise(OpKind op) {
+  constexpr bool kElementwise[] = {
+#define TEQ_OP(kind, ...) std::is_base_of_v<ops::ElementWise, ops::Semantics<OpKind::kind>>,
+#include "rules/op_list.inc"
+#undef TEQ_OP
+  };
+  return kElementwise[static_cast<size_t>(op)];
+}
 
 /// Value of `op` on `args`. Preconditions: infer_shape accepted the same op, attrs and argument shapes,
 /// and `out_shape` is its result.

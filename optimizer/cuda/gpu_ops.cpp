@@ -270,172 +270,272 @@ void build_batchnorm(Context& ctx, const Shape& shape, const std::vector<const f
   });
 }
 
-// ---- constants shaped after a reference -----------------------------------------------------------
+// ---- one node's steps, per operator ---------------------------------------------------------------
 
-void build_constant(OpKind op, const Shape& shape, float* y, cudaStream_t st, std::vector<Step>& out) {
-  const int64_t count = num_elements(shape);
-  switch (op) {
-    case OpKind::Ones: out.push_back([=] { kernels::fill(y, count, 1.0f, st); }); return;
-    case OpKind::PoolKernel: {
-      const float v = 1.0f / static_cast<float>(shape[2] * shape[3]);
-      out.push_back([=] { kernels::fill(y, count, v, st); });
-      return;
-    }
-    case OpKind::Eye: {
-      const int64_t n = shape[0];
-      out.push_back([=] { kernels::eye(y, n, st); });
-      return;
-    }
-    case OpKind::IConv: {
-      const int64_t c = shape[0], kh = shape[2], kw = shape[3];
-      out.push_back([=] { kernels::iconv(y, c, kh, kw, st); });
-      return;
-    }
-    default: throw GpuError("gpu: " + std::string(op_name(op)) + " is not a constant");
+namespace {
+
+/// What building one node's steps reads and writes. Steps capture values, never this.
+struct NodeBuild {
+  Context& cx;
+  Plan& plan;
+  OpKind op;
+  AttrSpan attrs;
+  std::vector<Shape> in;
+  std::vector<const float*> arg;
+  const Shape& shape;
+  int64_t count;
+  float* y;
+  cudaStream_t st;
+  std::vector<Step>& out;
+};
+
+/// The steps of each operator with a GPU implementation, one specialization each (`build`); an operator
+/// without one has none, and build_node says so.
+template <OpKind K>
+struct GpuOp {};
+
+template <kernels::Binary F>
+struct BinaryOp {
+  static void build(NodeBuild& b) {
+    const float *a = b.arg[0], *c = b.arg[1];
+    float* y = b.y;
+    const int64_t count = b.count;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] { kernels::binary(F, a, c, y, count, st); });
   }
+};
+template <kernels::Unary F>
+struct UnaryOp {
+  static void build(NodeBuild& b) {
+    const float* x = b.arg[0];
+    float* y = b.y;
+    const int64_t count = b.count;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] { kernels::unary(F, x, y, count, st); });
+  }
+};
+template <cudnnActivationMode_t Mode>
+struct CudnnActivationOp {
+  static void build(NodeBuild& b) {
+    auto desc = std::make_shared<ActivationDesc>(Mode);
+    auto t = std::make_shared<TensorDesc>();
+    set_flat(*t, b.shape);
+    Context* cx = &b.cx;
+    const float* x = b.arg[0];
+    float* y = b.y;
+    b.out.push_back([cx, desc, t, x, y] {
+      TEQ_GPU_CHECK(cudnnActivationForward(cx->cudnn, desc->d, &kOne, t->d, x, &kZero, t->d, y));
+    });
+  }
+};
+/// A constant shaped after its reference with one value in every element.
+struct FillOp {
+  static void fill(NodeBuild& b, float v) {
+    float* y = b.y;
+    const int64_t count = b.count;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] { kernels::fill(y, count, v, st); });
+  }
+};
+/// No step: a leaf's buffer is filled by the caller; a view's output aliases its first input (Plan compile).
+struct NoStep {
+  static void build(NodeBuild&) {}
+};
+/// One planned copy of the first operand into the output: `Make` plans it, `Run` runs the plan (a gather for
+/// broadcast and transpose, a strided copy for split and slice, a padding for enlarge).
+template <auto Make, auto Run>
+struct PlannedCopyOp {
+  static void build(NodeBuild& b) {
+    const auto plan = Make(b);
+    const float* x = b.arg[0];
+    float* y = b.y;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] { Run(plan, x, y, st); });
+  }
+};
+void run_gather(const GatherPlan& g, const float* x, float* y, cudaStream_t st) { kernels::gather(g, x, y, st); }
+void run_copy(const Copy2d& c, const float* x, float* y, cudaStream_t st) { copy2d(c, x, y, st); }
+void run_pad(const Pad2dPlan& p, const float* x, float* y, cudaStream_t st) { kernels::pad2d(p, x, y, st); }
+GatherPlan broadcast_plan(const NodeBuild& b) { return plan_broadcast(b.in[0], b.shape); }
+GatherPlan transpose_plan(const NodeBuild& b) { return plan_transpose(b.in[0], b.attrs); }
+Pad2dPlan enlarge_plan(const NodeBuild& b) { return plan_enlarge(b.attrs, b.in[0]); }
+Copy2d split_copy(const NodeBuild& b) {
+  const ops::SplitRange r = ops::split_range(b.attrs, b.in[0], b.in[1]);
+  return plan_slice_copy(b.in[0], r.axis, r.begin, r.end);
 }
+Copy2d slice_copy(const NodeBuild& b) {
+  const ops::SliceAttrs sl = ops::slice_attrs(b.attrs);
+  return plan_slice_copy(b.in[0], normalize_axis(sl.axis, b.in[0].size(), "slice", b.in), sl.begin, sl.end);
+}
+
+template <> struct GpuOp<OpKind::Var> : NoStep {};
+template <> struct GpuOp<OpKind::Input> : NoStep {};
+template <> struct GpuOp<OpKind::Weight> : NoStep {};
+template <> struct GpuOp<OpKind::Noop> : NoStep {};
+template <> struct GpuOp<OpKind::Reshape> : NoStep {};
+template <> struct GpuOp<OpKind::EwAdd> : BinaryOp<kernels::Binary::Add> {};
+template <> struct GpuOp<OpKind::EwSub> : BinaryOp<kernels::Binary::Sub> {};
+template <> struct GpuOp<OpKind::EwMul> : BinaryOp<kernels::Binary::Mul> {};
+template <> struct GpuOp<OpKind::EwDiv> : BinaryOp<kernels::Binary::Div> {};
+template <> struct GpuOp<OpKind::Relu> : CudnnActivationOp<CUDNN_ACTIVATION_RELU> {};
+template <> struct GpuOp<OpKind::Tanh> : CudnnActivationOp<CUDNN_ACTIVATION_TANH> {};
+template <> struct GpuOp<OpKind::Sigmoid> : CudnnActivationOp<CUDNN_ACTIVATION_SIGMOID> {};
+template <> struct GpuOp<OpKind::Gelu> : UnaryOp<kernels::Unary::Gelu> {};
+template <> struct GpuOp<OpKind::Sqrt> : UnaryOp<kernels::Unary::Sqrt> {};
+template <> struct GpuOp<OpKind::Erf> : UnaryOp<kernels::Unary::Erf> {};
+template <> struct GpuOp<OpKind::Broadcast> : PlannedCopyOp<broadcast_plan, run_gather> {};
+template <> struct GpuOp<OpKind::Transpose> : PlannedCopyOp<transpose_plan, run_gather> {};
+template <> struct GpuOp<OpKind::Split> : PlannedCopyOp<split_copy, run_copy> {};
+template <> struct GpuOp<OpKind::Slice> : PlannedCopyOp<slice_copy, run_copy> {};
+template <> struct GpuOp<OpKind::Enlarge> : PlannedCopyOp<enlarge_plan, run_pad> {};
+template <>
+struct GpuOp<OpKind::Smul> {
+  static void build(NodeBuild& b) {
+    const float *x = b.arg[0], *s = b.arg[1];
+    float* y = b.y;
+    const int64_t count = b.count;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] { kernels::smul(x, s, y, count, st); });
+  }
+};
+template <>
+struct GpuOp<OpKind::Matmul> {
+  static void build(NodeBuild& b) {
+    build_matmul(b.cx, b.plan, b.attrs, b.in, b.shape, b.arg[0], b.arg[1], b.y, b.out);
+  }
+};
+template <>
+struct GpuOp<OpKind::Conv2d> {
+  static void build(NodeBuild& b) {
+    build_conv2d(b.cx, b.plan, b.attrs, b.in, b.shape, b.arg[0], b.arg[1], b.y, b.out);
+  }
+};
+template <>
+struct GpuOp<OpKind::Merge> {
+  static void build(NodeBuild& b) {
+    const std::vector<Copy2d> copies = plan_merge_copies(b.in[0], ops::merge_count(b.attrs));
+    const float* x = b.arg[0];
+    float* y = b.y;
+    const int64_t count = b.count;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] {
+      kernels::fill(y, count, 0.0f, st);
+      for (const Copy2d& c : copies) copy2d(c, x, y, st);
+    });
+  }
+};
+template <>
+struct GpuOp<OpKind::MaxPool> {
+  static void build(NodeBuild& b) { build_pool(b.cx, true, b.attrs, b.in[0], b.shape, b.arg[0], b.y, b.out); }
+};
+template <>
+struct GpuOp<OpKind::AvgPool> {
+  static void build(NodeBuild& b) { build_pool(b.cx, false, b.attrs, b.in[0], b.shape, b.arg[0], b.y, b.out); }
+};
+template <>
+struct GpuOp<OpKind::GlobalAvgPool> {
+  static void build(NodeBuild& b) {
+    const float* x = b.arg[0];
+    float* y = b.y;
+    cudaStream_t st = b.st;
+    const int64_t planes = b.in[0][0] * b.in[0][1], hw = b.in[0][2] * b.in[0][3];
+    b.out.push_back([=] { kernels::global_avgpool(x, y, planes, hw, st); });
+  }
+};
+template <>
+struct GpuOp<OpKind::Concat> {
+  static void build(NodeBuild& b) {
+    const int64_t axis = normalize_axis(ops::concat_axis(b.attrs), b.shape.size(), "concat", b.in);
+    const std::vector<Copy2d> copies = plan_concat_copies(b.in, axis);
+    const std::vector<const float*> arg = b.arg;
+    float* y = b.y;
+    cudaStream_t st = b.st;
+    b.out.push_back([=] {
+      for (size_t i = 0; i < copies.size(); ++i) copy2d(copies[i], arg[i], y, st);
+    });
+  }
+};
+template <>
+struct GpuOp<OpKind::BatchNorm> {
+  static void build(NodeBuild& b) { build_batchnorm(b.cx, b.shape, b.arg, b.y, b.out); }
+};
+template <>
+struct GpuOp<OpKind::Softmax> {
+  static void build(NodeBuild& b) {
+    auto t = std::make_shared<TensorDesc>();
+    set_around_axis(*t, b.shape, normalize_axis(ops::softmax_axis(b.attrs), b.shape.size(), "softmax", b.in));
+    Context* cx = &b.cx;
+    const float* x = b.arg[0];
+    float* y = b.y;
+    b.out.push_back([cx, t, x, y] {
+      TEQ_GPU_CHECK(cudnnSoftmaxForward(cx->cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &kOne, t->d,
+                                        x, &kZero, t->d, y));
+    });
+  }
+};
+// Constants shaped after a reference.
+template <>
+struct GpuOp<OpKind::Ones> {
+  static void build(NodeBuild& b) { FillOp::fill(b, 1.0f); }
+};
+template <>
+struct GpuOp<OpKind::PoolKernel> {
+  static void build(NodeBuild& b) { FillOp::fill(b, 1.0f / static_cast<float>(b.shape[2] * b.shape[3])); }
+};
+template <>
+struct GpuOp<OpKind::Eye> {
+  static void build(NodeBuild& b) {
+    float* y = b.y;
+    cudaStream_t st = b.st;
+    const int64_t n = b.shape[0];
+    b.out.push_back([=] { kernels::eye(y, n, st); });
+  }
+};
+template <>
+struct GpuOp<OpKind::IConv> {
+  static void build(NodeBuild& b) {
+    float* y = b.y;
+    cudaStream_t st = b.st;
+    const int64_t c = b.shape[0], kh = b.shape[2], kw = b.shape[3];
+    b.out.push_back([=] { kernels::iconv(y, c, kh, kw, st); });
+  }
+};
+template <>
+struct GpuOp<OpKind::Opaque> {
+  static void build(NodeBuild& b) {
+    throw GpuError("gpu: opaque operator #" + std::to_string(b.attrs.empty() ? -1 : ops::opaque_attrs(b.attrs).id) +
+                   " is outside the vocabulary and has no GPU implementation");
+  }
+};
+// Clip, Pad and ReduceMean have no GPU kernels yet: build_node's error.
+
+template <OpKind K>
+void build_steps(NodeBuild& b) {
+  if constexpr (requires(NodeBuild& x) { GpuOp<K>::build(x); })
+    GpuOp<K>::build(b);
+  else
+    throw GpuError("gpu: operator " + std::string(op_name(K)) + " has no GPU implementation");
+}
+
+}  // namespace
 
 void Context::build_node(Plan& plan, const Expr& graph, size_t id, std::vector<Step>& out) {
   const ExprNode& node = graph.nodes()[id];
-  const Shape& shape = plan.shapes[id];
-  const int64_t count = num_elements(shape);
-  std::vector<Shape> in;
-  std::vector<const float*> arg;
+  NodeBuild b{.cx = *this, .plan = plan, .op = node.op, .attrs = node.attrs, .in = {}, .arg = {},
+              .shape = plan.shapes[id], .count = num_elements(plan.shapes[id]), .y = plan.value[id],
+              .st = stream, .out = out};
   for (ExprId c : node.children) {
-    in.push_back(plan.shapes[c.value]);
-    arg.push_back(plan.value[c.value]);
+    b.in.push_back(plan.shapes[c.value]);
+    b.arg.push_back(plan.value[c.value]);
   }
-  float* y = plan.value[id];
-  const AttrSpan attrs = node.attrs;
-  cudaStream_t st = stream;
-  Context* cx = this;
-
-  auto binary = [&](kernels::Binary op) {
-    const float *a = arg[0], *b = arg[1];
-    out.push_back([=] { kernels::binary(op, a, b, y, count, st); });
+  // One entry per line of op_list.inc.
+  using Build = void (*)(NodeBuild&);
+  static constexpr Build kByOperator[] = {
+#define TEQ_OP(kind, ...) &build_steps<OpKind::kind>,
+#include "rules/op_list.inc"
+#undef TEQ_OP
   };
-  auto cudnn_activation = [&](cudnnActivationMode_t mode) {
-    auto desc = std::make_shared<ActivationDesc>(mode);
-    auto t = std::make_shared<TensorDesc>();
-    set_flat(*t, shape);
-    const float* x = arg[0];
-    out.push_back([cx, desc, t, x, y] {
-      TEQ_GPU_CHECK(cudnnActivationForward(cx->cudnn, desc->d, &kOne, t->d, x, &kZero, t->d, y));
-    });
-  };
-
-  switch (node.op) {
-    case OpKind::EwAdd: return binary(kernels::Binary::Add);
-    case OpKind::EwSub: return binary(kernels::Binary::Sub);
-    case OpKind::EwMul: return binary(kernels::Binary::Mul);
-    case OpKind::EwDiv: return binary(kernels::Binary::Div);
-    case OpKind::Smul: {
-      const float *x = arg[0], *s = arg[1];
-      out.push_back([=] { kernels::smul(x, s, y, count, st); });
-      return;
-    }
-    case OpKind::Relu: return cudnn_activation(CUDNN_ACTIVATION_RELU);
-    case OpKind::Tanh: return cudnn_activation(CUDNN_ACTIVATION_TANH);
-    case OpKind::Sigmoid: return cudnn_activation(CUDNN_ACTIVATION_SIGMOID);
-    case OpKind::Gelu: {
-      const float* x = arg[0];
-      out.push_back([=] { kernels::unary(kernels::Unary::Gelu, x, y, count, st); });
-      return;
-    }
-    case OpKind::Broadcast: {
-      const GatherPlan g = plan_broadcast(in[0], shape);
-      const float* x = arg[0];
-      out.push_back([=] { kernels::gather(g, x, y, st); });
-      return;
-    }
-    case OpKind::Transpose: {
-      const GatherPlan g = plan_transpose(in[0], attrs);
-      const float* x = arg[0];
-      out.push_back([=] { kernels::gather(g, x, y, st); });
-      return;
-    }
-    case OpKind::Noop:
-    case OpKind::Reshape: return;  // the output aliases the first input's buffer (Plan compile)
-    case OpKind::Matmul: return build_matmul(*this, plan, attrs, in, shape, arg[0], arg[1], y, out);
-    case OpKind::Conv2d: return build_conv2d(*this, plan, attrs, in, shape, arg[0], arg[1], y, out);
-    case OpKind::Enlarge: {
-      const Pad2dPlan p = plan_enlarge(attrs, in[0]);
-      const float* x = arg[0];
-      out.push_back([=] { kernels::pad2d(p, x, y, st); });
-      return;
-    }
-    case OpKind::Merge: {
-      const std::vector<Copy2d> copies = plan_merge_copies(in[0], ops::merge_count(attrs));
-      const float* x = arg[0];
-      out.push_back([=] {
-        kernels::fill(y, count, 0.0f, st);
-        for (const Copy2d& c : copies) copy2d(c, x, y, st);
-      });
-      return;
-    }
-    case OpKind::MaxPool: return build_pool(*this, true, attrs, in[0], shape, arg[0], y, out);
-    case OpKind::AvgPool: return build_pool(*this, false, attrs, in[0], shape, arg[0], y, out);
-    case OpKind::GlobalAvgPool: {
-      const float* x = arg[0];
-      const int64_t planes = in[0][0] * in[0][1], hw = in[0][2] * in[0][3];
-      out.push_back([=] { kernels::global_avgpool(x, y, planes, hw, st); });
-      return;
-    }
-    case OpKind::Concat: {
-      const int64_t axis = normalize_axis(ops::concat_axis(attrs), shape.size(), "concat", in);
-      const std::vector<Copy2d> copies = plan_concat_copies(in, axis);
-      out.push_back([=] {
-        for (size_t i = 0; i < copies.size(); ++i) copy2d(copies[i], arg[i], y, st);
-      });
-      return;
-    }
-    case OpKind::Split:
-    case OpKind::Slice: {
-      Copy2d c;
-      if (node.op == OpKind::Split) {
-        const ops::SplitRange r = ops::split_range(attrs, in[0], in[1]);
-        c = plan_slice_copy(in[0], r.axis, r.begin, r.end);
-      } else {
-        const ops::SliceAttrs sl = ops::slice_attrs(attrs);
-        c = plan_slice_copy(in[0], normalize_axis(sl.axis, in[0].size(), "slice", in), sl.begin, sl.end);
-      }
-      const float* x = arg[0];
-      out.push_back([=] { copy2d(c, x, y, st); });
-      return;
-    }
-    case OpKind::BatchNorm: return build_batchnorm(*this, shape, arg, y, out);
-    case OpKind::Softmax: {
-      auto t = std::make_shared<TensorDesc>();
-      set_around_axis(*t, shape, normalize_axis(ops::softmax_axis(attrs), shape.size(), "softmax", in));
-      const float* x = arg[0];
-      out.push_back([cx, t, x, y] {
-        TEQ_GPU_CHECK(cudnnSoftmaxForward(cx->cudnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &kOne, t->d,
-                                          x, &kZero, t->d, y));
-      });
-      return;
-    }
-    case OpKind::Ones:
-    case OpKind::PoolKernel:
-    case OpKind::Eye:
-    case OpKind::IConv: return build_constant(node.op, shape, y, st, out);
-    case OpKind::Sqrt:
-    case OpKind::Erf: {
-      const float* x = arg[0];
-      const kernels::Unary fn = node.op == OpKind::Sqrt ? kernels::Unary::Sqrt : kernels::Unary::Erf;
-      out.push_back([=] { kernels::unary(fn, x, y, count, st); });
-      return;
-    }
-    case OpKind::Clip:
-    case OpKind::Pad:
-    case OpKind::ReduceMean: break;  // no GPU kernels yet: the error below
-    case OpKind::Opaque:
-      throw GpuError("gpu: opaque operator #" + std::to_string(attrs.empty() ? -1 : ops::opaque_attrs(attrs).id) +
-                     " is outside the vocabulary and has no GPU implementation");
-    case OpKind::Var:
-    case OpKind::Input:
-    case OpKind::Weight: return;  // leaves: buffers filled by the caller
-  }
-  throw GpuError("gpu: operator " + std::string(op_name(node.op)) + " has no GPU implementation");
+  kByOperator[static_cast<size_t>(node.op)](b);
 }
 
 }  // namespace teq::gpu::detail

@@ -9,6 +9,7 @@
 
 #include "rules/evaluator.h"
 #include "rules/ops/matmul.h"
+#include "rules/semantics.h"
 
 namespace teq::onnx_io {
 
@@ -173,21 +174,49 @@ bool fits_blas(ops::Args<S> args, const Shape& out_shape) {
   return largest <= std::numeric_limits<blasint>::max();
 }
 
+/// The operators with a faster kernel than their definition, one specialization each: `run` returns the value,
+/// or nullopt to leave it to the definition (ops::Semantics<K>::eval). Every other operator has none.
+template <OpKind K>
+struct FastKernel {};
+/// conv2d and matmul on BLAS, when its 32-bit integers hold every dimension.
+template <OpKind K>
+struct BlasKernel {
+  template <class S>
+  static std::optional<Tensor<S>> run(AttrSpan attrs, ops::Args<S> args, const Shape& out_shape) {
+    if (!fits_blas(args, out_shape)) return std::nullopt;
+    if constexpr (K == OpKind::Conv2d) return conv2d(attrs, args, out_shape);
+    else return matmul(attrs, args, out_shape);
+  }
+};
+template <> struct FastKernel<OpKind::Conv2d> : BlasKernel<OpKind::Conv2d> {};
+template <> struct FastKernel<OpKind::Matmul> : BlasKernel<OpKind::Matmul> {};
+template <>
+struct FastKernel<OpKind::Broadcast> {
+  template <class S>
+  static std::optional<Tensor<S>> run(AttrSpan, ops::Args<S> args, const Shape& out_shape) {
+    return broadcast(args, out_shape);
+  }
+};
+
+template <class S, OpKind K>
+Tensor<S> evaluate_one(AttrSpan attrs, ops::Args<S> args, const Shape& out_shape) {
+  if constexpr (requires { FastKernel<K>::template run<S>(attrs, args, out_shape); })
+    if (std::optional<Tensor<S>> value = FastKernel<K>::template run<S>(attrs, args, out_shape)) return std::move(*value);
+  return ops::Semantics<K>::eval(Arith<S>{}, attrs, args, out_shape);
+}
+
 }  // namespace
 
 template <class S>
 Tensor<S> evaluate_op_fast(OpKind op, AttrSpan attrs, ops::Args<S> args, const Shape& out_shape) {
-  switch (op) {
-    case OpKind::Conv2d:
-      if (fits_blas(args, out_shape)) return conv2d(attrs, args, out_shape);
-      break;
-    case OpKind::Matmul:
-      if (fits_blas(args, out_shape)) return matmul(attrs, args, out_shape);
-      break;
-    case OpKind::Broadcast: return broadcast(args, out_shape);
-    default: break;
-  }
-  return evaluate_op<S>(Arith<S>{}, op, attrs, args, out_shape);
+  // One entry per line of op_list.inc: the operator's fast kernel where it has one, else its definition.
+  using Evaluate = Tensor<S> (*)(AttrSpan, ops::Args<S>, const Shape&);
+  static constexpr Evaluate kByOperator[] = {
+#define TEQ_OP(kind, ...) &evaluate_one<S, OpKind::kind>,
+#include "rules/op_list.inc"
+#undef TEQ_OP
+  };
+  return kByOperator[static_cast<size_t>(op)](attrs, args, out_shape);
 }
 
 template <class S>

@@ -101,15 +101,20 @@ Tensor<S> eval_broadcast(Args<S> in, const Shape& out_shape) {
 
 // ---- each operator's meaning (Semantics, rules/ops/common.h) ------------------------------------------
 
+/// The meaning of an element-wise operator derives from this: each output element is a function of the
+/// elements at its index in the operands, which all have the output's shape, except smul's 0-d scalar
+/// (is_elementwise, rules/semantics.h, is read off it). One operation per element.
+struct ElementWise : OnePerElement {};
+
 template <BinaryOp B>
-struct BinarySemantics : OnePerElement {
+struct BinarySemantics : ElementWise {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
     return eval_binary(B, in);
   }
 };
 template <UnaryFn F>
-struct UnarySemantics : OnePerElement {
+struct UnarySemantics : ElementWise {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
     return eval_pointwise(in, [&](const S& x) { return ar.unary(F, x); });
@@ -126,21 +131,21 @@ template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
 template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
 template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
 template <>
-struct Semantics<OpKind::Smul> : OnePerElement {
+struct Semantics<OpKind::Smul> : ElementWise {
   template <class S>
   static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
     return eval_smul(in);
   }
 };
 template <>
-struct Semantics<OpKind::Relu> : OnePerElement {
+struct Semantics<OpKind::Relu> : ElementWise {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
     return eval_pointwise(in, [&](const S& x) { return relu(ar, x); });
   }
 };
 template <>
-struct Semantics<OpKind::Clip> : OnePerElement {
+struct Semantics<OpKind::Clip> : ElementWise {
   template <class S>
   static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape&) {
     return eval_clip(ar, attrs, in);
