@@ -144,8 +144,9 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   // Two-pattern rules are proved whole, like single ones, when minimization keeps them: each pattern pair
   // holding as an equation is not enough, as the pairs may hold under different shape conditions (two
   // splits cut at one reference whose concats have different extents; ruleverify refuted such a rule).
-  std::vector<OrderedCandidate> unique =
-      ordered_unique_candidates(std::move(singles), std::move(multis), result.stats.pruned_renaming);
+  Pruned<OrderedCandidate> ordered = ordered_unique_candidates(std::move(singles), std::move(multis));
+  result.stats.pruned_renaming += ordered.dropped;
+  std::vector<OrderedCandidate>& unique = ordered.kept;
   std::vector<Rule> derivable;  // dropped by minimization in a shared e-graph
   std::vector<Rule> kept = minimize_candidates(unique, config, types, result, &derivable);
   std::vector<Rule> dropped_by_final_passes;
@@ -344,9 +345,11 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   // A shard's cap keeps its own lowest hashes, a superset of what the cap keeps of all shards together in
   // this shard; it writes the hashes so that merge can take the lowest of all (merge_rulegen).
   const bool sampled_shard = result.is_shard && config.max_last_size_candidates > 0;
-  std::vector<PatternEquation> todo =
-      collect_unique_equations(e, config.max_last_size_candidates, st.pruned_renaming, st.candidates_capped,
-                               sampled_shard ? &result.last_size_hashes : nullptr);
+  UniqueEquations unique =
+      collect_unique_equations(e, config.max_last_size_candidates, sampled_shard ? &result.last_size_hashes : nullptr);
+  st.pruned_renaming += unique.renamings;
+  st.candidates_capped += unique.capped;
+  std::vector<PatternEquation> todo = std::move(unique.equations);
   if (sampled_shard) result.sample_cap = config.max_last_size_candidates;
   if (st.candidates_capped > 0)
     log_line(config, "rulegen: " + std::to_string(st.candidates_capped) + " distinct candidates of size " +
@@ -367,7 +370,11 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   // rules to finish(), which proves just those that the rules kept before them do not derive.
   // Unbound equations that pair with none cannot become rules: not worth a proof. (A shard cannot
   // tell: its equations may pair with another shard's.)
-  if (!result.is_shard) to_prove = drop_unpaired(std::move(to_prove), config.max_ops + 1, st.pruned_unpaired);
+  if (!result.is_shard) {
+    Pruned<PatternEquation> paired = drop_unpaired(std::move(to_prove), config.max_ops + 1);
+    st.pruned_unpaired += paired.dropped;
+    to_prove = std::move(paired.kept);
+  }
   mark_phase(st, config, "candidates", to_prove.size(), since(prune_start));
   std::vector<Rule> singles;
   std::vector<PatternEquation> eager;
