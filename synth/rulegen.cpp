@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <sstream>
+#include <string_view>
 
 #include <sys/resource.h>
 
@@ -14,41 +16,12 @@
 namespace teq::synth {
 
 nlohmann::json RulegenStats::to_json() const {
-  return {{"graphs_enumerated", enumerated},
-          {"fingerprint_classes", classes},
-          {"candidates", candidates},
-          {"separated_by_second_set", separated_by_second_set},
-          {"shapes", shapes},
-          {"shapes_refused", shapes_refused},
-          {"candidates_capped", candidates_capped},
-          {"pruned_renaming", pruned_renaming},
-          {"pruned_common_subgraph", pruned_common_subgraph},
-          {"pruned_unpaired", pruned_unpaired},
-          {"refuted_cheaply", refuted_cheaply},
-          {"proved", proved},
-          {"wrong", wrong},
-          {"unknown", unknown},
-          {"multi_candidates", multi_candidates},
-          {"pruned_derivable", pruned_derivable},
-          {"pruned_final", pruned_final},
-          {"restored", restored},
-          {"restored_candidates", restored_candidates},
-          {"generalized", generalized},
-          {"pruned_instances", pruned_instances},
-          {"generalize_proofs", generalize_proofs},
-          {"generalize_proved", generalize_proved},
-          {"generalize_s", generalize_s},
-          {"restore_s", restore_s},
-          {"derivations_stopped_by_clock", derivations_stopped_by_clock},
-          {"kept", kept},
-          {"kept_multi", kept_multi},
-          {"enumerate_s", enumerate_s},
-          {"refute_s", refute_s},
-          {"prove_s", prove_s},
-          {"minimize_s", minimize_s},
-          {"seconds", seconds},
-          {"truncated", truncated},
-          {"phases", phases_json()}};
+  nlohmann::json out;
+#define TEQ_STAT(type, member, key, merge, summary) out[key] = member;
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
+  out["phases"] = phases_json();
+  return out;
 }
 
 nlohmann::json RulegenStats::phases_json() const {
@@ -58,18 +31,56 @@ nlohmann::json RulegenStats::phases_json() const {
   return out;
 }
 
+namespace {
+
+template <StatMerge M, class T>
+void combine(T& into, const T& value) {
+  if constexpr (M == StatMerge::Sum) into += value;
+  else if constexpr (M == StatMerge::Max) into = std::max(into, value);
+}
+
+template <StatMerge M, class T>
+void read_stat(const nlohmann::json& stats, const char* key, T& into) {
+  if constexpr (M != StatMerge::Own) into = stats.value(key, T{});
+}
+
+/// `words` (rulegen_stats.inc's summary column) after `value` on the summary line.
+template <class T>
+void add_to_summary(std::ostringstream& out, bool& first, const T& value, std::string_view words) {
+  if (words.empty()) return;
+  if (words.front() == '(') {
+    out << " (" << value << " " << words.substr(1) << ")";
+    return;
+  }
+  out << (first ? "" : ", ") << value << " " << words;
+  first = false;
+}
+
+}  // namespace
+
 RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
-  enumerated += o.enumerated, classes += o.classes, candidates += o.candidates;
-  separated_by_second_set += o.separated_by_second_set;
-  shapes = std::max(shapes, o.shapes), shapes_refused += o.shapes_refused;
-  candidates_capped += o.candidates_capped;
-  pruned_renaming += o.pruned_renaming, pruned_common_subgraph += o.pruned_common_subgraph;
-  pruned_unpaired += o.pruned_unpaired;
-  refuted_cheaply += o.refuted_cheaply, refute_s += o.refute_s;
-  proved += o.proved, wrong += o.wrong, unknown += o.unknown;
-  enumerate_s += o.enumerate_s, prove_s += o.prove_s;
-  truncated |= o.truncated;
+#define TEQ_STAT(type, member, key, merge, summary) combine<StatMerge::merge>(member, o.member);
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
   return *this;
+}
+
+RulegenStats RulegenStats::from_shard_json(const nlohmann::json& stats) {
+  RulegenStats part;
+#define TEQ_STAT(type, member, key, merge, summary) read_stat<StatMerge::merge>(stats, key, part.member);
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
+  return part;
+}
+
+std::string RulegenStats::summary_line() const {
+  std::ostringstream out;
+  bool first = true;
+#define TEQ_STAT(type, member, key, merge, summary) add_to_summary(out, first, member, summary);
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
+  if (truncated) out << " (enumeration stopped by --time-limit)";
+  return out.str();
 }
 
 namespace {
@@ -602,27 +613,7 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
         if (entry.size() > 2 && entry.at(2).is_string()) refuted = entry.at(2).get<std::string>();
         deferred.push_back({unbound_equation(entry, 3), std::move(refuted)});
       }
-    if (c.generator.contains("stats")) {
-      const auto& s = c.generator["stats"];
-      RulegenStats part;
-      part.enumerated = s.value("graphs_enumerated", 0ull);
-      part.classes = s.value("fingerprint_classes", 0ull);
-      part.candidates = s.value("candidates", 0ull);
-      part.separated_by_second_set = s.value("separated_by_second_set", 0ull);
-      part.shapes = s.value("shapes", 0ull);
-      part.shapes_refused = s.value("shapes_refused", 0ull);
-      part.candidates_capped = s.value("candidates_capped", 0ull);
-      part.pruned_renaming = s.value("pruned_renaming", 0ull);
-      part.pruned_common_subgraph = s.value("pruned_common_subgraph", 0ull);
-      part.refuted_cheaply = s.value("refuted_cheaply", 0ull);
-      part.refute_s = s.value("refute_s", 0.0);
-      part.proved = s.value("proved", 0ull);
-      part.wrong = s.value("wrong", 0ull);
-      part.unknown = s.value("unknown", 0ull);
-      part.enumerate_s = s.value("enumerate_s", 0.0);
-      part.prove_s = s.value("prove_s", 0.0);
-      result.stats += part;
-    }
+    if (c.generator.contains("stats")) result.stats += RulegenStats::from_shard_json(c.generator["stats"]);
   }
   if (const std::optional<uint64_t> threshold = sample_threshold(samples.hashes, samples.cap)) {
     // The cap of all shards together: what one process's --max-last-size-candidates keeps.

@@ -78,31 +78,24 @@ struct PhaseStats {
   uint64_t peak_rss_kb = 0;
 };
 
+/// How `rulegen merge` combines a figure of the shard files (rulegen_stats.inc).
+enum class StatMerge { Sum, Max, Own };
+
+/// The run's figures, one member per line of rulegen_stats.inc (the list says what each counts).
 struct RulegenStats {
-  uint64_t enumerated = 0, classes = 0, candidates = 0, separated_by_second_set = 0;
-  uint64_t shapes = 0;          // distinct (set A, set B) shapes interned by the enumeration
-  uint64_t shapes_refused = 0;  // applications not enumerated because RulegenConfig::max_shapes was reached
-  uint64_t candidates_capped = 0;  // last-size candidates left out by RulegenConfig::max_last_size_candidates
-  uint64_t pruned_renaming = 0, pruned_common_subgraph = 0;
-  uint64_t pruned_unpaired = 0;  // unbound equations no other equation pairs with
-  uint64_t refuted_cheaply = 0;  // false on fingerprint set C (refute_on_third_set): never sent to Z3
-  uint64_t proved = 0, wrong = 0, unknown = 0;  // Z3's verdicts (wrong: not counting refuted_cheaply)
-  uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
-  uint64_t pruned_final = 0;  // dropped by the final passes: derivable from the rules kept after them
-  uint64_t restored = 0;      // of those, put back: the rules finally kept do not derive them (restore_underivable)
-  uint64_t restored_candidates = 0;  // dropped by minimization, put back (restore_candidates_derived_only_together)
-  uint64_t generalized = 0;           // kept rules replaced by a proved generalization (generalize.h)
-  uint64_t pruned_instances = 0;      // kept rules dropped as instances of a generalized rule
-  uint64_t generalize_proofs = 0, generalize_proved = 0;  // prover calls on split candidates, verified ones
-  double generalize_s = 0;
-  double restore_s = 0;  // both restores (step 9), each time they run, with their proofs
-  uint64_t derivations_stopped_by_clock = 0;  // saturations DeriveLimits::time_limit_s cut (load-dependent)
-  double enumerate_s = 0, refute_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
-  bool truncated = false;
+#define TEQ_STAT(type, member, key, merge, summary) type member = type{};
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
   std::vector<PhaseStats> phases;  // in pipeline order (enumerate, fingerprint, candidates, ...), logged too
   nlohmann::json to_json() const;
   nlohmann::json phases_json() const;
+  /// A shard file's generator.stats: the figures `merge` combines (StatMerge Sum and Max), the others zero.
+  static RulegenStats from_shard_json(const nlohmann::json& stats);
+  /// Adds a shard's figures: Sum ones added, Max ones the largest; Own ones unchanged.
   RulegenStats& operator+=(const RulegenStats& o);
+  /// The figures with summary words, in the list's order ("10161 graphs enumerated, ..., 23.5 s"), and the
+  /// truncation if any: the summary line rulegen prints.
+  std::string summary_line() const;
 };
 
 /// A candidate that did not make it into the corpus because it was not proved.
