@@ -15,6 +15,18 @@
 
 namespace teq::synth {
 
+std::vector<StageStep> default_final_stages() {
+  using enum FinalStage;
+  return {{FinalPass},
+          {Generalize},
+          {FinalPass, StageWhen::IfGeneralized},
+          {RestoreDropped},
+          {RestoreCandidates},
+          {FinalPass, StageWhen::IfRestored},
+          {RestoreDropped, StageWhen::IfRestored},
+          {RestoreCandidates, StageWhen::IfRestored}};
+}
+
 nlohmann::json RulegenStats::to_json() const {
   nlohmann::json out;
 #define TEQ_STAT(type, member, key, merge, summary) out[key] = member;
@@ -133,10 +145,102 @@ void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_pro
   mark_phase(st, c, "proved", st.proved, st.prove_s);
   mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final,
              st.minimize_s - lazy_prove_s - st.generalize_s - st.restore_s);
-  if (c.minimize && c.generalize) mark_phase(st, c, "generalized", st.generalized, st.generalize_s);
-  if (c.minimize && (c.final_pass || c.restore_candidates))
+  auto listed = [&](FinalStage s) {
+    return c.minimize && std::ranges::any_of(c.final_stages, [&](const StageStep& step) { return step.stage == s; });
+  };
+  if (listed(FinalStage::Generalize)) mark_phase(st, c, "generalized", st.generalized, st.generalize_s);
+  if (listed(FinalStage::RestoreDropped) || listed(FinalStage::RestoreCandidates))
     mark_phase(st, c, "restored", st.restored + st.restored_candidates, st.restore_s);
   mark_phase(st, c, "kept", st.kept, total_s);
+}
+
+/// What the stages after minimization share: the kept rules, the dropped ones they may put back, and what
+/// their conditions read.
+struct StageRun {
+  const RulegenConfig& config;
+  const std::vector<LeafType>& types;
+  std::vector<Rule>& kept;
+  std::vector<Rule>& derivable;  // dropped by minimization in a shared e-graph
+  RulegenResult& result;
+  std::vector<Rule> dropped_by_final_passes = {};
+  RestoreMemo memo = {};  // the second restores reuse the first ones' verdicts where the saturation is the same
+  uint64_t generalized = 0;  // by the last Generalize
+  uint64_t restored = 0;     // by the restores so far
+  std::optional<FinalStage> last = {};  // the stage that ran last
+};
+
+void final_pass(StageRun& run) {
+  const std::string which = !run.last                             ? ""
+                            : *run.last == FinalStage::Generalize ? " after generalization"
+                                                                  : " after restoring";
+  log_line(run.config, "rulegen: final pass" + which + " over " + std::to_string(run.kept.size()) +
+                           " kept rules, largest first");
+  auto start = Clock::now();
+  const size_t removed = drop_derivable_from_the_rest(run.kept, run.types, run.config, &run.dropped_by_final_passes);
+  run.result.stats.pruned_final += removed;
+  log_line(run.config, "rulegen: final pass" + which + " dropped " + std::to_string(removed) + " rules in " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+}
+
+void generalize(StageRun& run) {
+  const RulegenConfig& config = run.config;
+  RulegenStats& st = run.result.stats;
+  auto start = Clock::now();
+  GeneralizeConfig gc = config.generalization;
+  gc.seed = config.seed;
+  gc.prove = config.prove;
+  GeneralizeStats gs;
+  run.kept = generalize_rules(std::move(run.kept), run.types, gc, thread_count(config.threads), gs);
+  st.generalized = gs.generalized;
+  st.pruned_instances = gs.dropped;
+  st.generalize_proofs = gs.proofs;
+  st.generalize_proved = gs.proved;
+  st.generalize_s = since(start);
+  run.generalized = gs.generalized;
+  log_line(config, "rulegen: generalized " + std::to_string(gs.generalized) + " rules by splitting variables (" +
+                       std::to_string(gs.proofs) + " proofs, " + std::to_string(gs.proved) + " verified), dropped " +
+                       std::to_string(gs.dropped) + " instances of them, in " +
+                       std::to_string(static_cast<int>(st.generalize_s)) + " s");
+}
+
+void restore_dropped(StageRun& run) {
+  auto start = Clock::now();
+  const size_t n = restore_underivable(run.kept, run.dropped_by_final_passes, run.types, run.config, &run.memo);
+  run.result.stats.restored += n, run.restored += n;
+  run.result.stats.restore_s += since(start);
+  log_line(run.config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
+                           std::to_string(run.dropped_by_final_passes.size()) +
+                           " dropped rules that the rules kept do not derive, in " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+}
+
+void restore_candidates(StageRun& run) {
+  auto start = Clock::now();
+  const size_t n =
+      restore_candidates_derived_only_together(run.kept, run.derivable, run.types, run.config, run.result, &run.memo);
+  run.result.stats.restored_candidates += n, run.restored += n;
+  run.result.stats.restore_s += since(start);
+  log_line(run.config, "rulegen: restored " + std::to_string(n) +
+                           " candidates that derive only together with others, in " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+}
+
+/// RulegenConfig::final_stages over the kept rules, each where its condition holds.
+void run_final_stages(const RulegenConfig& config, const std::vector<LeafType>& types, std::vector<Rule>& kept,
+                      std::vector<Rule>& derivable, RulegenResult& result) {
+  StageRun run{config, types, kept, derivable, result};
+  for (const StageStep& step : config.final_stages) {
+    if ((step.when == StageWhen::IfGeneralized && run.generalized == 0) ||
+        (step.when == StageWhen::IfRestored && run.restored == 0))
+      continue;
+    switch (step.stage) {
+      case FinalStage::FinalPass: final_pass(run); break;
+      case FinalStage::Generalize: generalize(run); break;
+      case FinalStage::RestoreDropped: restore_dropped(run); break;
+      case FinalStage::RestoreCandidates: restore_candidates(run); break;
+    }
+    run.last = step.stage;
+  }
 }
 
 /// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
@@ -160,68 +264,7 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   std::vector<OrderedCandidate>& unique = ordered.kept;
   std::vector<Rule> derivable;  // dropped by minimization in a shared e-graph
   std::vector<Rule> kept = minimize_candidates(unique, config, types, result, &derivable);
-  std::vector<Rule> dropped_by_final_passes;
-  auto final_pass = [&](const std::string& which) {
-    log_line(config, "rulegen: final pass" + which + " over " + std::to_string(kept.size()) +
-                         " kept rules, largest first");
-    auto final_start = Clock::now();
-    const size_t removed = drop_derivable_from_the_rest(kept, types, config, &dropped_by_final_passes);
-    result.stats.pruned_final += removed;
-    log_line(config, "rulegen: final pass" + which + " dropped " + std::to_string(removed) + " rules in " +
-                         std::to_string(static_cast<int>(since(final_start))) + " s");
-  };
-  if (config.minimize && config.final_pass) final_pass("");
-  if (config.minimize && config.generalize) {
-    // After both minimization passes, so that only the rules kept are tried (a few hundred), and each
-    // generalization replaces rules the corpus would otherwise keep as special cases.
-    auto gen_start = Clock::now();
-    GeneralizeConfig gc = config.generalization;
-    gc.seed = config.seed;
-    gc.prove = config.prove;
-    GeneralizeStats gs;
-    kept = generalize_rules(std::move(kept), types, gc, thread_count(config.threads), gs);
-    result.stats.generalized = gs.generalized;
-    result.stats.pruned_instances = gs.dropped;
-    result.stats.generalize_proofs = gs.proofs;
-    result.stats.generalize_proved = gs.proved;
-    result.stats.generalize_s = since(gen_start);
-    log_line(config, "rulegen: generalized " + std::to_string(gs.generalized) + " rules by splitting variables (" +
-                         std::to_string(gs.proofs) + " proofs, " + std::to_string(gs.proved) + " verified), dropped " +
-                         std::to_string(gs.dropped) + " instances of them, in " +
-                         std::to_string(static_cast<int>(result.stats.generalize_s)) + " s");
-    // A generalized rule derives more than the special cases it replaced: the final pass again.
-    if (config.final_pass && gs.generalized > 0) final_pass(" after generalization");
-  }
-  // Dropped rules and candidates the rules kept do not derive alone come back; the rules restored can make
-  // kept ones derivable, so the final pass runs once more after a restore, and so does the restore.
-  RestoreMemo memo;  // the second restores reuse the first ones' verdicts where the saturation is the same
-  auto restore = [&]() {
-    size_t restored = 0;
-    if (config.minimize && config.final_pass) {
-      auto restore_start = Clock::now();
-      const size_t n = restore_underivable(kept, dropped_by_final_passes, types, config, &memo);
-      result.stats.restored += n, restored += n;
-      result.stats.restore_s += since(restore_start);
-      log_line(config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
-                           std::to_string(dropped_by_final_passes.size()) +
-                           " dropped rules that the rules kept do not derive, in " +
-                           std::to_string(static_cast<int>(since(restore_start))) + " s");
-    }
-    if (config.minimize && config.restore_candidates) {
-      auto restore_start = Clock::now();
-      const size_t n = restore_candidates_derived_only_together(kept, derivable, types, config, result, &memo);
-      result.stats.restored_candidates += n, restored += n;
-      result.stats.restore_s += since(restore_start);
-      log_line(config, "rulegen: restored " + std::to_string(n) +
-                           " candidates that derive only together with others, in " +
-                           std::to_string(static_cast<int>(since(restore_start))) + " s");
-    }
-    return restored;
-  };
-  if (restore() > 0 && config.minimize && config.final_pass) {
-    final_pass(" after restoring");
-    restore();
-  }
+  if (config.minimize) run_final_stages(config, types, kept, derivable, result);
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].id = rule_id(i, kept[i]);
     result.stats.kept_multi += kept[i].is_multi();

@@ -30,6 +30,28 @@ inline constexpr uint64_t kDefaultMaxShapes = 0;
 /// so size 3 is whole; at size 4 it keeps 200 k of 2.33 M.
 inline constexpr uint64_t kDefaultMaxLastSizeCandidates = 200'000;
 
+/// A stage after minimization (RulegenConfig::final_stages).
+enum class FinalStage {
+  FinalPass,          // drop kept rules derivable from all the other kept rules, largest first
+  Generalize,         // split repeated variables apart where the prover allows (generalize.h), drop the instances
+  RestoreDropped,     // put back the final passes' drops that the rules kept do not derive (restore_underivable)
+  RestoreCandidates,  // put back candidates minimization dropped that derive only together with others
+};
+/// When a listed stage runs.
+enum class StageWhen {
+  Always,
+  IfGeneralized,  // the last Generalize before it generalized a rule
+  IfRestored,     // the restores before it put a rule back
+};
+struct StageStep {
+  FinalStage stage;
+  StageWhen when = StageWhen::Always;
+};
+/// minimize -> final pass -> generalize -> final pass (if it generalized a rule) -> both restores -> final pass
+/// and both restores again (if they restored a rule): a generalized or restored rule can make kept ones
+/// derivable, and the rules a final pass drops can make dropped ones underivable.
+std::vector<StageStep> default_final_stages();
+
 struct RulegenConfig {
   std::vector<std::string> ops = default_op_names();
   int max_ops = 3;
@@ -50,11 +72,10 @@ struct RulegenConfig {
   int leaves_per_type = 3;
   std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
-  bool final_pass = true;  // then drop kept rules derivable from all the other kept rules (largest first)
-  bool restore_candidates = true;  // then restore dropped candidates the kept rules do not derive alone
-  // Then split repeated variables apart where the prover allows (generalize.h) and drop the special rules
-  // the generalizations cover.
-  bool generalize = true;
+  // Then these stages, in order (with minimize only). Generalization is placed after both minimization
+  // passes so that only the rules kept are tried (a few hundred), and each generalization replaces rules the
+  // corpus would otherwise keep as special cases.
+  std::vector<StageStep> final_stages = default_final_stages();
   GeneralizeConfig generalization;
   ProveConfig prove;
   // Minimization derives at generic shapes, not at the leaf types' (DeriveLimits::Typing).
