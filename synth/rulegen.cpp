@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string_view>
 
@@ -154,10 +155,31 @@ void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_pro
   mark_phase(st, c, "kept", st.kept, total_s);
 }
 
+/// Minimization's settings out of rulegen's.
+MinimizeConfig minimize_config(const RulegenConfig& c) {
+  return {.minimize = c.minimize,
+          .threads = c.threads,
+          .prove = c.prove,
+          .derive = c.derive,
+          .minimize_chunk = c.minimize_chunk,
+          .batch_node_limit = c.batch_node_limit,
+          .restore_node_limit = c.restore_node_limit,
+          .prove_slice = c.prove_slice,
+          .log = c.log};
+}
+
+/// What minimization's or a restore's proofs found, into rulegen's statistics and list of unproved candidates.
+void add_proofs(RulegenResult& result, ProofTally proofs) {
+  result.stats.proved += proofs.proved, result.stats.wrong += proofs.wrong, result.stats.unknown += proofs.unknown;
+  result.stats.prove_s += proofs.prove_s;
+  std::ranges::move(proofs.rejected, std::back_inserter(result.rejected));
+}
+
 /// What the stages after minimization share: the kept rules, the dropped ones they may put back, and what
 /// their conditions read.
 struct StageRun {
   const RulegenConfig& config;
+  const MinimizeConfig& minimize;
   const std::vector<LeafType>& types;
   std::vector<Rule>& kept;
   std::vector<Rule>& derivable;  // dropped by minimization in a shared e-graph
@@ -176,7 +198,7 @@ void final_pass(StageRun& run) {
   log_line(run.config, "rulegen: final pass" + which + " over " + std::to_string(run.kept.size()) +
                            " kept rules, largest first");
   auto start = Clock::now();
-  const size_t removed = drop_derivable_from_the_rest(run.kept, run.types, run.config, &run.dropped_by_final_passes);
+  const size_t removed = drop_derivable_from_the_rest(run.kept, run.types, run.minimize, &run.dropped_by_final_passes);
   run.result.stats.pruned_final += removed;
   log_line(run.config, "rulegen: final pass" + which + " dropped " + std::to_string(removed) + " rules in " +
                            std::to_string(static_cast<int>(since(start))) + " s");
@@ -205,7 +227,7 @@ void generalize(StageRun& run) {
 
 void restore_dropped(StageRun& run) {
   auto start = Clock::now();
-  const size_t n = restore_underivable(run.kept, run.dropped_by_final_passes, run.types, run.config, &run.memo);
+  const size_t n = restore_underivable(run.kept, run.dropped_by_final_passes, run.types, run.minimize, &run.memo);
   run.result.stats.restored += n, run.restored += n;
   run.result.stats.restore_s += since(start);
   log_line(run.config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
@@ -216,8 +238,10 @@ void restore_dropped(StageRun& run) {
 
 void restore_candidates(StageRun& run) {
   auto start = Clock::now();
-  const size_t n =
-      restore_candidates_derived_only_together(run.kept, run.derivable, run.types, run.config, run.result, &run.memo);
+  RestoreResult restore =
+      restore_candidates_derived_only_together(run.kept, run.derivable, run.types, run.minimize, &run.memo);
+  add_proofs(run.result, std::move(restore.proofs));
+  const size_t n = restore.restored;
   run.result.stats.restored_candidates += n, run.restored += n;
   run.result.stats.restore_s += since(start);
   log_line(run.config, "rulegen: restored " + std::to_string(n) +
@@ -226,9 +250,9 @@ void restore_candidates(StageRun& run) {
 }
 
 /// RulegenConfig::final_stages over the kept rules, each where its condition holds.
-void run_final_stages(const RulegenConfig& config, const std::vector<LeafType>& types, std::vector<Rule>& kept,
-                      std::vector<Rule>& derivable, RulegenResult& result) {
-  StageRun run{config, types, kept, derivable, result};
+void run_final_stages(const RulegenConfig& config, const MinimizeConfig& minimize, const std::vector<LeafType>& types,
+                      std::vector<Rule>& kept, std::vector<Rule>& derivable, RulegenResult& result) {
+  StageRun run{config, minimize, types, kept, derivable, result};
   for (const StageStep& step : config.final_stages) {
     if ((step.when == StageWhen::IfGeneralized && run.generalized == 0) ||
         (step.when == StageWhen::IfRestored && run.restored == 0))
@@ -262,9 +286,12 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   Pruned<OrderedCandidate> ordered = ordered_unique_candidates(std::move(singles), std::move(multis));
   result.stats.pruned_renaming += ordered.dropped;
   std::vector<OrderedCandidate>& unique = ordered.kept;
-  std::vector<Rule> derivable;  // dropped by minimization in a shared e-graph
-  std::vector<Rule> kept = minimize_candidates(unique, config, types, result, &derivable);
-  if (config.minimize) run_final_stages(config, types, kept, derivable, result);
+  const MinimizeConfig minimize = minimize_config(config);
+  MinimizeResult minimized = minimize_candidates(unique, minimize, types);
+  result.stats.pruned_derivable += minimized.pruned_derivable;
+  add_proofs(result, std::move(minimized.proofs));
+  std::vector<Rule>& kept = minimized.kept;
+  if (config.minimize) run_final_stages(config, minimize, types, kept, minimized.derivable, result);
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].id = rule_id(i, kept[i]);
     result.stats.kept_multi += kept[i].is_multi();
@@ -340,13 +367,8 @@ void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<L
   mark_phase(st, config, "refuted cheaply", st.refuted_cheaply, st.refute_s);
 }
 
-}  // namespace
-
-RulegenResult run_rulegen(const RulegenConfig& config) {
-  auto start = Clock::now();
-  Vocabulary vocab = make_vocabulary(
-      config.ops, config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
-  if (config.max_inputs < 1) throw std::invalid_argument("--max-inputs must be at least 1");
+/// The enumeration's settings from rulegen's, with its progress on the log.
+EnumerateConfig enumerate_config(const RulegenConfig& config) {
   EnumerateConfig ec;
   ec.max_ops = config.max_ops;
   ec.max_inputs = config.max_inputs;
@@ -356,9 +378,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   ec.shard_index = config.shard_index;
   ec.shard_count = config.shard_count;
   ec.max_shapes = config.max_shapes;
-  double last_t = 0;
-  uint64_t last_terms = 0;
-  ec.on_progress = [&](const EnumerateProgress& p) {
+  ec.on_progress = [&config, last_t = 0.0, last_terms = uint64_t{0}](const EnumerateProgress& p) mutable {
     double rate = p.seconds > last_t ? (p.terms - last_terms) / (p.seconds - last_t) : 0;
     last_t = p.seconds, last_terms = p.terms;
     std::string line = "rulegen: size " + std::to_string(p.level) + ": " + std::to_string(p.terms) + " graphs (" +
@@ -375,6 +395,69 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
     }
     log_line(config, line);
   };
+  return ec;
+}
+
+/// The verdicts on the equations proved before minimization: verified single rules join `singles`, verified
+/// unbound equations `result.unbound`, the others are rejected (a shard keeps its single ones with their
+/// verdict for merge).
+void take_proofs(std::vector<PatternEquation>& eager, const std::vector<ProofResult>& proofs, RulegenResult& result,
+                 std::vector<Rule>& singles) {
+  RulegenStats& st = result.stats;
+  for (size_t i = 0; i < eager.size(); ++i) {
+    const ProofResult& p = proofs[i];
+    if (p.status != "verified" && result.is_shard && eager[i].bound) {
+      // Kept with its verdict: merge must see the same candidates as one whole run (they take part in
+      // the same minimization rounds) and reports them as rejected without proving them again.
+      (p.status == "wrong" ? st.wrong : st.unknown)++;
+      Rule r = single_rule("candidate", eager[i]);
+      r.verification = Verification{p.status, "z3-elementwise: " + p.reason, p.ms};
+      add_single(singles, result, std::move(r), eager[i]);
+      continue;
+    }
+    if (p.status != "verified") {
+      (p.status == "wrong" ? st.wrong : st.unknown)++;
+      result.rejected.push_back({to_sexpr(eager[i].lhs, eager[i].lhs.root()),
+                                 to_sexpr(eager[i].rhs, eager[i].rhs.root()), p.status, p.reason});
+      continue;
+    }
+    ++st.proved;
+    if (eager[i].bound) {
+      Rule r = single_rule("candidate", eager[i]);
+      r.verification = Verification{"verified", "z3-elementwise", p.ms};
+      r.same_shape = p.same_shape;
+      r.conv_groupings = p.conv_groupings;
+      add_single(singles, result, std::move(r), eager[i]);
+    } else {
+      result.unbound.push_back(std::move(eager[i]));
+    }
+  }
+}
+
+/// generator in the corpus: how it was made, and the statistics.
+nlohmann::json generator_json(const RulegenConfig& config, const std::vector<std::string>& op_names,
+                              const RulegenResult& result) {
+  nlohmann::json gen = {{"program", "rulegen"},
+                        {"ops", op_names},
+                        {"max_ops", config.max_ops},
+                        {"max_inputs", config.max_inputs},
+                        {"seed", config.seed},
+                        {"stats", result.stats.to_json()}};
+  if (result.is_shard)
+    gen["shard"] = {{"index", config.shard_index},
+                    {"count", config.shard_count},
+                    {"proofs", config.defer_proofs ? "deferred" : "made"}};
+  return gen;
+}
+
+}  // namespace
+
+RulegenResult run_rulegen(const RulegenConfig& config) {
+  auto start = Clock::now();
+  Vocabulary vocab = make_vocabulary(
+      config.ops, config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
+  if (config.max_inputs < 1) throw std::invalid_argument("--max-inputs must be at least 1");
+  const EnumerateConfig ec = enumerate_config(config);
   Enumeration e = enumerate_terms(vocab, ec);
   RulegenResult result;
   result.is_shard = config.shard_count > 1;
@@ -444,34 +527,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   auto prove_start = Clock::now();
   const std::vector<ProofResult> proofs = prove_equations(eager, config, ec.threads);
   st.prove_s = since(prove_start);
-  for (size_t i = 0; i < eager.size(); ++i) {
-    const ProofResult& p = proofs[i];
-    if (p.status != "verified" && result.is_shard && eager[i].bound) {
-      // Kept with its verdict: merge must see the same candidates as one whole run (they take part in
-      // the same minimization rounds) and reports them as rejected without proving them again.
-      (p.status == "wrong" ? st.wrong : st.unknown)++;
-      Rule r = single_rule("candidate", eager[i]);
-      r.verification = Verification{p.status, "z3-elementwise: " + p.reason, p.ms};
-      add_single(singles, result, std::move(r), eager[i]);
-      continue;
-    }
-    if (p.status != "verified") {
-      (p.status == "wrong" ? st.wrong : st.unknown)++;
-      result.rejected.push_back({to_sexpr(eager[i].lhs, eager[i].lhs.root()),
-                                 to_sexpr(eager[i].rhs, eager[i].rhs.root()), p.status, p.reason});
-      continue;
-    }
-    ++st.proved;
-    if (eager[i].bound) {
-      Rule r = single_rule("candidate", eager[i]);
-      r.verification = Verification{"verified", "z3-elementwise", p.ms};
-      r.same_shape = p.same_shape;
-      r.conv_groupings = p.conv_groupings;
-      add_single(singles, result, std::move(r), eager[i]);
-    } else {
-      result.unbound.push_back(std::move(eager[i]));
-    }
-  }
+  take_proofs(eager, proofs, result, singles);
   if (result.is_shard) {
     result.shard_rules = std::move(singles);
     mark_phase(st, config, "proved", st.proved, st.prove_s);
@@ -483,17 +539,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
     mark_final_phases(st, config, st.prove_s - eager_prove_s, since(start));
   }
   st.seconds = since(start);
-  nlohmann::json gen = {{"program", "rulegen"},
-                        {"ops", vocab.op_names},
-                        {"max_ops", config.max_ops},
-                        {"max_inputs", config.max_inputs},
-                        {"seed", config.seed},
-                        {"stats", st.to_json()}};
-  if (result.is_shard)
-    gen["shard"] = {{"index", config.shard_index},
-                    {"count", config.shard_count},
-                    {"proofs", config.defer_proofs ? "deferred" : "made"}};
-  result.corpus.generator = gen;
+  result.corpus.generator = generator_json(config, vocab.op_names, result);
   return result;
 }
 

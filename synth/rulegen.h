@@ -119,12 +119,6 @@ struct RulegenStats {
   std::string summary_line() const;
 };
 
-/// A candidate that did not make it into the corpus because it was not proved.
-struct Rejected {
-  std::string lhs, rhs;  // pattern texts (" ; " between patterns)
-  std::string status, reason;
-};
-
 /// An unbound equation of a shard that defers its proofs, with the cheap refutation's reason when refuted.
 struct DeferredUnbound {
   PatternEquation equation;
