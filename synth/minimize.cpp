@@ -467,7 +467,8 @@ class Minimization {
       const bool had_verdict = r.verification.has_value();  // proved by a shard: counted there
       if (proofs[j].status != "verified") {
         if (!had_verdict) (proofs[j].status == "wrong" ? result.proofs.wrong : result.proofs.unknown)++;
-        result.proofs.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
+        result.proofs.rejected.push_back(
+            {patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
         continue;
       }
       if (!had_verdict) {
