@@ -4,7 +4,7 @@
 // knowing them. Ranks and attributes stay concrete, as in every policy: a rule that refuses the ranks or the
 // attributes alone refuses here too.
 //
-// Its users translate the terms, never an operator: the verifier's shape facts (verify/axioms.cpp: each term
+// Its users translate the terms, never an operator: the verifier's shape facts (verify/axioms/shape_facts.cpp: each term
 // becomes a Z3 integer term over dim(t, k)), the shape search's dimension classes and rank signatures
 // (verify/shape_assign.cpp) and the importers' rank solver (rules/import). tests/rules/shape_policy_test.cpp
 // evaluates the terms at random concrete operands and compares with infer_shape for every operator.

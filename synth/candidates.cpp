@@ -110,9 +110,9 @@ std::optional<uint64_t> sample_threshold(std::vector<uint64_t> hashes, uint64_t 
   return *nth;
 }
 
-std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
-                                                      uint64_t& dropped, uint64_t& capped,
-                                                      std::vector<uint64_t>* last_level_hashes) {
+UniqueEquations collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
+                                         std::vector<uint64_t>* last_level_hashes) {
+  UniqueEquations out;
   const int last_level = e.levels.empty() ? 0 : e.levels.back().level;
   // Pass 1: which of each equation's (at most two) pattern equations are new up to renaming; only keys
   // are held, not the patterns.
@@ -134,7 +134,7 @@ std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint
         std::string key = renaming_key(parts[k]);
         const uint64_t h = e.equations[i].size == last_level ? stable_hash(key) : 0;
         if (!seen.insert(std::move(key)).second) {
-          ++dropped;
+          ++out.renamings;
           continue;
         }
         keep[i] |= static_cast<uint8_t>(1u << k);
@@ -146,7 +146,7 @@ std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint
     std::nth_element(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(max_last_level), last.end());
     for (auto it = last.begin() + static_cast<std::ptrdiff_t>(max_last_level); it != last.end(); ++it)
       keep[it->equation] &= static_cast<uint8_t>(~(1u << it->part));
-    capped += last.size() - max_last_level;
+    out.capped += last.size() - max_last_level;
     last.resize(max_last_level);
   }
   if (last_level_hashes) {
@@ -161,7 +161,7 @@ std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint
     last = {};
   }
   // Pass 2: the patterns of the kept ones, in the enumeration's order.
-  std::vector<PatternEquation> out, parts;
+  std::vector<PatternEquation> parts;
   auto next_last = last.begin();
   for (size_t i = 0; i < e.equations.size(); ++i) {
     if (!keep[i]) continue;
@@ -171,7 +171,7 @@ std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint
       if (!(keep[i] & (1u << k))) continue;
       if (next_last != last.end() && next_last->equation == i && next_last->part == k)
         parts[k].sample_hash = (next_last++)->hash;
-      out.push_back(std::move(parts[k]));
+      out.equations.push_back(std::move(parts[k]));
     }
   }
   return out;
@@ -304,37 +304,36 @@ int tree_ops(const Expr& p) {
 
 }  // namespace
 
-std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equations, uint64_t& dropped) {
-  std::vector<PatternEquation> kept;
+Pruned<PatternEquation> drop_renamings(std::vector<PatternEquation> equations) {
+  Pruned<PatternEquation> out;
   std::unordered_set<std::string> seen;
   for (PatternEquation& q : equations) {
     // Types kept: which leaf type represents a rule is decided after pairing, the same way for shards.
     if (!seen.insert(renaming_key(q)).second) {
-      ++dropped;
+      ++out.dropped;
       continue;
     }
-    kept.push_back(std::move(q));
+    out.kept.push_back(std::move(q));
   }
-  return kept;
+  return out;
 }
 
-std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops,
-                                           uint64_t& dropped) {
+Pruned<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops) {
   std::vector<PatternEquation> unbound;
   for (const PatternEquation& q : equations)
     if (!q.bound) unbound.push_back(q);
   std::vector<char> paired;
   pair_multi_rules(unbound, max_rhs_ops, &paired);
-  std::vector<PatternEquation> kept;
+  Pruned<PatternEquation> out;
   size_t k = 0;  // index among the unbound
   for (PatternEquation& q : equations) {
     if (!q.bound && !paired[k++]) {
-      ++dropped;
+      ++out.dropped;
       continue;
     }
-    kept.push_back(std::move(q));
+    out.kept.push_back(std::move(q));
   }
-  return kept;
+  return out;
 }
 
 bool has_common_subgraph(const PatternEquation& eq, const std::vector<LeafType>& types, uint64_t seed) {
@@ -434,8 +433,7 @@ std::string patterns_text(const std::vector<Expr>& patterns) {
   return out;
 }
 
-std::vector<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis,
-                                                        uint64_t& dropped) {
+Pruned<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis) {
   std::vector<OrderedCandidate> entries;
   for (auto* list : {&singles, &multis})
     for (Rule& r : *list) {
@@ -446,13 +444,13 @@ std::vector<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> single
   std::sort(entries.begin(), entries.end(), [](const OrderedCandidate& a, const OrderedCandidate& b) {
     return std::tie(a.size, a.fewer_vars, a.key, a.text) < std::tie(b.size, b.fewer_vars, b.key, b.text);
   });
-  std::vector<OrderedCandidate> unique;
+  Pruned<OrderedCandidate> unique;
   for (OrderedCandidate& e : entries) {
-    if (!unique.empty() && unique.back().key == e.key && unique.back().size == e.size) {
-      ++dropped;
+    if (!unique.kept.empty() && unique.kept.back().key == e.key && unique.kept.back().size == e.size) {
+      ++unique.dropped;
       continue;
     }
-    unique.push_back(std::move(e));
+    unique.kept.push_back(std::move(e));
   }
   return unique;
 }

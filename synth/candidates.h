@@ -56,29 +56,41 @@ Rule single_rule(const std::string& id, const PatternEquation& eq);
 
 // ---- pruning and order, before and after the proofs (rulegen.h drives them) ----------------------------
 
+/// What a pruning step kept, in order, and how many it dropped.
+template <class T>
+struct Pruned {
+  std::vector<T> kept;
+  uint64_t dropped = 0;
+};
+
+/// collect_unique_equations' equations, with how many it dropped as renamings and left out by the cap.
+struct UniqueEquations {
+  std::vector<PatternEquation> equations;
+  uint64_t renamings = 0;
+  uint64_t capped = 0;
+};
+
 /// drop_renamings(collect_equations(e)) without holding every equation's patterns at once (at size 4 they
 /// were tens of GB), and with a count cap: when `max_last_level` > 0 and more unique equations than that were
 /// found at the enumeration's last level, only the `max_last_level` whose canonical texts hash lowest are
 /// kept (a sample fixed by the hash: the same on every machine and at any load); `capped` counts the others.
-/// Equations of smaller sizes are all kept. `dropped` counts the renamings. With `last_level_hashes`, each
+/// Equations of smaller sizes are all kept. `renamings` counts the renamings. With `last_level_hashes`, each
 /// kept last-level equation gets its `sample_hash` and the vector all of them, ascending: what a shard
 /// tells merge so that the cap applies to all shards together (rulegen.h, RulegenConfig::shard_count).
-std::vector<PatternEquation> collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
-                                                      uint64_t& dropped, uint64_t& capped,
-                                                      std::vector<uint64_t>* last_level_hashes = nullptr);
+UniqueEquations collect_unique_equations(const Enumeration& e, uint64_t max_last_level,
+                                         std::vector<uint64_t>* last_level_hashes = nullptr);
 
 /// The `cap` lowest of `hashes` (all of them when there are no more than `cap`, or `cap` is 0): the sample
 /// --max-last-size-candidates keeps. Returns the largest hash kept, or nullopt when all are kept.
 std::optional<uint64_t> sample_threshold(std::vector<uint64_t> hashes, uint64_t cap);
 
 /// The equations less those equal to an earlier one up to variable renaming (leaf types kept apart, so
-/// that shards and one whole run drop the same ones); `dropped` counts the others.
-std::vector<PatternEquation> drop_renamings(std::vector<PatternEquation> equations, uint64_t& dropped);
+/// that shards and one whole run drop the same ones).
+Pruned<PatternEquation> drop_renamings(std::vector<PatternEquation> equations);
 
 /// The equations less the unbound ones that pair with no other (pair_multi_rules, `max_rhs_ops`): they cannot
-/// become rules, so they are not worth a proof. `dropped` counts them.
-std::vector<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops,
-                                           uint64_t& dropped);
+/// become rules, so they are not worth a proof.
+Pruned<PatternEquation> drop_unpaired(std::vector<PatternEquation> equations, int max_rhs_ops);
 
 /// TASO's pruning: both sides contain the same operator subterm, and the rule with that subterm replaced
 /// by a fresh leaf of the same type still holds (checked on both fingerprint sets). The general rule is
@@ -113,9 +125,8 @@ struct OrderedCandidate {
   Rule rule;
 };
 
-/// The candidates smallest first, one of each class of rules equal up to variable renaming (`dropped`
-/// counts the others).
-std::vector<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis,
-                                                        uint64_t& dropped);
+/// The candidates smallest first, one of each class of rules equal up to variable renaming (the others
+/// dropped).
+Pruned<OrderedCandidate> ordered_unique_candidates(std::vector<Rule> singles, std::vector<Rule> multis);
 
 }  // namespace teq::synth

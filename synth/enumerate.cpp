@@ -15,6 +15,7 @@
 #include "rules/ops/layout.h"
 #include "rules/semantics.h"
 #include "synth/fingerprint.h"
+#include "synth/generator_fit.h"
 
 namespace teq::synth {
 
@@ -194,26 +195,12 @@ class Enumerator {
     return true;
   }
 
-  /// The generator's own restrictions, beyond the operators' shape rules (try_infer_shape decides those):
-  /// smul scales a tensor, not a scalar; matmul keeps to matrices as TASO does; a convolution's kernel is
-  /// no larger than its image (SAME padding would allow it); identity and pooling kernels are made for 4-d
-  /// images only (their rule takes any rank >= 2).
-  static bool may_fit(const OpVariant& v, const Shape& a, const Shape* b) {
-    switch (v.op) {
-      case OpKind::Smul: return !a.empty();
-      // Batched matmul exists, but the generator keeps to matrices as TASO does.
-      case OpKind::Matmul: return a.size() == 2 && b->size() == 2;
-      case OpKind::Conv2d: return a.size() == 4 && b->size() == 4 && (*b)[2] <= a[2] && (*b)[3] <= a[3];
-      case OpKind::IConv: case OpKind::PoolKernel: return a.size() == 4;
-      default: return true;
-    }
-  }
-
   int64_t fit(const OpVariant& v, uint32_t s1, int64_t s2) {
     const ShapePair& p1 = out_.shapes[s1];
     const ShapePair* p2 = s2 >= 0 ? &out_.shapes[s2] : nullptr;
-    if (!may_fit(v, p1.a, p2 ? &p2->a : nullptr)) return -1;
-    if (p2 && !may_fit(v, p1.b, &p2->b)) return -1;
+    // The generator's own restrictions (generator_fit.h), beyond the shape rules.
+    if (!generator_fits(v.op, p1.a, p2 ? &p2->a : nullptr)) return -1;
+    if (p2 && !generator_fits(v.op, p1.b, &p2->b)) return -1;
     std::vector<Shape> in_a{p1.a}, in_b{p1.b};
     if (p2) in_a.push_back(p2->a), in_b.push_back(p2->b);
     const std::optional<Shape> oa = try_infer_shape(v.op, v.attrs, in_a);
@@ -288,11 +275,6 @@ class Enumerator {
       }
       operand_pairs_ += table.entries.size();
     }
-  }
-
-  /// Convolution and pooling read activations; on a weight they only restate the kernel's own shape.
-  static bool reads_activation(OpKind op) {
-    return op == OpKind::Conv2d || op == OpKind::MaxPool || op == OpKind::AvgPool;
   }
 
   /// compat_'s row of (second shape, output shape) for variant v and first shape s1, ascending by second.

@@ -15,7 +15,6 @@
 #include "synth/detail/derivation.h"
 #include "synth/parallel.h"
 #include "synth/prove.h"
-#include "synth/rulegen.h"
 #include "synth/typing.h"
 #include "verify/shape_assign.h"
 
@@ -352,14 +351,13 @@ std::string time_left(size_t done, size_t total, double seconds) {
 /// ways; kept_both_plain: those a derivation of a rule without enlarge may use (may_derive).
 class Minimization {
  public:
-  Minimization(std::vector<OrderedCandidate>& unique, const RulegenConfig& config, const std::vector<LeafType>& types,
-               RulegenResult& result)
-      : unique_(unique), config_(config), types_(types), result_(result), threads_(thread_count(config.threads)),
+  Minimization(std::vector<OrderedCandidate>& unique, const MinimizeConfig& config, const std::vector<LeafType>& types)
+      : unique_(unique), config_(config), types_(types), threads_(thread_count(config.threads)),
         slice_(std::max<size_t>(1, config.prove_slice)) {}
 
-  /// Every candidate, chunk by chunk; returns the kept rules. `derivable`: the single-pattern candidates
-  /// found derivable in a shared e-graph, in candidate order.
-  std::vector<Rule> run(std::vector<Rule>* derivable) {
+  /// Every candidate, chunk by chunk: the kept rules, the single-pattern candidates found derivable in a
+  /// shared e-graph (in candidate order), and what the proofs found.
+  MinimizeResult run() {
     const auto start = Clock::now();
     const size_t chunk = std::max<size_t>(1, config_.minimize_chunk);
     size_t next_log = 0;
@@ -383,11 +381,10 @@ class Minimization {
     log_line(config_, "rulegen: minimization proved " + std::to_string(spare_made_.load()) +
                           " candidates ahead on otherwise idle threads, " + std::to_string(spare_used_.load()) +
                           " of them needed");
-    if (derivable) {
-      std::sort(derivable_.begin(), derivable_.end());
-      for (size_t c : derivable_) derivable->push_back(unique_[c].rule);
-    }
-    return std::move(kept);
+    std::sort(derivable_.begin(), derivable_.end());
+    for (size_t c : derivable_) result_.derivable.push_back(unique_[c].rule);
+    result_.kept = std::move(kept);
+    return std::move(result_);
   }
 
  private:
@@ -403,8 +400,8 @@ class Minimization {
   void log_progress(size_t checked, Clock::time_point start) const {
     log_line(config_, "rulegen: minimizing: " + std::to_string(checked) + "/" + std::to_string(unique_.size()) +
                           " checked, " + std::to_string(kept.size()) + " kept, " +
-                          std::to_string(result_.stats.pruned_derivable) + " derivable, " +
-                          std::to_string(result_.stats.wrong + result_.stats.unknown) + " unproved, " +
+                          std::to_string(result_.pruned_derivable) + " derivable, " +
+                          std::to_string(result_.proofs.wrong + result_.proofs.unknown) + " unproved, " +
                           std::to_string(static_cast<int>(since(start))) + " s" +
                           time_left(checked, unique_.size(), since(start)));
   }
@@ -414,9 +411,9 @@ class Minimization {
   /// the pending candidates are those the rules kept before did not derive, worth proving ahead while the
   /// round saturates; in its first round most are derivable, and a proof ahead would mostly be wasted.
   std::vector<size_t> round(const std::vector<size_t>& pending, bool first_of_chunk) {
-    const RulegenConfig& config = config_;
+    const MinimizeConfig& config = config_;
     const std::vector<LeafType>& types = types_;
-    RulegenResult& result = result_;
+    MinimizeResult& result = result_;
     std::vector<OrderedCandidate>& unique = unique_;
     const size_t slice = slice_;
     // batches[0]: candidates without enlarge, saturated with kept_both_plain; batches[1]: the others.
@@ -449,7 +446,7 @@ class Minimization {
     std::vector<size_t> undecided;
     for (size_t k = 0; k < pending.size(); ++k) {
       if (index[k] ? batches[batch_of[k]].equal(*index[k]) : multi_derived[k]) {
-        ++result.stats.pruned_derivable;
+        ++result.pruned_derivable;
         if (index[k]) derivable_.push_back(pending[k]);
         continue;
       }
@@ -463,18 +460,19 @@ class Minimization {
     std::vector<ProofResult> proofs(take);
     auto prove_start = Clock::now();
     run_with_spare_proofs(take, [&](size_t j) { proofs[j] = proof_of(pending[undecided[j]]); }, spare);
-    result.stats.prove_s += since(prove_start);
+    result.proofs.prove_s += since(prove_start);
     for (size_t j = 0; j < take; ++j) {
       const size_t k = undecided[j];
       Rule& r = unique[pending[k]].rule;
       const bool had_verdict = r.verification.has_value();  // proved by a shard: counted there
       if (proofs[j].status != "verified") {
-        if (!had_verdict) (proofs[j].status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
-        result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
+        if (!had_verdict) (proofs[j].status == "wrong" ? result.proofs.wrong : result.proofs.unknown)++;
+        result.proofs.rejected.push_back(
+            {patterns_text(r.lhs), patterns_text(r.rhs), proofs[j].status, proofs[j].reason});
         continue;
       }
       if (!had_verdict) {
-        ++result.stats.proved;
+        ++result.proofs.proved;
         r.verification = Verification{"verified", "z3-elementwise", proofs[j].ms};
         r.same_shape = proofs[j].same_shape;
         r.conv_groupings = proofs[j].conv_groupings;
@@ -483,7 +481,7 @@ class Minimization {
       if (index[k] ? batches[batch_of[k]].equal(*index[k])
                    : config.minimize && r.is_multi() && kept.size() > kept_before_round &&
                          derive_rule(r, compiled_rules_for(r), types, multi_limits).derived) {
-        ++result.stats.pruned_derivable;
+        ++result.pruned_derivable;
         if (index[k]) derivable_.push_back(pending[k]);
         continue;
       }
@@ -540,9 +538,9 @@ class Minimization {
   }
 
   std::vector<OrderedCandidate>& unique_;
-  const RulegenConfig& config_;
+  const MinimizeConfig& config_;
   const std::vector<LeafType>& types_;
-  RulegenResult& result_;
+  MinimizeResult result_;
   const int threads_;
   const size_t slice_;
   std::vector<Rule> kept, kept_both, kept_both_plain;
@@ -554,10 +552,9 @@ class Minimization {
 
 }  // namespace
 
-std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates, const RulegenConfig& config,
-                                      const std::vector<LeafType>& types, RulegenResult& result,
-                                      std::vector<Rule>* derivable) {
-  return Minimization(candidates, config, types, result).run(derivable);
+MinimizeResult minimize_candidates(std::vector<OrderedCandidate>& candidates, const MinimizeConfig& config,
+                                   const std::vector<LeafType>& types) {
+  return Minimization(candidates, config, types).run();
 }
 
 namespace {
@@ -629,7 +626,7 @@ size_t confirm_in_order(const FinalPassCheck& check, const std::vector<size_t>& 
 }  // namespace
 
 size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
-                                    const RulegenConfig& config, std::vector<Rule>* dropped_rules) {
+                                    const MinimizeConfig& config, std::vector<Rule>* dropped_rules) {
   const int threads = thread_count(config.threads);
   const auto start = Clock::now();
   auto last_log = start;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -13,6 +14,7 @@
 
 #include "rules/corpus.h"
 #include "synth/candidates.h"
+#include "synth/prove.h"
 #include "synth/vocabulary.h"
 
 namespace teq {
@@ -145,8 +147,41 @@ DeriveResult derive_as_rewrites(const Rule& target, const RuleSubset& rules, con
 
 // ---- rulegen's minimization policy (run_rulegen and merge_rulegen drive it, rulegen.h) ------------------
 
-struct RulegenConfig;
-struct RulegenResult;
+/// Minimization's settings: what of RulegenConfig (rulegen.h) the minimization, the final pass and the
+/// restores use; rulegen fills them from its own (the defaults are the same).
+struct MinimizeConfig {
+  bool minimize = true;  // drop candidates derivable from the smaller rules kept before them (else prove all)
+  int threads = 0;       // 0 = all cores
+  ProveConfig prove;
+  // Minimization derives at generic shapes, not at the leaf types' (DeriveLimits::Typing).
+  DeriveLimits derive{.typing = DeriveLimits::Typing::Generic};
+  size_t minimize_chunk = 256;         // candidates sharing one e-graph during minimization
+  size_t batch_node_limit = 60'000;    // e-nodes of that e-graph
+  size_t restore_node_limit = 30'000;  // a dropped rule restored unless derivable alone within this
+  size_t prove_slice = 32;             // candidates proved per minimization round (independent of the threads)
+  std::function<void(const std::string&)> log;  // progress lines; may be empty
+};
+
+/// A candidate that did not make it into the corpus because it was not proved.
+struct Rejected {
+  std::string lhs, rhs;  // pattern texts (" ; " between patterns)
+  std::string status, reason;
+};
+
+/// What the proofs made by minimization or a restore found: counts (a candidate a shard proved already is
+/// counted there), the seconds they took, and the candidates not proved, in order.
+struct ProofTally {
+  uint64_t proved = 0, wrong = 0, unknown = 0;
+  double prove_s = 0;
+  std::vector<Rejected> rejected;
+};
+
+struct MinimizeResult {
+  std::vector<Rule> kept;
+  std::vector<Rule> derivable;    // the single-pattern candidates dropped as derivable, in candidate order
+  uint64_t pruned_derivable = 0;  // all candidates dropped as derivable
+  ProofTally proofs;
+};
 
 /// Ruler's minimization of rulegen's candidates (in ordered_unique_candidates' order, candidates.h),
 /// smallest first, with proofs made lazily: a chunk of candidates shares one e-graph saturated with the rules
@@ -155,12 +190,9 @@ struct RulegenResult;
 /// already joined its sides, and its sides are joined so that the later ones see it. The next round rebuilds
 /// the e-graph from what is still undecided. A derivation of a rule without enlarge uses no rule with it
 /// (enlarge exists only for kernels up to its target size), so candidates with and without enlarge get an
-/// e-graph each. Returns the kept rules; counts proofs and derivable candidates in result.stats and lists the
-/// unproved candidates in result.rejected.
-/// `derivable` (when given) receives the single-pattern candidates dropped as derivable, in candidate order.
-std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates, const RulegenConfig& config,
-                                      const std::vector<LeafType>& types, RulegenResult& result,
-                                      std::vector<Rule>* derivable = nullptr);
+/// e-graph each. Returns the kept rules, the candidates dropped as derivable and what the proofs found.
+MinimizeResult minimize_candidates(std::vector<OrderedCandidate>& candidates, const MinimizeConfig& config,
+                                   const std::vector<LeafType>& types);
 
 /// Ruler's final pass: smallest-first minimization keeps a rule whose derivation needs rules kept after it.
 /// Every rule is checked against all the others in parallel (a flag), then the flagged ones, largest first,
@@ -169,7 +201,7 @@ std::vector<Rule> minimize_candidates(std::vector<OrderedCandidate>& candidates,
 /// rule whose sides merely meet in the middle lost 7 of Tensat's 120 rules from the coverage.
 /// Removes the derivable rules from `kept` (appended to `dropped` when given); returns how many.
 size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<LeafType>& types,
-                                    const RulegenConfig& config, std::vector<Rule>* dropped = nullptr);
+                                    const MinimizeConfig& config, std::vector<Rule>* dropped = nullptr);
 
 /// The final pass's drops checked again, each alone against the rules finally kept: a rule is dropped when
 /// the rules not dropped before it derive it, and the rules dropped after it may be what that derivation
@@ -181,7 +213,7 @@ size_t drop_derivable_from_the_rest(std::vector<Rule>& kept, const std::vector<L
 /// `memo`: as for restore_candidates_derived_only_together, below.
 class RestoreMemo;
 size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dropped,
-                           const std::vector<LeafType>& types, const RulegenConfig& config,
+                           const std::vector<LeafType>& types, const MinimizeConfig& config,
                            RestoreMemo* memo = nullptr);
 
 /// Meeting in the middle undone: minimization drops a candidate when its sides join in an e-graph it shares
@@ -189,8 +221,8 @@ size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dro
 /// (the seed's transpose-concat was such a candidate). Each of `derivable` (minimize_candidates' dropped
 /// single-pattern candidates) is checked alone (derive_rule, the derivation limits); those that do not
 /// derive are taken in order, each checked again against the kept rules and those restored before it, proved
-/// (they were dropped unproved) and appended to `kept` when verified. Returns how many were restored; counts
-/// the proofs in result.stats and lists refuted ones in result.rejected. The verdicts do not depend on the
+/// (they were dropped unproved) and appended to `kept` when verified. Returns how many were restored and
+/// what the proofs found (refuted ones listed there). The verdicts do not depend on the
 /// threads (a window of checks is taken in order up to the first restore, like the final pass). Candidates
 /// that fail their proof are removed from `derivable`, so that a second call does not prove them again.
 /// `memo` (optional, kept by the caller across calls) remembers each check's verdict and the operators its
@@ -198,9 +230,13 @@ size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dro
 /// rules whose left sides could not match there (an operator with its attributes that none of its e-nodes
 /// had), would run the very same saturation, so it takes the remembered verdict instead. The verdicts, and
 /// so the rules restored, are those of a call without it.
-size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
-                                                const std::vector<LeafType>& types, const RulegenConfig& config,
-                                                RulegenResult& result, RestoreMemo* memo = nullptr);
+struct RestoreResult {
+  size_t restored = 0;
+  ProofTally proofs;
+};
+RestoreResult restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
+                                                       const std::vector<LeafType>& types,
+                                                       const MinimizeConfig& config, RestoreMemo* memo = nullptr);
 
 /// The memory of the restores between their calls: each check's record (opaque), and how many checks ran a
 /// saturation and how many took a remembered verdict.

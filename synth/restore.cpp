@@ -181,7 +181,7 @@ std::string rule_text(const Rule& r) { return patterns_text(r.lhs) + " => " + pa
 }  // namespace
 
 size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dropped_rules,
-                           const std::vector<LeafType>& types, const RulegenConfig& config, RestoreMemo* memo) {
+                           const std::vector<LeafType>& types, const MinimizeConfig& config, RestoreMemo* memo) {
   // Each rule once, and none that is kept (restored before, or dropped twice).
   std::set<std::string> seen;
   for (const Rule& r : kept) seen.insert(rule_text(r));
@@ -234,9 +234,10 @@ size_t restore_underivable(std::vector<Rule>& kept, const std::vector<Rule>& dro
 }
 
 
-size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
-                                                const std::vector<LeafType>& types, const RulegenConfig& config,
-                                                RulegenResult& result, RestoreMemo* memo) {
+RestoreResult restore_candidates_derived_only_together(std::vector<Rule>& kept, std::vector<Rule>& derivable,
+                                                       const std::vector<LeafType>& types,
+                                                       const MinimizeConfig& config, RestoreMemo* memo) {
+  ProofTally tally;
   const int threads = thread_count(config.threads);
   RestoreMemo own;  // a call without a memo still reuses within itself
   RestoreMemo::State& state = *(memo ? memo : &own)->state;
@@ -288,12 +289,12 @@ size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::ve
     Rule r = derivable[at];
     const ProofResult proof = prove_rule(r, config.prove);
     if (proof.status != "verified") {
-      (proof.status == "wrong" ? result.stats.wrong : result.stats.unknown)++;
-      result.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proof.status, proof.reason});
+      (proof.status == "wrong" ? tally.wrong : tally.unknown)++;
+      tally.rejected.push_back({patterns_text(r.lhs), patterns_text(r.rhs), proof.status, proof.reason});
       refuted[at] = 1;
       continue;
     }
-    ++result.stats.proved;
+    ++tally.proved;
     r.verification = Verification{"verified", "z3-elementwise", proof.ms};
     r.same_shape = proof.same_shape;
     r.conv_groupings = proof.conv_groupings;
@@ -313,7 +314,7 @@ size_t restore_candidates_derived_only_together(std::vector<Rule>& kept, std::ve
     rest.push_back(std::move(derivable[i]));
   }
   derivable = std::move(rest);
-  return restored;
+  return {restored, std::move(tally)};
 }
 
 }  // namespace teq::synth

@@ -4,6 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string_view>
 
 #include <sys/resource.h>
 
@@ -13,42 +16,25 @@
 
 namespace teq::synth {
 
+std::vector<StageStep> default_final_stages() {
+  using enum FinalStage;
+  return {{FinalPass},
+          {Generalize},
+          {FinalPass, StageWhen::IfGeneralized},
+          {RestoreDropped},
+          {RestoreCandidates},
+          {FinalPass, StageWhen::IfRestored},
+          {RestoreDropped, StageWhen::IfRestored},
+          {RestoreCandidates, StageWhen::IfRestored}};
+}
+
 nlohmann::json RulegenStats::to_json() const {
-  return {{"graphs_enumerated", enumerated},
-          {"fingerprint_classes", classes},
-          {"candidates", candidates},
-          {"separated_by_second_set", separated_by_second_set},
-          {"shapes", shapes},
-          {"shapes_refused", shapes_refused},
-          {"candidates_capped", candidates_capped},
-          {"pruned_renaming", pruned_renaming},
-          {"pruned_common_subgraph", pruned_common_subgraph},
-          {"pruned_unpaired", pruned_unpaired},
-          {"refuted_cheaply", refuted_cheaply},
-          {"proved", proved},
-          {"wrong", wrong},
-          {"unknown", unknown},
-          {"multi_candidates", multi_candidates},
-          {"pruned_derivable", pruned_derivable},
-          {"pruned_final", pruned_final},
-          {"restored", restored},
-          {"restored_candidates", restored_candidates},
-          {"generalized", generalized},
-          {"pruned_instances", pruned_instances},
-          {"generalize_proofs", generalize_proofs},
-          {"generalize_proved", generalize_proved},
-          {"generalize_s", generalize_s},
-          {"restore_s", restore_s},
-          {"derivations_stopped_by_clock", derivations_stopped_by_clock},
-          {"kept", kept},
-          {"kept_multi", kept_multi},
-          {"enumerate_s", enumerate_s},
-          {"refute_s", refute_s},
-          {"prove_s", prove_s},
-          {"minimize_s", minimize_s},
-          {"seconds", seconds},
-          {"truncated", truncated},
-          {"phases", phases_json()}};
+  nlohmann::json out;
+#define TEQ_STAT(type, member, key, merge, summary) out[key] = member;
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
+  out["phases"] = phases_json();
+  return out;
 }
 
 nlohmann::json RulegenStats::phases_json() const {
@@ -58,18 +44,56 @@ nlohmann::json RulegenStats::phases_json() const {
   return out;
 }
 
+namespace {
+
+template <StatMerge M, class T>
+void combine(T& into, const T& value) {
+  if constexpr (M == StatMerge::Sum) into += value;
+  else if constexpr (M == StatMerge::Max) into = std::max(into, value);
+}
+
+template <StatMerge M, class T>
+void read_stat(const nlohmann::json& stats, const char* key, T& into) {
+  if constexpr (M != StatMerge::Own) into = stats.value(key, T{});
+}
+
+/// `words` (rulegen_stats.inc's summary column) after `value` on the summary line.
+template <class T>
+void add_to_summary(std::ostringstream& out, bool& first, const T& value, std::string_view words) {
+  if (words.empty()) return;
+  if (words.front() == '(') {
+    out << " (" << value << " " << words.substr(1) << ")";
+    return;
+  }
+  out << (first ? "" : ", ") << value << " " << words;
+  first = false;
+}
+
+}  // namespace
+
 RulegenStats& RulegenStats::operator+=(const RulegenStats& o) {
-  enumerated += o.enumerated, classes += o.classes, candidates += o.candidates;
-  separated_by_second_set += o.separated_by_second_set;
-  shapes = std::max(shapes, o.shapes), shapes_refused += o.shapes_refused;
-  candidates_capped += o.candidates_capped;
-  pruned_renaming += o.pruned_renaming, pruned_common_subgraph += o.pruned_common_subgraph;
-  pruned_unpaired += o.pruned_unpaired;
-  refuted_cheaply += o.refuted_cheaply, refute_s += o.refute_s;
-  proved += o.proved, wrong += o.wrong, unknown += o.unknown;
-  enumerate_s += o.enumerate_s, prove_s += o.prove_s;
-  truncated |= o.truncated;
+#define TEQ_STAT(type, member, key, merge, summary) combine<StatMerge::merge>(member, o.member);
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
   return *this;
+}
+
+RulegenStats RulegenStats::from_shard_json(const nlohmann::json& stats) {
+  RulegenStats part;
+#define TEQ_STAT(type, member, key, merge, summary) read_stat<StatMerge::merge>(stats, key, part.member);
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
+  return part;
+}
+
+std::string RulegenStats::summary_line() const {
+  std::ostringstream out;
+  bool first = true;
+#define TEQ_STAT(type, member, key, merge, summary) add_to_summary(out, first, member, summary);
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
+  if (truncated) out << " (enumeration stopped by --time-limit)";
+  return out.str();
 }
 
 namespace {
@@ -122,10 +146,125 @@ void mark_final_phases(RulegenStats& st, const RulegenConfig& c, double lazy_pro
   mark_phase(st, c, "proved", st.proved, st.prove_s);
   mark_phase(st, c, "minimized", st.pruned_derivable + st.pruned_final,
              st.minimize_s - lazy_prove_s - st.generalize_s - st.restore_s);
-  if (c.minimize && c.generalize) mark_phase(st, c, "generalized", st.generalized, st.generalize_s);
-  if (c.minimize && (c.final_pass || c.restore_candidates))
+  auto listed = [&](FinalStage s) {
+    return c.minimize && std::ranges::any_of(c.final_stages, [&](const StageStep& step) { return step.stage == s; });
+  };
+  if (listed(FinalStage::Generalize)) mark_phase(st, c, "generalized", st.generalized, st.generalize_s);
+  if (listed(FinalStage::RestoreDropped) || listed(FinalStage::RestoreCandidates))
     mark_phase(st, c, "restored", st.restored + st.restored_candidates, st.restore_s);
   mark_phase(st, c, "kept", st.kept, total_s);
+}
+
+/// Minimization's settings out of rulegen's.
+MinimizeConfig minimize_config(const RulegenConfig& c) {
+  return {.minimize = c.minimize,
+          .threads = c.threads,
+          .prove = c.prove,
+          .derive = c.derive,
+          .minimize_chunk = c.minimize_chunk,
+          .batch_node_limit = c.batch_node_limit,
+          .restore_node_limit = c.restore_node_limit,
+          .prove_slice = c.prove_slice,
+          .log = c.log};
+}
+
+/// What minimization's or a restore's proofs found, into rulegen's statistics and list of unproved candidates.
+void add_proofs(RulegenResult& result, ProofTally proofs) {
+  result.stats.proved += proofs.proved, result.stats.wrong += proofs.wrong, result.stats.unknown += proofs.unknown;
+  result.stats.prove_s += proofs.prove_s;
+  std::ranges::move(proofs.rejected, std::back_inserter(result.rejected));
+}
+
+/// What the stages after minimization share: the kept rules, the dropped ones they may put back, and what
+/// their conditions read.
+struct StageRun {
+  const RulegenConfig& config;
+  const MinimizeConfig& minimize;
+  const std::vector<LeafType>& types;
+  std::vector<Rule>& kept;
+  std::vector<Rule>& derivable;  // dropped by minimization in a shared e-graph
+  RulegenResult& result;
+  std::vector<Rule> dropped_by_final_passes = {};
+  RestoreMemo memo = {};  // the second restores reuse the first ones' verdicts where the saturation is the same
+  uint64_t generalized = 0;  // by the last Generalize
+  uint64_t restored = 0;     // by the restores so far
+  std::optional<FinalStage> last = {};  // the stage that ran last
+};
+
+void final_pass(StageRun& run) {
+  const std::string which = !run.last                             ? ""
+                            : *run.last == FinalStage::Generalize ? " after generalization"
+                                                                  : " after restoring";
+  log_line(run.config, "rulegen: final pass" + which + " over " + std::to_string(run.kept.size()) +
+                           " kept rules, largest first");
+  auto start = Clock::now();
+  const size_t removed = drop_derivable_from_the_rest(run.kept, run.types, run.minimize, &run.dropped_by_final_passes);
+  run.result.stats.pruned_final += removed;
+  log_line(run.config, "rulegen: final pass" + which + " dropped " + std::to_string(removed) + " rules in " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+}
+
+void generalize(StageRun& run) {
+  const RulegenConfig& config = run.config;
+  RulegenStats& st = run.result.stats;
+  auto start = Clock::now();
+  GeneralizeConfig gc = config.generalization;
+  gc.seed = config.seed;
+  gc.prove = config.prove;
+  GeneralizeStats gs;
+  run.kept = generalize_rules(std::move(run.kept), run.types, gc, thread_count(config.threads), gs);
+  st.generalized = gs.generalized;
+  st.pruned_instances = gs.dropped;
+  st.generalize_proofs = gs.proofs;
+  st.generalize_proved = gs.proved;
+  st.generalize_s = since(start);
+  run.generalized = gs.generalized;
+  log_line(config, "rulegen: generalized " + std::to_string(gs.generalized) + " rules by splitting variables (" +
+                       std::to_string(gs.proofs) + " proofs, " + std::to_string(gs.proved) + " verified), dropped " +
+                       std::to_string(gs.dropped) + " instances of them, in " +
+                       std::to_string(static_cast<int>(st.generalize_s)) + " s");
+}
+
+void restore_dropped(StageRun& run) {
+  auto start = Clock::now();
+  const size_t n = restore_underivable(run.kept, run.dropped_by_final_passes, run.types, run.minimize, &run.memo);
+  run.result.stats.restored += n, run.restored += n;
+  run.result.stats.restore_s += since(start);
+  log_line(run.config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
+                           std::to_string(run.dropped_by_final_passes.size()) +
+                           " dropped rules that the rules kept do not derive, in " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+}
+
+void restore_candidates(StageRun& run) {
+  auto start = Clock::now();
+  RestoreResult restore =
+      restore_candidates_derived_only_together(run.kept, run.derivable, run.types, run.minimize, &run.memo);
+  add_proofs(run.result, std::move(restore.proofs));
+  const size_t n = restore.restored;
+  run.result.stats.restored_candidates += n, run.restored += n;
+  run.result.stats.restore_s += since(start);
+  log_line(run.config, "rulegen: restored " + std::to_string(n) +
+                           " candidates that derive only together with others, in " +
+                           std::to_string(static_cast<int>(since(start))) + " s");
+}
+
+/// RulegenConfig::final_stages over the kept rules, each where its condition holds.
+void run_final_stages(const RulegenConfig& config, const MinimizeConfig& minimize, const std::vector<LeafType>& types,
+                      std::vector<Rule>& kept, std::vector<Rule>& derivable, RulegenResult& result) {
+  StageRun run{config, minimize, types, kept, derivable, result};
+  for (const StageStep& step : config.final_stages) {
+    if ((step.when == StageWhen::IfGeneralized && run.generalized == 0) ||
+        (step.when == StageWhen::IfRestored && run.restored == 0))
+      continue;
+    switch (step.stage) {
+      case FinalStage::FinalPass: final_pass(run); break;
+      case FinalStage::Generalize: generalize(run); break;
+      case FinalStage::RestoreDropped: restore_dropped(run); break;
+      case FinalStage::RestoreCandidates: restore_candidates(run); break;
+    }
+    run.last = step.stage;
+  }
 }
 
 /// Pairing, renaming dedup of the whole set, minimization, ids: the part of the pipeline that needs
@@ -144,72 +283,15 @@ void finish(std::vector<Rule> singles, std::vector<PatternEquation> unbound, con
   // Two-pattern rules are proved whole, like single ones, when minimization keeps them: each pattern pair
   // holding as an equation is not enough, as the pairs may hold under different shape conditions (two
   // splits cut at one reference whose concats have different extents; ruleverify refuted such a rule).
-  std::vector<OrderedCandidate> unique =
-      ordered_unique_candidates(std::move(singles), std::move(multis), result.stats.pruned_renaming);
-  std::vector<Rule> derivable;  // dropped by minimization in a shared e-graph
-  std::vector<Rule> kept = minimize_candidates(unique, config, types, result, &derivable);
-  std::vector<Rule> dropped_by_final_passes;
-  auto final_pass = [&](const std::string& which) {
-    log_line(config, "rulegen: final pass" + which + " over " + std::to_string(kept.size()) +
-                         " kept rules, largest first");
-    auto final_start = Clock::now();
-    const size_t removed = drop_derivable_from_the_rest(kept, types, config, &dropped_by_final_passes);
-    result.stats.pruned_final += removed;
-    log_line(config, "rulegen: final pass" + which + " dropped " + std::to_string(removed) + " rules in " +
-                         std::to_string(static_cast<int>(since(final_start))) + " s");
-  };
-  if (config.minimize && config.final_pass) final_pass("");
-  if (config.minimize && config.generalize) {
-    // After both minimization passes, so that only the rules kept are tried (a few hundred), and each
-    // generalization replaces rules the corpus would otherwise keep as special cases.
-    auto gen_start = Clock::now();
-    GeneralizeConfig gc = config.generalization;
-    gc.seed = config.seed;
-    gc.prove = config.prove;
-    GeneralizeStats gs;
-    kept = generalize_rules(std::move(kept), types, gc, thread_count(config.threads), gs);
-    result.stats.generalized = gs.generalized;
-    result.stats.pruned_instances = gs.dropped;
-    result.stats.generalize_proofs = gs.proofs;
-    result.stats.generalize_proved = gs.proved;
-    result.stats.generalize_s = since(gen_start);
-    log_line(config, "rulegen: generalized " + std::to_string(gs.generalized) + " rules by splitting variables (" +
-                         std::to_string(gs.proofs) + " proofs, " + std::to_string(gs.proved) + " verified), dropped " +
-                         std::to_string(gs.dropped) + " instances of them, in " +
-                         std::to_string(static_cast<int>(result.stats.generalize_s)) + " s");
-    // A generalized rule derives more than the special cases it replaced: the final pass again.
-    if (config.final_pass && gs.generalized > 0) final_pass(" after generalization");
-  }
-  // Dropped rules and candidates the rules kept do not derive alone come back; the rules restored can make
-  // kept ones derivable, so the final pass runs once more after a restore, and so does the restore.
-  RestoreMemo memo;  // the second restores reuse the first ones' verdicts where the saturation is the same
-  auto restore = [&]() {
-    size_t restored = 0;
-    if (config.minimize && config.final_pass) {
-      auto restore_start = Clock::now();
-      const size_t n = restore_underivable(kept, dropped_by_final_passes, types, config, &memo);
-      result.stats.restored += n, restored += n;
-      result.stats.restore_s += since(restore_start);
-      log_line(config, "rulegen: restored " + std::to_string(n) + " of the final passes' " +
-                           std::to_string(dropped_by_final_passes.size()) +
-                           " dropped rules that the rules kept do not derive, in " +
-                           std::to_string(static_cast<int>(since(restore_start))) + " s");
-    }
-    if (config.minimize && config.restore_candidates) {
-      auto restore_start = Clock::now();
-      const size_t n = restore_candidates_derived_only_together(kept, derivable, types, config, result, &memo);
-      result.stats.restored_candidates += n, restored += n;
-      result.stats.restore_s += since(restore_start);
-      log_line(config, "rulegen: restored " + std::to_string(n) +
-                           " candidates that derive only together with others, in " +
-                           std::to_string(static_cast<int>(since(restore_start))) + " s");
-    }
-    return restored;
-  };
-  if (restore() > 0 && config.minimize && config.final_pass) {
-    final_pass(" after restoring");
-    restore();
-  }
+  Pruned<OrderedCandidate> ordered = ordered_unique_candidates(std::move(singles), std::move(multis));
+  result.stats.pruned_renaming += ordered.dropped;
+  std::vector<OrderedCandidate>& unique = ordered.kept;
+  const MinimizeConfig minimize = minimize_config(config);
+  MinimizeResult minimized = minimize_candidates(unique, minimize, types);
+  result.stats.pruned_derivable += minimized.pruned_derivable;
+  add_proofs(result, std::move(minimized.proofs));
+  std::vector<Rule>& kept = minimized.kept;
+  if (config.minimize) run_final_stages(config, minimize, types, kept, minimized.derivable, result);
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].id = rule_id(i, kept[i]);
     result.stats.kept_multi += kept[i].is_multi();
@@ -285,13 +367,8 @@ void split_candidates(std::vector<PatternEquation> to_prove, const std::vector<L
   mark_phase(st, config, "refuted cheaply", st.refuted_cheaply, st.refute_s);
 }
 
-}  // namespace
-
-RulegenResult run_rulegen(const RulegenConfig& config) {
-  auto start = Clock::now();
-  Vocabulary vocab = make_vocabulary(
-      config.ops, config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
-  if (config.max_inputs < 1) throw std::invalid_argument("--max-inputs must be at least 1");
+/// The enumeration's settings from rulegen's, with its progress on the log.
+EnumerateConfig enumerate_config(const RulegenConfig& config) {
   EnumerateConfig ec;
   ec.max_ops = config.max_ops;
   ec.max_inputs = config.max_inputs;
@@ -301,9 +378,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
   ec.shard_index = config.shard_index;
   ec.shard_count = config.shard_count;
   ec.max_shapes = config.max_shapes;
-  double last_t = 0;
-  uint64_t last_terms = 0;
-  ec.on_progress = [&](const EnumerateProgress& p) {
+  ec.on_progress = [&config, last_t = 0.0, last_terms = uint64_t{0}](const EnumerateProgress& p) mutable {
     double rate = p.seconds > last_t ? (p.terms - last_terms) / (p.seconds - last_t) : 0;
     last_t = p.seconds, last_terms = p.terms;
     std::string line = "rulegen: size " + std::to_string(p.level) + ": " + std::to_string(p.terms) + " graphs (" +
@@ -320,69 +395,15 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
     }
     log_line(config, line);
   };
-  Enumeration e = enumerate_terms(vocab, ec);
-  RulegenResult result;
-  result.is_shard = config.shard_count > 1;
-  RulegenStats& st = result.stats;
-  st.enumerated = e.total_terms();
-  st.classes = e.classes.size();
-  st.candidates = e.equations.size();
-  st.shapes = e.shapes.size();
-  st.shapes_refused = e.shapes_refused;
-  if (e.shapes_refused > 0)
-    log_line(config, "rulegen: " + std::to_string(e.shapes_refused) + " applications not enumerated: their output " +
-                         "would exceed --max-shapes " + std::to_string(config.max_shapes) + " distinct shapes");
-  st.truncated = e.truncated;
-  for (const LevelStats& l : e.levels) st.separated_by_second_set += l.separated;
-  st.enumerate_s = e.seconds;
+  return ec;
+}
 
-  mark_phase(st, config, "enumerate", st.enumerated, e.seconds);
-  mark_phase(st, config, "fingerprint", st.classes, 0);  // computed in enumeration's pass: its seconds are there
-  auto prune_start = Clock::now();
-  // Renamings and common subgraphs are dropped before proving: proofs are the expensive part.
-  log_line(config, "rulegen: turning " + std::to_string(e.equations.size()) + " equations into patterns, renamings dropped");
-  // A shard's cap keeps its own lowest hashes, a superset of what the cap keeps of all shards together in
-  // this shard; it writes the hashes so that merge can take the lowest of all (merge_rulegen).
-  const bool sampled_shard = result.is_shard && config.max_last_size_candidates > 0;
-  std::vector<PatternEquation> todo =
-      collect_unique_equations(e, config.max_last_size_candidates, st.pruned_renaming, st.candidates_capped,
-                               sampled_shard ? &result.last_size_hashes : nullptr);
-  if (sampled_shard) result.sample_cap = config.max_last_size_candidates;
-  if (st.candidates_capped > 0)
-    log_line(config, "rulegen: " + std::to_string(st.candidates_capped) + " distinct candidates of size " +
-                         std::to_string(config.max_ops) + " left out by --max-last-size-candidates " +
-                         std::to_string(config.max_last_size_candidates) + " (kept: the lowest hashes of their text)");
-  e = Enumeration{};  // its classes and equations are not needed any more
-  std::vector<char> common(todo.size(), 0);
-  parallel_for(todo.size(), ec.threads, [&](size_t i) {
-    common[i] = todo[i].bound && has_common_subgraph(todo[i], vocab.leaf_types, config.seed);
-  });
-  std::vector<PatternEquation> to_prove;
-  for (size_t i = 0; i < todo.size(); ++i) {
-    if (common[i]) ++st.pruned_common_subgraph;
-    else to_prove.push_back(std::move(todo[i]));
-  }
-  // A shard proves all of its candidates (the proofs are what sharding spreads over machines); one
-  // whole run proves only the unbound equations here (pairing needs them proved) and leaves the single
-  // rules to finish(), which proves just those that the rules kept before them do not derive.
-  // Unbound equations that pair with none cannot become rules: not worth a proof. (A shard cannot
-  // tell: its equations may pair with another shard's.)
-  if (!result.is_shard) to_prove = drop_unpaired(std::move(to_prove), config.max_ops + 1, st.pruned_unpaired);
-  mark_phase(st, config, "candidates", to_prove.size(), since(prune_start));
-  std::vector<Rule> singles;
-  std::vector<PatternEquation> eager;
-  split_candidates(std::move(to_prove), vocab.leaf_types, config, ec.threads, result, singles, eager);
-  log_line(config, "rulegen: " + std::to_string(singles.size() + eager.size()) + " candidates (" +
-                       std::to_string(st.pruned_renaming) + " renamings and " +
-                       std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped); proving " +
-                       std::to_string(eager.size()) + " now" +
-                       (result.deferred_unbound.empty() ? std::string()
-                                                        : " (" + std::to_string(result.deferred_unbound.size()) +
-                                                              " unbound equations and the rest deferred to merge)") +
-                       (singles.empty() || result.is_shard ? "" : ", the rest while minimizing"));
-  auto prove_start = Clock::now();
-  const std::vector<ProofResult> proofs = prove_equations(eager, config, ec.threads);
-  st.prove_s = since(prove_start);
+/// The verdicts on the equations proved before minimization: verified single rules join `singles`, verified
+/// unbound equations `result.unbound`, the others are rejected (a shard keeps its single ones with their
+/// verdict for merge).
+void take_proofs(std::vector<PatternEquation>& eager, const std::vector<ProofResult>& proofs, RulegenResult& result,
+                 std::vector<Rule>& singles) {
+  RulegenStats& st = result.stats;
   for (size_t i = 0; i < eager.size(); ++i) {
     const ProofResult& p = proofs[i];
     if (p.status != "verified" && result.is_shard && eager[i].bound) {
@@ -411,6 +432,102 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
       result.unbound.push_back(std::move(eager[i]));
     }
   }
+}
+
+/// generator in the corpus: how it was made, and the statistics.
+nlohmann::json generator_json(const RulegenConfig& config, const std::vector<std::string>& op_names,
+                              const RulegenResult& result) {
+  nlohmann::json gen = {{"program", "rulegen"},
+                        {"ops", op_names},
+                        {"max_ops", config.max_ops},
+                        {"max_inputs", config.max_inputs},
+                        {"seed", config.seed},
+                        {"stats", result.stats.to_json()}};
+  if (result.is_shard)
+    gen["shard"] = {{"index", config.shard_index},
+                    {"count", config.shard_count},
+                    {"proofs", config.defer_proofs ? "deferred" : "made"}};
+  return gen;
+}
+
+}  // namespace
+
+RulegenResult run_rulegen(const RulegenConfig& config) {
+  auto start = Clock::now();
+  Vocabulary vocab = make_vocabulary(
+      config.ops, config.leaf_types.empty() ? default_leaf_types(config.leaves_per_type) : config.leaf_types);
+  if (config.max_inputs < 1) throw std::invalid_argument("--max-inputs must be at least 1");
+  const EnumerateConfig ec = enumerate_config(config);
+  Enumeration e = enumerate_terms(vocab, ec);
+  RulegenResult result;
+  result.is_shard = config.shard_count > 1;
+  RulegenStats& st = result.stats;
+  st.enumerated = e.total_terms();
+  st.classes = e.classes.size();
+  st.candidates = e.equations.size();
+  st.shapes = e.shapes.size();
+  st.shapes_refused = e.shapes_refused;
+  if (e.shapes_refused > 0)
+    log_line(config, "rulegen: " + std::to_string(e.shapes_refused) + " applications not enumerated: their output " +
+                         "would exceed --max-shapes " + std::to_string(config.max_shapes) + " distinct shapes");
+  st.truncated = e.truncated;
+  for (const LevelStats& l : e.levels) st.separated_by_second_set += l.separated;
+  st.enumerate_s = e.seconds;
+
+  mark_phase(st, config, "enumerate", st.enumerated, e.seconds);
+  mark_phase(st, config, "fingerprint", st.classes, 0);  // computed in enumeration's pass: its seconds are there
+  auto prune_start = Clock::now();
+  // Renamings and common subgraphs are dropped before proving: proofs are the expensive part.
+  log_line(config, "rulegen: turning " + std::to_string(e.equations.size()) + " equations into patterns, renamings dropped");
+  // A shard's cap keeps its own lowest hashes, a superset of what the cap keeps of all shards together in
+  // this shard; it writes the hashes so that merge can take the lowest of all (merge_rulegen).
+  const bool sampled_shard = result.is_shard && config.max_last_size_candidates > 0;
+  UniqueEquations unique =
+      collect_unique_equations(e, config.max_last_size_candidates, sampled_shard ? &result.last_size_hashes : nullptr);
+  st.pruned_renaming += unique.renamings;
+  st.candidates_capped += unique.capped;
+  std::vector<PatternEquation> todo = std::move(unique.equations);
+  if (sampled_shard) result.sample_cap = config.max_last_size_candidates;
+  if (st.candidates_capped > 0)
+    log_line(config, "rulegen: " + std::to_string(st.candidates_capped) + " distinct candidates of size " +
+                         std::to_string(config.max_ops) + " left out by --max-last-size-candidates " +
+                         std::to_string(config.max_last_size_candidates) + " (kept: the lowest hashes of their text)");
+  e = Enumeration{};  // its classes and equations are not needed any more
+  std::vector<char> common(todo.size(), 0);
+  parallel_for(todo.size(), ec.threads, [&](size_t i) {
+    common[i] = todo[i].bound && has_common_subgraph(todo[i], vocab.leaf_types, config.seed);
+  });
+  std::vector<PatternEquation> to_prove;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (common[i]) ++st.pruned_common_subgraph;
+    else to_prove.push_back(std::move(todo[i]));
+  }
+  // A shard proves all of its candidates (the proofs are what sharding spreads over machines); one
+  // whole run proves only the unbound equations here (pairing needs them proved) and leaves the single
+  // rules to finish(), which proves just those that the rules kept before them do not derive.
+  // Unbound equations that pair with none cannot become rules: not worth a proof. (A shard cannot
+  // tell: its equations may pair with another shard's.)
+  if (!result.is_shard) {
+    Pruned<PatternEquation> paired = drop_unpaired(std::move(to_prove), config.max_ops + 1);
+    st.pruned_unpaired += paired.dropped;
+    to_prove = std::move(paired.kept);
+  }
+  mark_phase(st, config, "candidates", to_prove.size(), since(prune_start));
+  std::vector<Rule> singles;
+  std::vector<PatternEquation> eager;
+  split_candidates(std::move(to_prove), vocab.leaf_types, config, ec.threads, result, singles, eager);
+  log_line(config, "rulegen: " + std::to_string(singles.size() + eager.size()) + " candidates (" +
+                       std::to_string(st.pruned_renaming) + " renamings and " +
+                       std::to_string(st.pruned_common_subgraph) + " common-subgraph rules dropped); proving " +
+                       std::to_string(eager.size()) + " now" +
+                       (result.deferred_unbound.empty() ? std::string()
+                                                        : " (" + std::to_string(result.deferred_unbound.size()) +
+                                                              " unbound equations and the rest deferred to merge)") +
+                       (singles.empty() || result.is_shard ? "" : ", the rest while minimizing"));
+  auto prove_start = Clock::now();
+  const std::vector<ProofResult> proofs = prove_equations(eager, config, ec.threads);
+  st.prove_s = since(prove_start);
+  take_proofs(eager, proofs, result, singles);
   if (result.is_shard) {
     result.shard_rules = std::move(singles);
     mark_phase(st, config, "proved", st.proved, st.prove_s);
@@ -422,17 +539,7 @@ RulegenResult run_rulegen(const RulegenConfig& config) {
     mark_final_phases(st, config, st.prove_s - eager_prove_s, since(start));
   }
   st.seconds = since(start);
-  nlohmann::json gen = {{"program", "rulegen"},
-                        {"ops", vocab.op_names},
-                        {"max_ops", config.max_ops},
-                        {"max_inputs", config.max_inputs},
-                        {"seed", config.seed},
-                        {"stats", st.to_json()}};
-  if (result.is_shard)
-    gen["shard"] = {{"index", config.shard_index},
-                    {"count", config.shard_count},
-                    {"proofs", config.defer_proofs ? "deferred" : "made"}};
-  result.corpus.generator = gen;
+  result.corpus.generator = generator_json(config, vocab.op_names, result);
   return result;
 }
 
@@ -595,27 +702,7 @@ RulegenResult merge_rulegen(const std::vector<std::filesystem::path>& inputs, co
         if (entry.size() > 2 && entry.at(2).is_string()) refuted = entry.at(2).get<std::string>();
         deferred.push_back({unbound_equation(entry, 3), std::move(refuted)});
       }
-    if (c.generator.contains("stats")) {
-      const auto& s = c.generator["stats"];
-      RulegenStats part;
-      part.enumerated = s.value("graphs_enumerated", 0ull);
-      part.classes = s.value("fingerprint_classes", 0ull);
-      part.candidates = s.value("candidates", 0ull);
-      part.separated_by_second_set = s.value("separated_by_second_set", 0ull);
-      part.shapes = s.value("shapes", 0ull);
-      part.shapes_refused = s.value("shapes_refused", 0ull);
-      part.candidates_capped = s.value("candidates_capped", 0ull);
-      part.pruned_renaming = s.value("pruned_renaming", 0ull);
-      part.pruned_common_subgraph = s.value("pruned_common_subgraph", 0ull);
-      part.refuted_cheaply = s.value("refuted_cheaply", 0ull);
-      part.refute_s = s.value("refute_s", 0.0);
-      part.proved = s.value("proved", 0ull);
-      part.wrong = s.value("wrong", 0ull);
-      part.unknown = s.value("unknown", 0ull);
-      part.enumerate_s = s.value("enumerate_s", 0.0);
-      part.prove_s = s.value("prove_s", 0.0);
-      result.stats += part;
-    }
+    if (c.generator.contains("stats")) result.stats += RulegenStats::from_shard_json(c.generator["stats"]);
   }
   if (const std::optional<uint64_t> threshold = sample_threshold(samples.hashes, samples.cap)) {
     // The cap of all shards together: what one process's --max-last-size-candidates keeps.

@@ -30,6 +30,28 @@ inline constexpr uint64_t kDefaultMaxShapes = 0;
 /// so size 3 is whole; at size 4 it keeps 200 k of 2.33 M.
 inline constexpr uint64_t kDefaultMaxLastSizeCandidates = 200'000;
 
+/// A stage after minimization (RulegenConfig::final_stages).
+enum class FinalStage {
+  FinalPass,          // drop kept rules derivable from all the other kept rules, largest first
+  Generalize,         // split repeated variables apart where the prover allows (generalize.h), drop the instances
+  RestoreDropped,     // put back the final passes' drops that the rules kept do not derive (restore_underivable)
+  RestoreCandidates,  // put back candidates minimization dropped that derive only together with others
+};
+/// When a listed stage runs.
+enum class StageWhen {
+  Always,
+  IfGeneralized,  // the last Generalize before it generalized a rule
+  IfRestored,     // the restores before it put a rule back
+};
+struct StageStep {
+  FinalStage stage;
+  StageWhen when = StageWhen::Always;
+};
+/// minimize -> final pass -> generalize -> final pass (if it generalized a rule) -> both restores -> final pass
+/// and both restores again (if they restored a rule): a generalized or restored rule can make kept ones
+/// derivable, and the rules a final pass drops can make dropped ones underivable.
+std::vector<StageStep> default_final_stages();
+
 struct RulegenConfig {
   std::vector<std::string> ops = default_op_names();
   int max_ops = 3;
@@ -50,11 +72,10 @@ struct RulegenConfig {
   int leaves_per_type = 3;
   std::vector<LeafType> leaf_types;  // empty = default_leaf_types(leaves_per_type)
   bool minimize = true;  // drop rules derivable from the smaller rules kept before them
-  bool final_pass = true;  // then drop kept rules derivable from all the other kept rules (largest first)
-  bool restore_candidates = true;  // then restore dropped candidates the kept rules do not derive alone
-  // Then split repeated variables apart where the prover allows (generalize.h) and drop the special rules
-  // the generalizations cover.
-  bool generalize = true;
+  // Then these stages, in order (with minimize only). Generalization is placed after both minimization
+  // passes so that only the rules kept are tried (a few hundred), and each generalization replaces rules the
+  // corpus would otherwise keep as special cases.
+  std::vector<StageStep> final_stages = default_final_stages();
   GeneralizeConfig generalization;
   ProveConfig prove;
   // Minimization derives at generic shapes, not at the leaf types' (DeriveLimits::Typing).
@@ -78,37 +99,24 @@ struct PhaseStats {
   uint64_t peak_rss_kb = 0;
 };
 
+/// How `rulegen merge` combines a figure of the shard files (rulegen_stats.inc).
+enum class StatMerge { Sum, Max, Own };
+
+/// The run's figures, one member per line of rulegen_stats.inc (the list says what each counts).
 struct RulegenStats {
-  uint64_t enumerated = 0, classes = 0, candidates = 0, separated_by_second_set = 0;
-  uint64_t shapes = 0;          // distinct (set A, set B) shapes interned by the enumeration
-  uint64_t shapes_refused = 0;  // applications not enumerated because RulegenConfig::max_shapes was reached
-  uint64_t candidates_capped = 0;  // last-size candidates left out by RulegenConfig::max_last_size_candidates
-  uint64_t pruned_renaming = 0, pruned_common_subgraph = 0;
-  uint64_t pruned_unpaired = 0;  // unbound equations no other equation pairs with
-  uint64_t refuted_cheaply = 0;  // false on fingerprint set C (refute_on_third_set): never sent to Z3
-  uint64_t proved = 0, wrong = 0, unknown = 0;  // Z3's verdicts (wrong: not counting refuted_cheaply)
-  uint64_t multi_candidates = 0, pruned_derivable = 0, kept = 0, kept_multi = 0;
-  uint64_t pruned_final = 0;  // dropped by the final passes: derivable from the rules kept after them
-  uint64_t restored = 0;      // of those, put back: the rules finally kept do not derive them (restore_underivable)
-  uint64_t restored_candidates = 0;  // dropped by minimization, put back (restore_candidates_derived_only_together)
-  uint64_t generalized = 0;           // kept rules replaced by a proved generalization (generalize.h)
-  uint64_t pruned_instances = 0;      // kept rules dropped as instances of a generalized rule
-  uint64_t generalize_proofs = 0, generalize_proved = 0;  // prover calls on split candidates, verified ones
-  double generalize_s = 0;
-  double restore_s = 0;  // both restores (step 9), each time they run, with their proofs
-  uint64_t derivations_stopped_by_clock = 0;  // saturations DeriveLimits::time_limit_s cut (load-dependent)
-  double enumerate_s = 0, refute_s = 0, prove_s = 0, minimize_s = 0, seconds = 0;
-  bool truncated = false;
+#define TEQ_STAT(type, member, key, merge, summary) type member = type{};
+#include "synth/rulegen_stats.inc"
+#undef TEQ_STAT
   std::vector<PhaseStats> phases;  // in pipeline order (enumerate, fingerprint, candidates, ...), logged too
   nlohmann::json to_json() const;
   nlohmann::json phases_json() const;
+  /// A shard file's generator.stats: the figures `merge` combines (StatMerge Sum and Max), the others zero.
+  static RulegenStats from_shard_json(const nlohmann::json& stats);
+  /// Adds a shard's figures: Sum ones added, Max ones the largest; Own ones unchanged.
   RulegenStats& operator+=(const RulegenStats& o);
-};
-
-/// A candidate that did not make it into the corpus because it was not proved.
-struct Rejected {
-  std::string lhs, rhs;  // pattern texts (" ; " between patterns)
-  std::string status, reason;
+  /// The figures with summary words, in the list's order ("10161 graphs enumerated, ..., 23.5 s"), and the
+  /// truncation if any: the summary line rulegen prints.
+  std::string summary_line() const;
 };
 
 /// An unbound equation of a shard that defers its proofs, with the cheap refutation's reason when refuted.

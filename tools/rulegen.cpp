@@ -21,17 +21,7 @@ namespace {
 using teq::cli::split_list;
 
 void print_summary(const RulegenStats& s) {
-  std::cerr << "rulegen: summary: " << s.enumerated << " graphs enumerated, " << s.classes << " fingerprint classes, "
-            << s.candidates << " candidates (" << s.separated_by_second_set << " separated by the second input set), "
-            << s.shapes << " shapes (" << s.shapes_refused << " applications refused by --max-shapes), "
-            << s.candidates_capped << " last-size candidates left out by --max-last-size-candidates, "
-            << s.pruned_renaming << " pruned as renamings, " << s.pruned_common_subgraph
-            << " pruned for a common subgraph, " << s.pruned_unpaired << " unbound equations without a pair, "
-            << s.refuted_cheaply << " refuted cheaply (fingerprint set C), " << s.proved << " verified, " << s.wrong << " wrong, " << s.unknown
-            << " unproved, " << s.multi_candidates << " two-pattern candidates, " << s.pruned_derivable
-            << " pruned as derivable (" << s.derivations_stopped_by_clock
-            << " saturations stopped by the clock), " << s.pruned_final << " dropped by the final passes (" << s.restored << " of them restored), " << s.restored_candidates << " derivable candidates restored, " << s.kept << " kept (" << s.kept_multi << " two-pattern), " << s.seconds
-            << " s" << (s.truncated ? " (enumeration stopped by --time-limit)" : "") << "\n";
+  std::cerr << "rulegen: summary: " << s.summary_line() << "\n";
   // Where the time went and the memory peak (generator.stats.phases holds the same).
   std::cerr << "rulegen: summary of phases:";
   uint64_t peak_kb = 0;

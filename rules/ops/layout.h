@@ -22,6 +22,8 @@ struct SplitAttrs {
   int64_t axis, part, ref_axis;
 };
 inline SplitAttrs split_attrs(AttrSpan a) { return {a[0], a[1], a[2]}; }
+/// The attribute list of a split.
+inline std::vector<int64_t> split_attr_list(const SplitAttrs& s) { return {s.axis, s.part, s.ref_axis}; }
 struct SliceAttrs {
   int64_t axis, begin, end;
 };

@@ -16,7 +16,6 @@
 #include "optimizer/engine/runner.h"
 #include "synth/candidates.h"
 #include "synth/minimize.h"
-#include "synth/rulegen.h"
 
 namespace teq::synth::detail {
 
@@ -39,7 +38,7 @@ inline uint64_t node_key(OpKind op, const std::vector<int64_t>& attrs, size_t ar
   return h;
 }
 
-inline void log_line(const RulegenConfig& c, const std::string& s) {
+inline void log_line(const MinimizeConfig& c, const std::string& s) {
   if (c.log) c.log(s);
 }
 
@@ -47,7 +46,7 @@ inline void log_line(const RulegenConfig& c, const std::string& s) {
 /// with, the largest e-graph of the process so far) and seconds. Informational: nothing is decided by it.
 class StageLog {
  public:
-  StageLog(const RulegenConfig& config, std::string name)
+  StageLog(const MinimizeConfig& config, std::string name)
       : config_(config), name_(std::move(name)), before_(saturation_counts()), start_(Clock::now()) {}
   void end(const std::string& what = "") const {
     const SaturationCounts now = saturation_counts();
@@ -65,7 +64,7 @@ class StageLog {
   }
 
  private:
-  const RulegenConfig& config_;
+  const MinimizeConfig& config_;
   std::string name_;
   SaturationCounts before_;
   Clock::time_point start_;
@@ -141,7 +140,7 @@ struct CompiledDirections {
 /// What a dropped rule must derive within to stay dropped (restore_underivable and
 /// restore_candidates_derived_only_together): the node budget of `rulegen derive`, which measures coverage,
 /// where minimization's 4 k e-nodes decide cheaply and stop early on what a larger e-graph reaches.
-inline DeriveLimits restore_limits(const RulegenConfig& config) {
+inline DeriveLimits restore_limits(const MinimizeConfig& config) {
   DeriveLimits limits = config.derive;
   limits.node_limit = std::max(limits.node_limit, config.restore_node_limit);
   return limits;

@@ -34,40 +34,38 @@ Enumeration small_enumeration() {
 
 TEST(Candidates, CollectUniqueIsCollectThenDropRenamings) {
   const Enumeration e = small_enumeration();
-  uint64_t dropped_before = 0, dropped = 0, capped = 0;
-  const auto before = drop_renamings(collect_equations(e), dropped_before);
-  const auto now = collect_unique_equations(e, 0, dropped, capped);
-  ASSERT_GT(before.size(), 100u);
-  EXPECT_EQ(texts(now), texts(before));
-  EXPECT_EQ(dropped, dropped_before);
-  EXPECT_EQ(capped, 0u);
+  const Pruned<PatternEquation> before = drop_renamings(collect_equations(e));
+  const UniqueEquations now = collect_unique_equations(e, 0);
+  ASSERT_GT(before.kept.size(), 100u);
+  EXPECT_EQ(texts(now.equations), texts(before.kept));
+  EXPECT_EQ(now.renamings, before.dropped);
+  EXPECT_EQ(now.capped, 0u);
 }
 
 TEST(Candidates, CapKeepsAFixedSampleOfTheLastSize) {
   const Enumeration e = small_enumeration();
-  uint64_t dropped = 0, capped = 0;
-  const auto all = texts(collect_unique_equations(e, 0, dropped, capped));
+  const UniqueEquations whole = collect_unique_equations(e, 0);
+  const auto all = texts(whole.equations);
   const int last = e.levels.back().level;
   const size_t cap = all.size() / 3;
-  uint64_t dropped_capped = 0, capped_count = 0;
-  const auto some = texts(collect_unique_equations(e, cap, dropped_capped, capped_count));
-  EXPECT_GT(capped_count, 0u);
-  EXPECT_EQ(some.size() + capped_count, all.size());
-  EXPECT_EQ(dropped_capped, dropped);  // renamings are dropped as before, capped or not
+  const UniqueEquations sampled = collect_unique_equations(e, cap);
+  const auto some = texts(sampled.equations);
+  EXPECT_GT(sampled.capped, 0u);
+  EXPECT_EQ(some.size() + sampled.capped, all.size());
+  EXPECT_EQ(sampled.renamings, whole.renamings);  // renamings are dropped as before, capped or not
   EXPECT_TRUE(is_subsequence(some, all));
   // Everything below the last size is kept.
   Enumeration smaller = e;
   std::erase_if(smaller.equations, [&](const Equation& q) { return q.size == last; });
-  uint64_t d2 = 0, c2 = 0;
-  const auto below = texts(collect_unique_equations(smaller, 0, d2, c2));
+  const auto below = texts(collect_unique_equations(smaller, 0).equations);
   ASSERT_FALSE(below.empty());
   EXPECT_TRUE(is_subsequence(below, some));
   // Of the last size exactly `cap`: the rest of `some`.
   EXPECT_EQ(some.size() - below.size(), cap);
   // The same sample again (no dependence on anything but the equations).
-  uint64_t d3 = 0, c3 = 0;
-  EXPECT_EQ(texts(collect_unique_equations(e, cap, d3, c3)), some);
-  EXPECT_EQ(c3, capped_count);
+  const UniqueEquations again = collect_unique_equations(e, cap);
+  EXPECT_EQ(texts(again.equations), some);
+  EXPECT_EQ(again.capped, sampled.capped);
 }
 
 }  // namespace

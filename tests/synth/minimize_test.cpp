@@ -98,7 +98,7 @@ TEST(Minimize, FinalPassDecidesAsOneThreadWhateverTheThreads) {
       make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"}),
   };
   for (int threads : {1, 2, 3, 8}) {
-    RulegenConfig config;
+    MinimizeConfig config;
     config.threads = threads;
     std::vector<Rule> rules = kept;
     EXPECT_EQ(drop_derivable_from_the_rest(rules, matrix_types(), config), 2u) << threads << " threads";
@@ -115,7 +115,7 @@ TEST(Minimize, RestoreBringsBackADroppedRuleTheKeptRulesDoNotDerive) {
   const std::vector<Rule> dropped = {make_rule("comm-again", {"(ewadd ?p ?q)"}, {"(ewadd ?q ?p)"}),
                                      make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"}),
                                      make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"})};
-  RulegenConfig config;
+  MinimizeConfig config;
   EXPECT_EQ(restore_underivable(kept, dropped, matrix_types(), config), 1u);
   EXPECT_EQ(rule_ids(kept), (std::vector<std::string>{"comm", "relu-twice"}));
 }
@@ -132,25 +132,26 @@ TEST(Minimize, RestoreOfDroppedCandidatesProvesThemInOrder) {
       make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"}),
   };
   for (int threads : {1, 2, 4}) {
-    RulegenConfig config;
+    MinimizeConfig config;
     config.threads = threads;
     config.derive.typing = DeriveLimits::Typing::Generic;
     std::vector<Rule> kept = {make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"})};
-    RulegenResult result;
     std::vector<Rule> derivable = candidates;
-    EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result), 2u);
+    const RestoreResult result = restore_candidates_derived_only_together(kept, derivable, matrix_types(), config);
+    EXPECT_EQ(result.restored, 2u);
     EXPECT_EQ(rule_ids(kept), (std::vector<std::string>{"comm", "assoc", "relu-twice"})) << threads << " threads";
     for (size_t i = 1; i < kept.size(); ++i) {
       ASSERT_TRUE(kept[i].verification.has_value()) << kept[i].id;
       EXPECT_EQ(kept[i].verification->status, "verified") << kept[i].id;
     }
-    ASSERT_EQ(result.rejected.size(), 1u);
-    EXPECT_EQ(result.stats.wrong, 1u);
-    EXPECT_EQ(result.stats.proved, 2u);
+    ASSERT_EQ(result.proofs.rejected.size(), 1u);
+    EXPECT_EQ(result.proofs.wrong, 1u);
+    EXPECT_EQ(result.proofs.proved, 2u);
     // The refuted candidate is gone from the list: a second call proves nothing again.
     EXPECT_EQ(derivable.size(), candidates.size() - 1);
-    EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result), 0u);
-    EXPECT_EQ(result.stats.wrong, 1u);
+    const RestoreResult again = restore_candidates_derived_only_together(kept, derivable, matrix_types(), config);
+    EXPECT_EQ(again.restored, 0u);
+    EXPECT_EQ(again.proofs.wrong, 0u);
   }
 }
 
@@ -162,21 +163,20 @@ TEST(Minimize, RestoreMemoReusesAVerdictOnlyWhereTheSaturationIsTheSame) {
   const Rule comm = make_rule("comm", {"(ewadd ?a ?b)"}, {"(ewadd ?b ?a)"});
   const Rule relu_twice = make_rule("relu-twice", {"(relu (relu ?a))"}, {"(relu ?a)"});
   const Rule instance = make_rule("assoc-instance", {"(ewadd ?a (ewadd ?b ?b))"}, {"(ewadd (ewadd ?a ?b) ?b)"});
-  RulegenConfig config;
+  MinimizeConfig config;
   config.derive.typing = DeriveLimits::Typing::Generic;
   RestoreMemo memo;
-  RulegenResult result;
   std::vector<Rule> derivable = {instance};
   std::vector<Rule> kept = {assoc, comm};
-  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result, &memo), 0u);
+  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, &memo).restored, 0u);
   const size_t run = memo.checks_run();
   EXPECT_GT(run, 0u);
   kept = {assoc, comm, relu_twice};
-  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result, &memo), 0u);
+  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, &memo).restored, 0u);
   EXPECT_EQ(memo.checks_run(), run);
   EXPECT_GT(memo.checks_reused(), 0u);
   kept = {comm, relu_twice};
-  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, result, &memo), 1u);
+  EXPECT_EQ(restore_candidates_derived_only_together(kept, derivable, matrix_types(), config, &memo).restored, 1u);
   EXPECT_GT(memo.checks_run(), run);
   EXPECT_EQ(rule_ids(kept), (std::vector<std::string>{"comm", "relu-twice", "assoc-instance"}));
   // The final-pass restore too: relu-twice dropped, nothing kept derives it, with or without the memo.

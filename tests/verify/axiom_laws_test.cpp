@@ -1,4 +1,4 @@
-// Soundness of the split, pool and enlarge laws of verify/axioms.cpp (2026-12-02): a law stated for all
+// Soundness of the split, pool and enlarge laws of verify/axioms/table.cpp (2026-12-02): a law stated for all
 // tensors lets Z3 equate terms whose shape facts differ, and then anything follows. These tests check that
 // the guards are what makes the laws' shapes agree, and that false rules near the laws stay unproved. A
 // proof covers the shapes where both sides are well-shaped and of equal shape (where the optimizer applies

@@ -1,4 +1,4 @@
-// The shape facts the shape-generic proofs trust (verify/axioms.cpp states each operator's result rank and
+// The shape facts the shape-generic proofs trust (verify/axioms/shape_facts.cpp states each operator's result rank and
 // dimensions as Z3 formulas) against the operators' own shape rules (infer_shape in rules/ops): on random
 // well-shaped shapes of every operator with facts, the facts must hold. A wrong fact is worse than a
 // missing one: Z3 would use it to prove a rule that is false.
