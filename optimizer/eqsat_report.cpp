@@ -143,8 +143,7 @@ void print_summary(std::ostream& log, const EqsatConfig& config, const EqsatResu
     log << ": this result may differ on a faster or slower machine; lower --node-limit or --iter-limit so that a "
            "count decides\n";
   }
-  for (const std::string& note : out.notes)
-    if (note.starts_with("kept the original")) log << "  " << note << "\n";
+  for (const std::string& note : out.notes) log << "  " << note << "\n";
   if (!r.own_output_skipped.empty()) {
     log << "  rules that match their own output, applied one generation deep (matches skipped):";
     for (const auto& [id, n] : r.own_output_skipped) log << " " << id << " (" << n << ")";

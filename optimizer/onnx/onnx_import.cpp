@@ -14,6 +14,7 @@
 #include "optimizer/onnx/detail/external_data.h"
 #include "optimizer/onnx/detail/fold_shapes.h"
 #include "optimizer/onnx/detail/importer.h"
+#include "optimizer/onnx/detail/merge_duplicates.h"
 #include "optimizer/onnx/detail/opset_adapt.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "rules/ops/opaque.h"
@@ -84,6 +85,10 @@ std::string describe(const onnx::NodeProto& n) {
 OnnxModel Importer::run() {
   check_header();
   make_shell();
+  // Each computation once (exporters repeat shape computations per use): every later stage sees it once.
+  if (const int merged = merge_duplicate_nodes(*proto_.mutable_graph()); merged > 0)
+    m_.folded.push_back(std::to_string(merged) + " duplicate node" + (merged == 1 ? "" : "s") +
+                        " merged into an earlier one with the same operator, attributes and inputs");
   // The graph before its dimensions are bound, without float data (shapes and integers are what folding
   // reads): bound at the probe values, it shows which folded values follow the symbolic dimensions.
   std::optional<onnx::ModelProto> unbound;

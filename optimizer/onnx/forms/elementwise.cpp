@@ -210,7 +210,9 @@ Shape broadcast_of(const Shape& a, const Shape& b) {
 }
 
 /// Operand `c` of a binary element-wise node whose other operand is `other`: a broadcast is left to
-/// ONNX's own numpy broadcasting when the other operand already has the full shape.
+/// ONNX's own numpy broadcasting (when both operands are broadcasts, binary_operands checks that the two
+/// together still give the full shape). An Expand written instead holds the shape of one size: a
+/// `positions[1, seq, 1] * inverse_frequencies[6]` in a rotary embedding would be fixed to one sequence length.
 /// So is a folded constant that repeats along some axes (a bias the optimizer moved through a matmul,
 /// `broadcast(beta) @ W + broadcast(b)`): it is written at the smallest shape that broadcasts back to it.
 /// Written at full shape it stops onnxruntime's MatMul+Add fusion (which wants a bias of the last axis) and
@@ -218,8 +220,7 @@ Shape broadcast_of(const Shape& a, const Shape& b) {
 /// binary_operands' business.
 OperandForm operand_form(Exporter& ex, ExprId c, ExprId other) {
   const Expr& g = ex.graph();
-  if (g[c].op == OpKind::Broadcast && g[other].op != OpKind::Broadcast)
-    return {Lean::Unbroadcast, ex.shape(g[c].children[0])};
+  if (g[c].op == OpKind::Broadcast) return {Lean::Unbroadcast, ex.shape(g[c].children[0])};
   if (ex.materialized(c) && !ex.materialized(other) && ex.shape(other) == ex.shape(c))
     if (const std::optional<Tensor<float>>& small = ex.compacted(c)) return {Lean::Compact, small->shape};
   return {Lean::Full, ex.shape(c)};
