@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "rules/ops/leaves.h"
 #include "rules/rank_signature.h"
 #include "rules/rule_scope.h"
 #include "rules/sexpr.h"
@@ -292,7 +293,8 @@ class DimClasses {
     size_t p = pattern_of(g);
     auto c = [&](size_t k) { return pr_.global(p, n.children[k]); };
     if (is_leaf(n.op)) {  // a named input or weight: its attributes are its dimensions
-      for (int d = 0; d < rank_[g] && d < static_cast<int>(n.attrs.size()); ++d) pin(slot(g, d), n.attrs[d]);
+      const AttrSpan dims = ops::leaf_dims(n.attrs);
+      for (int d = 0; d < rank_[g] && d < static_cast<int>(dims.size()); ++d) pin(slot(g, d), dims[d]);
       return;
     }
     std::vector<size_t> ranks;

@@ -22,6 +22,9 @@ struct LeafRules {
   }
 };
 
+/// A leaf's dimensions: `(input NAME d0 d1 ...)` and `(weight NAME d0 d1 ...)` hold them as their attributes.
+inline AttrSpan leaf_dims(AttrSpan attrs) { return attrs; }
+
 template <> struct Semantics<OpKind::Var> : LeafRules<OpKind::Var> {};
 template <> struct Semantics<OpKind::Input> : LeafRules<OpKind::Input> {};
 template <> struct Semantics<OpKind::Weight> : LeafRules<OpKind::Weight> {};
