@@ -110,12 +110,19 @@ OutputChoice decide_output(const OutputContext& context, const OptimizeReport& s
     if (std::string note = verdict(choice.graph); !note.empty())
       keep_original(choice, model.graph, search.original_cost, std::move(note));
   choice.file = OutputFile::Export;
-  // The import folded nodes away (a batch norm into its convolution, ...): the graph as imported, exported,
-  // is the smaller file, when it is valid at every size the input is.
-  if (choice.graph == model.graph && !model.folded.empty()) {
+  // The import folded nodes away (a batch norm into its convolution, duplicates, shape arithmetic of fixed
+  // sizes): the graph as imported, exported, is written when it is the smaller file (an operator the exporter
+  // writes as several nodes can outweigh what was folded) and valid at every size the input is.
+  if (choice.graph == model.graph && (!model.folded.empty() || model.shape_nodes_folded > 0)) {
     std::string canonical = onnx_io::export_onnx_bytes(model, model.graph, context.export_options());
     const onnx_io::OriginalFile& original = context.original_file();
-    if (std::string fixed = onnx_io::fixed_size_reason(model, original.bytes, canonical, original.import); fixed.empty()) {
+    const int canonical_nodes = onnx_io::graph_node_count(canonical);
+    if (canonical_nodes >= model.file_nodes) {
+      choice.notes.push_back("wrote the input as it is: the graph as imported is no smaller (" +
+                             std::to_string(canonical_nodes) + " nodes written against the input's " +
+                             std::to_string(model.file_nodes) + ")");
+    } else if (std::string fixed = onnx_io::fixed_size_reason(model, original.bytes, canonical, original.import);
+               fixed.empty()) {
       choice.exported = std::move(canonical);
       choice.file = OutputFile::Canonical;
     } else {

@@ -105,6 +105,7 @@ struct OnnxModel {
   /// constants. They cost nothing once a runtime folds them (onnxruntime at ORT_ENABLE_ALL) but run on every
   /// inference at ORT_DISABLE_ALL: the report counts them (folded_shape_nodes) for that level's prediction.
   int shape_nodes_folded = 0;
+  int file_nodes = 0;  // nodes in the file's main graph as it was read
   /// Symbolic dimensions the import bound to a default value (ImportOptions::default_dims), by name, and
   /// unnamed ones by input and axis: the caller's options plus these give the sizes the model was imported at.
   std::map<std::string, int64_t> defaulted_dims;

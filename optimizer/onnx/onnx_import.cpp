@@ -85,6 +85,7 @@ std::string describe(const onnx::NodeProto& n) {
 OnnxModel Importer::run() {
   check_header();
   make_shell();
+  m_.file_nodes = proto_.graph().node_size();
   // Each computation once (exporters repeat shape computations per use): every later stage sees it once.
   if (const int merged = merge_duplicate_nodes(*proto_.mutable_graph()); merged > 0)
     m_.folded.push_back(std::to_string(merged) + " duplicate node" + (merged == 1 ? "" : "s") +
@@ -686,6 +687,12 @@ int64_t probe_dim_value(int64_t value) { return value <= 2 ? value + 1 : value /
 
 OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options) {
   return import_from(bytes, origin, options, options.external_data_dir);
+}
+
+int graph_node_count(std::string_view model_bytes) {
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) return 0;
+  return model.graph().node_size();
 }
 
 OnnxModel import_onnx(const std::filesystem::path& path, const ImportOptions& options) {

@@ -57,5 +57,7 @@ int64_t probe_dim_value(int64_t value);
 OnnxModel import_onnx(const std::filesystem::path& path, const ImportOptions& options = {});
 /// As import_onnx, from the serialized bytes of a ModelProto; `origin` names it in messages.
 OnnxModel import_onnx_bytes(std::string_view bytes, const std::string& origin, const ImportOptions& options = {});
+/// The number of nodes in the main graph of a serialized ModelProto (0 when it does not parse).
+int graph_node_count(std::string_view model_bytes);
 
 }  // namespace teq::onnx_io
