@@ -246,6 +246,102 @@ Verdict judge(const EqsatConfig& config, const std::optional<onnx_io::CheckResul
   return {kExitRejected, "the check found the optimized model computing other values (" + where + "): " + check->reason};
 }
 
+/// The rule files named one after another, for the log and the report.
+std::string describe_rule_files(const std::vector<fs::path>& paths) {
+  std::string text;
+  for (const fs::path& p : paths) text += (text.empty() ? "" : ", ") + p.string();
+  return text;
+}
+
+/// The cost model's spec, written into config.cost: --target's, and "auto" (the default) resolved to the
+/// cost model of the machine this runs on, once, for both builds in optimize_model.
+ResolvedCostSpec choose_cost_spec(EqsatConfig& config, const fs::path& corpus_dir) {
+  if (!config.target.empty()) {
+    try {
+      config.cost = cost_spec_for_target(config.target, corpus_dir);
+    } catch (const std::invalid_argument& e) {
+      throw EqsatError(std::string("--target: ") + e.what());
+    }
+  }
+  const ResolvedCostSpec cost_choice = resolve_cost_spec(config.cost, corpus_dir);
+  config.cost = cost_choice.spec;
+  return cost_choice;
+}
+
+/// Keeps in config.import the values the import gave symbolic dimensions that --dim did not, and returns
+/// them for the log ("batch=1, seq=128"; empty: none).
+std::string adopt_defaulted_dims(EqsatConfig& config, const onnx_io::OnnxModel& model) {
+  std::string defaulted;
+  for (const auto& [name, value] : model.defaulted_dims) {
+    config.import.dims.emplace(name, value);
+    defaulted += (defaulted.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  }
+  for (const auto& [axis, value] : model.defaulted_axes) {
+    config.import.axis_dims.emplace(axis, value);
+    defaulted += (defaulted.empty() ? "" : ", ") + axis.input + ":" + std::to_string(axis.axis) + "=" + std::to_string(value);
+  }
+  return defaulted;
+}
+
+/// The log's account of what the search starts from: the model, the rules, the cost model, and what the
+/// import did to the model.
+void log_inputs(std::ostream& log, const RunFacts& facts, const onnx_io::OnnxModel& model, const RuleCorpus& rules,
+                const std::string& defaulted, const ModelFootprint& footprint) {
+  const CostModelHandle& cost = facts.cost;
+  log << "eqsat-run: " << facts.model_name << ": " << model.graph.num_ops() << " operators ("
+      << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
+      << rules.rules.size() << " rules from " << facts.rules_text << "; cost model " << cost->name()
+      << (facts.cost_choice.empty() ? "" : " (" + facts.cost_choice + ")") << "\n";
+  if (!defaulted.empty())
+    log << "  symbolic dimensions optimized at " << defaulted
+        << " (no --dim given); the written file is checked at other values of each as well\n";
+  for (const std::string& note : model.notes) log << "  note: " << note << "\n";
+  for (const std::string& f : model.folded) log << "  import: " << f << "\n";
+  if (cost.streams_weights)
+    log << "  cost: " << std::fixed << std::setprecision(1) << footprint.weight_bytes / 1e6 << std::defaultfloat
+        << " MB of weights outgrow the cache " << cost->name()
+        << " knows of: weights are priced as read from memory on every run\n";
+}
+
+/// Both graphs timed end to end on the GPU; without one, bad input for the option (`what`) that asked.
+LatencyComparison measure_end_to_end(const Expr& original, const Expr& optimized, const char* what) {
+  try {
+    return measure_latency(original, optimized, GpuMeasureOptions{});
+  } catch (const GpuUnavailableError& e) {
+    throw EqsatError(what + std::string(e.what()));
+  }
+}
+
+/// The numerical check of what is to be written (none with --no-check); it runs before the write, since
+/// what it finds decides which file the output path gets.
+std::optional<onnx_io::CheckResult> check_output(const EqsatConfig& config, const onnx_io::OnnxModel& model,
+                                                 const OutputContext& output, const OutputChoice& choice) {
+  if (config.check == CheckMode::Off) return std::nullopt;
+  if (choice.writes_input_as_is()) {
+    // Nothing to compare: on an LLM, evaluating the model against itself at four sizes took 12 minutes.
+    std::optional<onnx_io::CheckResult> check;
+    check.emplace();
+    check->evaluated = check->passed = check->passed_imported_size = true;
+    check->not_needed = "the file written is the input model, unchanged";
+    return check;
+  }
+  onnx_io::CheckOptions co = config.check_options;
+  if (std::ostream* log = config.log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
+  return onnx_io::check_optimization(model, choice.graph, output.original_file().bytes, output.original_file().import,
+                                     co, choice.exported);
+}
+
+/// What the run leaves besides the output: the cost model's cache, the nodes a cost DB lacked, the report.
+void write_side_files(const EqsatConfig& config, const EqsatResult& result, const CostModelHandle& cost) {
+  if (cost.save) cost.save();
+  if (!config.cost_misses_dir.empty()) write_cost_misses(cost.misses(), config.cost_misses_dir, config.log);
+  if (!config.report.empty()) {
+    std::ofstream f(config.report);
+    if (!f) throw EqsatError(config.report.string() + ": cannot open for writing");
+    f << result.report_json.dump(2) << "\n";
+  }
+}
+
 }  // namespace
 
 std::string latency_keeps_original(const LatencyComparison& latency, double min_gain) {
@@ -267,8 +363,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   if (!config.corpus_dir.empty() && !fs::is_directory(config.corpus_dir))
     throw EqsatError("corpus folder " + config.corpus_dir.string() + " does not exist");
   const std::vector<fs::path> rule_paths = rule_files(config, corpus_dir);
-  std::string rules_text;  // the files, for the log and the report
-  for (const fs::path& p : rule_paths) rules_text += (rules_text.empty() ? "" : ", ") + p.string();
+  std::string rules_text = describe_rule_files(rule_paths);  // for the log and the report
   if (!config.export_original.empty()) {
     // --export: the input model as ONNX, nothing else.
     result.model = load_model(config);
@@ -281,86 +376,37 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   if (config.both_ways) rules_text += " (+" + std::to_string(reversed) + " reversed)";
   // Built once before the model is read, so that a wrong --cost fails before a large model is loaded, and
   // again for the model: whether its weights outgrow the cache the cost model knows of.
-  if (!config.target.empty()) {
-    try {
-      config.cost = cost_spec_for_target(config.target, corpus_dir);
-    } catch (const std::invalid_argument& e) {
-      throw EqsatError(std::string("--target: ") + e.what());
-    }
-  }
-  // "auto" (the default) becomes the cost model of the machine this runs on, once, for both builds below.
-  const ResolvedCostSpec cost_choice = resolve_cost_spec(config.cost, corpus_dir);
-  config.cost = cost_choice.spec;
+  const ResolvedCostSpec cost_choice = choose_cost_spec(config, corpus_dir);
   CostModelHandle cost = load_cost_model(config, corpus_dir, {});
 
   const auto import_start = Clock::now();
   result.model = load_model(config);
   const double import_seconds = since(import_start);
   const onnx_io::OnnxModel& model = result.model;
-  std::string defaulted;  // "batch=1, seq=128"
-  for (const auto& [name, value] : model.defaulted_dims) {
-    config.import.dims.emplace(name, value);
-    defaulted += (defaulted.empty() ? "" : ", ") + name + "=" + std::to_string(value);
-  }
-  for (const auto& [axis, value] : model.defaulted_axes) {
-    config.import.axis_dims.emplace(axis, value);
-    defaulted += (defaulted.empty() ? "" : ", ") + axis.input + ":" + std::to_string(axis.axis) + "=" + std::to_string(value);
-  }
+  const std::string defaulted = adopt_defaulted_dims(config, model);
   const ModelFootprint footprint{.weight_bytes = weight_bytes(model.graph)};
   if (footprint.weight_bytes > 0) cost = load_cost_model(config, corpus_dir, footprint);
   const std::string model_name = config.builtin.empty() ? config.model.string() : config.builtin;
-  if (log) {
-    *log << "eqsat-run: " << model_name << ": " << model.graph.num_ops() << " operators ("
-         << model.opaque.size() << " opaque), " << model.weights.size() << " weights, opset " << model.opset << "; "
-         << rules.rules.size() << " rules from " << rules_text << "; cost model " << cost->name()
-         << (cost_choice.why.empty() ? "" : " (" + cost_choice.why + ")") << "\n";
-    if (!defaulted.empty())
-      *log << "  symbolic dimensions optimized at " << defaulted
-           << " (no --dim given); the written file is checked at other values of each as well\n";
-    for (const std::string& note : model.notes) *log << "  note: " << note << "\n";
-    for (const std::string& f : model.folded) *log << "  import: " << f << "\n";
-    if (cost.streams_weights)
-      *log << "  cost: " << std::fixed << std::setprecision(1) << footprint.weight_bytes / 1e6 << std::defaultfloat
-           << " MB of weights outgrow the cache " << cost->name()
-           << " knows of: weights are priced as read from memory on every run\n";
-  }
+  RunFacts facts{model_name, rules_text, cost_choice.why, cost, {}, std::nullopt};
+  facts.import_seconds = import_seconds;
+  if (log) log_inputs(*log, facts, model, rules, defaulted, footprint);
 
   const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost);
   const OutputContext output(config, model);
-  RunFacts facts{model_name, rules_text, cost_choice.why, cost, {}, std::nullopt};
-  facts.import_seconds = import_seconds;
   auto phase_start = Clock::now();
-  auto measure = [&](const Expr& optimized, const char* what) {
-    try {
-      facts.latency = measure_latency(model.graph, optimized, GpuMeasureOptions{});
-    } catch (const GpuUnavailableError& e) {
-      throw EqsatError(what + std::string(e.what()));
-    }
-  };
   // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).
   OutputVerdict measured_verdict;
   if (cost.measured_here)
     measured_verdict = [&](const Expr& optimized) {
-      measure(optimized, "--cost measured: ");
+      facts.latency = measure_end_to_end(model.graph, optimized, "--cost measured: ");
       return latency_keeps_original(*facts.latency, config.min_gain);
     };
   result.output = decide_output(output, r, *cost, measured_verdict);
   const OutputChoice& choice = result.output;
   facts.decide_seconds = since(phase_start);
-  if (config.measure && !facts.latency) measure(choice.graph, "--measure: ");
-  // The check before the write: what it finds decides which file the output path gets.
+  if (config.measure && !facts.latency) facts.latency = measure_end_to_end(model.graph, choice.graph, "--measure: ");
   phase_start = Clock::now();
-  if (config.check != CheckMode::Off && choice.writes_input_as_is()) {
-    // Nothing to compare: on an LLM, evaluating the model against itself at four sizes took 12 minutes.
-    result.check.emplace();
-    result.check->evaluated = result.check->passed = result.check->passed_imported_size = true;
-    result.check->not_needed = "the file written is the input model, unchanged";
-  } else if (config.check != CheckMode::Off) {
-    onnx_io::CheckOptions co = config.check_options;
-    if (log) co.on_progress = [log](const std::string& line) { *log << "  check: " << line << "\n"; };
-    result.check = onnx_io::check_optimization(model, choice.graph, output.original_file().bytes,
-                                               output.original_file().import, co, choice.exported);
-  }
+  result.check = check_output(config, model, output, choice);
   facts.check_seconds = since(phase_start);
   const Verdict verdict = judge(config, result.check, choice.writes_input_as_is());
   result.exit_code = verdict.exit_code;
@@ -373,13 +419,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   facts.total_seconds = since(start);
 
   result.report_json = report_json(config, result, facts);
-  if (cost.save) cost.save();
-  if (!config.cost_misses_dir.empty()) write_cost_misses(cost.misses(), config.cost_misses_dir, log);
-  if (!config.report.empty()) {
-    std::ofstream f(config.report);
-    if (!f) throw EqsatError(config.report.string() + ": cannot open for writing");
-    f << result.report_json.dump(2) << "\n";
-  }
+  write_side_files(config, result, cost);
   if (log) print_summary(*log, config, result, facts);
   return result;
 }

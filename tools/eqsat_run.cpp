@@ -24,28 +24,40 @@
 using teq::cli::kNonNegative;
 using teq::cli::kPositive;
 
-int main(int argc, char** argv) {
-  teq::EqsatConfig c;
-  c.log = &std::cerr;
-  std::string model, output, report, exported, extract = "ilp", search = "saturation";
-  std::vector<std::string> dims, rules;
-  bool quiet = false, list_models = false;
+namespace {
 
-  CLI::App app{"eqsat-run: optimize an ONNX model by equality saturation with a verified rule corpus"};
-  app.add_option("model", model, "ONNX model to optimize (or use --model NAME)");
+// The command-line values that do not go straight into EqsatConfig: they are checked or translated
+// once parsing is done (apply_cli_options). CLI11 keeps references to them, so they outlive the parse.
+struct CliValues {
+  std::string model, output, report, exported, extract = "ilp", search = "saturation", cost_misses;
+  std::vector<std::string> dims, rules;
+  bool quiet = false, list_models = false, check = false, no_check = false;
+};
+
+// The options are declared group by group in the order --help lists them; the order is part of the help text.
+
+// What to optimize, where the result goes, and which rules rewrite it. Returns --export, which
+// finish_cli excludes from the optimization's options.
+CLI::Option* add_model_options(CLI::App& app, teq::EqsatConfig& c, CliValues& v) {
+  app.add_option("model", v.model, "ONNX model to optimize (or use --model NAME)");
   app.add_option("--model", c.builtin, "optimize a built-in benchmark model instead (see --list-models)");
-  app.add_flag("--list-models", list_models, "print the built-in model names and exit");
-  auto* export_opt = app.add_option("--export", exported, "write the input model as ONNX to this file and exit");
-  app.add_option("-o,--output", output,
+  app.add_flag("--list-models", v.list_models, "print the built-in model names and exit");
+  auto* export_opt = app.add_option("--export", v.exported, "write the input model as ONNX to this file and exit");
+  app.add_option("-o,--output", v.output,
                  "where to write the result: the optimized ONNX model once the check passes; the input model "
                  "unchanged when the check finds a difference (exit 5) or cannot run (exit 0, or 4 with --check)");
-  app.add_option("--rules", rules,
+  app.add_option("--rules", v.rules,
                  "rule corpus JSON, repeatable: the files are used together (default: corpus/rules.json, "
                  "rulegen's)");
   app.add_flag("--both-ways,!--one-way", c.both_ways,
                "apply each single-pattern rule also right to left where it can be (a right side that is not a bare "
                "variable and binds every variable), the default: rulegen writes each equality in one direction; "
                "--one-way: as written only");
+  return export_opt;
+}
+
+// The cost model: the target it describes and the gain a result must have to be written.
+void add_cost_options(CLI::App& app, teq::EqsatConfig& c, CliValues& v) {
   auto* target_opt = app.add_option("--target", c.target,
                                     "where the model will run, which the cost model describes: auto (this machine: "
                                     "onnxruntime on this CPU without a GPU, the GPU's profile with one), cpu "
@@ -57,8 +69,7 @@ int main(int argc, char** argv) {
                  "db:FILE.json")
       ->capture_default_str();
   target_opt->excludes(cost_opt);
-  std::string cost_misses;
-  app.add_option("--cost-misses", cost_misses,
+  app.add_option("--cost-misses", v.cost_misses,
                  "with --cost db:FILE: write each node the DB lacks as a one-node ONNX model into this folder "
                  "(index.json lists them) for bench/ort_cost_db.py to time");
   app.add_option("--min-gain", c.min_gain,
@@ -66,7 +77,11 @@ int main(int argc, char** argv) {
                  "(0.005: 0.5%; 0: any gain)")
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
-  app.add_option("--search", search, "saturation, or sequential (TASO-style backtracking baseline)")
+}
+
+// The search (saturation or the sequential baseline), its limits, and the extraction with the ILP's limits.
+void add_search_options(CLI::App& app, teq::EqsatConfig& c, CliValues& v) {
+  app.add_option("--search", v.search, "saturation, or sequential (TASO-style backtracking baseline)")
       ->check(CLI::IsMember({"saturation", "sequential"}))
       ->capture_default_str();
   app.add_option("--alpha", c.sequential.alpha, "sequential: cost relaxation")
@@ -78,7 +93,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-graphs", c.sequential.max_graphs, "sequential: stop after generating this many distinct graphs")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--extract", extract, "extraction: greedy, dag-greedy or ilp")
+  app.add_option("--extract", v.extract, "extraction: greedy, dag-greedy or ilp")
       ->check(CLI::IsMember({"greedy", "dag-greedy", "ilp"}))
       ->capture_default_str();
   app.add_option("--node-limit", c.optimize.saturation.node_limit, "stop saturating beyond this many e-nodes")
@@ -108,14 +123,17 @@ int main(int argc, char** argv) {
                  "rounds of saturation + extraction, each from the last round's graph, while the cost falls")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--report", report, "write a JSON report here");
+}
+
+// The report, the GPU timing, and the numerical check with its inputs and tolerances.
+void add_check_options(CLI::App& app, teq::EqsatConfig& c, CliValues& v) {
+  app.add_option("--report", v.report, "write a JSON report here");
   app.add_flag("--measure", c.measure, "time original and optimized end to end on the GPU (needs one)");
-  bool check = false, no_check = false;
   auto* check_opt = app.add_flag(
-      "--check", check,
+      "--check", v.check,
       "the numerical check (on by default) is required: exit 4 when it cannot run (an operator it cannot "
       "evaluate) instead of 0; either way OUT is then the input model unchanged");
-  app.add_flag("--no-check", no_check,
+  app.add_flag("--no-check", v.no_check,
                "do not compare original and optimized before writing: write the optimized model unchecked")
       ->excludes(check_opt);
   app.add_option("--seed", c.check_options.seed, "random seed of the check's inputs")->capture_default_str();
@@ -127,11 +145,15 @@ int main(int argc, char** argv) {
                  "float32 rounds a sum relative to the values summed")
       ->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--dim", dims,
+}
+
+// The last options, the footer, and the options --export excludes.
+void finish_cli(CLI::App& app, CliValues& v, CLI::Option* export_opt) {
+  app.add_option("--dim", v.dims,
                  "value a symbolic input dimension is optimized at: NAME=VALUE for a named one (dim_param), "
                  "INPUT:AXIS=VALUE for dimension AXIS of graph input INPUT, named or not (repeatable). Without it: 1 "
                  "for a batch, 128 for any other; the written file is checked at other values as well");
-  app.add_flag("-q,--quiet", quiet, "no progress or summary on stderr");
+  app.add_flag("-q,--quiet", v.quiet, "no progress or summary on stderr");
   app.footer(
       "Exit status: 0 done (OUT is the checked optimized model, or the input unchanged); 2 bad input or options; "
       "3 internal error; 4 --check could not run (OUT is the input); 5 rejected: the check found a difference "
@@ -139,36 +161,33 @@ int main(int argc, char** argv) {
   // --export writes the input model and stops: options of the optimization make no sense with it.
   for (const char* name : {"--output", "--report", "--check", "--no-check", "--measure", "--search"})
     export_opt->excludes(app.get_option(name));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+}
 
-  if (list_models) {
-    for (const std::string& name : teq::builtin_model_names()) std::cout << name << "\n";
-    return 0;
-  }
-  c.model = model;
-  c.check = no_check ? teq::CheckMode::Off : check ? teq::CheckMode::Required : teq::CheckMode::Default;
-  c.export_original = exported;
-  c.search = search == "sequential" ? teq::SearchMethod::Sequential : teq::SearchMethod::Saturation;
+// Moves the parsed values into the config. Returns false (after saying why) when a --dim is malformed.
+bool apply_cli_values(const CliValues& v, teq::EqsatConfig& c) {
+  c.model = v.model;
+  c.check = v.no_check ? teq::CheckMode::Off : v.check ? teq::CheckMode::Required : teq::CheckMode::Default;
+  c.export_original = v.exported;
+  c.search = v.search == "sequential" ? teq::SearchMethod::Sequential : teq::SearchMethod::Saturation;
   c.sequential.time_limit_s = c.optimize.saturation.time_limit_s;
-  c.output = output;
-  c.rules.assign(rules.begin(), rules.end());
-  c.report = report;
-  c.cost_misses_dir = cost_misses;
-  c.optimize.extract = extract == "greedy"       ? teq::ExtractMethod::Greedy
-                       : extract == "dag-greedy" ? teq::ExtractMethod::DagGreedy
-                                                 : teq::ExtractMethod::Ilp;
-  for (const std::string& d : dims)
+  c.output = v.output;
+  c.rules.assign(v.rules.begin(), v.rules.end());
+  c.report = v.report;
+  c.cost_misses_dir = v.cost_misses;
+  c.optimize.extract = v.extract == "greedy"       ? teq::ExtractMethod::Greedy
+                       : v.extract == "dag-greedy" ? teq::ExtractMethod::DagGreedy
+                                                   : teq::ExtractMethod::Ilp;
+  for (const std::string& d : v.dims)
     if (std::string error = teq::bind_symbolic_dim(d, c.import); !error.empty()) {
       std::cerr << "eqsat-run: error: " << error << "\n";
-      return 2;
+      return false;
     }
-  if (quiet) c.log = nullptr;
+  if (v.quiet) c.log = nullptr;
+  return true;
+}
 
+// Runs the optimization and turns its outcome or error into the exit code (docs/errors.md).
+int run_optimization(const teq::EqsatConfig& c) {
   try {
     const teq::EqsatResult r = teq::optimize_model(c);
     if (r.exit_code == teq::kExitCheckNotRun)
@@ -185,4 +204,32 @@ int main(int argc, char** argv) {
     std::cerr << "eqsat-run: internal error: " << e.what() << "\n";
     return 3;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  teq::EqsatConfig c;
+  c.log = &std::cerr;
+  CliValues v;
+
+  CLI::App app{"eqsat-run: optimize an ONNX model by equality saturation with a verified rule corpus"};
+  CLI::Option* export_opt = add_model_options(app, c, v);
+  add_cost_options(app, c, v);
+  add_search_options(app, c, v);
+  add_check_options(app, c, v);
+  finish_cli(app, v, export_opt);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  if (v.list_models) {
+    for (const std::string& name : teq::builtin_model_names()) std::cout << name << "\n";
+    return 0;
+  }
+  if (!apply_cli_values(v, c)) return 2;
+  return run_optimization(c);
 }

@@ -369,6 +369,99 @@ CbcOutcome branch_and_cut(OsiClpSolverInterface& solver, const Model& m, const R
   return out;
 }
 
+/// The problem with each reached class's dominated nodes left out (unreached classes empty).
+ExtractionProblem reduced_problem(const ExtractionProblem& problem, const Reduction& r) {
+  ExtractionProblem reduced;
+  reduced.nodes = problem.nodes;
+  reduced.classes.resize(problem.classes.size());
+  for (ClassId c : r.order) reduced.classes[c.value] = r.keep[c.value];
+  reduced.roots = problem.roots;
+  return reduced;
+}
+
+/// Better incumbents than tree greedy's `best`: greedy's selection with dominated nodes swapped for their
+/// dominators (edges only go away, so it stays acyclic and costs no more), then DAG greedy on the reduced
+/// problem with part of the time (its answer counts only if it finishes or its partial selection is
+/// complete). Returns whether the wall-clock guard stopped DAG greedy: the answer may then depend on the load.
+bool improve_incumbent(const ExtractionProblem& problem, const Reduction& r, Clock::time_point deadline,
+                       Extraction& best) {
+  const ExtractionProblem reduced = reduced_problem(problem, r);
+  Extraction swapped = best;
+  for (NodeId& n : swapped.choice)
+    if (n != kNoNode && r.dominator[n.value] != kNoNode) n = r.dominator[n.value];
+  swapped.cost = dag_cost(problem, swapped.choice);
+  if (swapped.cost < best.cost) best.choice = std::move(swapped.choice), best.cost = swapped.cost;
+  // DAG greedy is bounded by its set budget (a count); the remaining time is only its guard.
+  Extraction dag = extract_dag_greedy(
+      reduced, DagGreedyConfig{.time_limit_s = std::max(0.0, seconds(Clock::now(), deadline))});
+  if (dag.ok() && dag.cost < best.cost) best.choice = std::move(dag.choice), best.cost = dag.cost;
+  return dag.status.find("time limit") != std::string::npos;
+}
+
+/// The classes every solution must choose, fixed to 1 in the model, and the bound their cheapest nodes give.
+struct Mandatory {
+  std::vector<ClassId> classes;
+  double bound = 0;
+};
+
+/// The MIP: a binary per reached class and per kept node (its cost scaled by `scale`), an order variable per
+/// class inside a cycle, the roots and (without cycles) the mandatory classes fixed to 1, and the rows.
+Model build_model(const ExtractionProblem& problem, const Reduction& r, const Components& g, const Extraction& best,
+                  double scale, Mandatory& mandatory) {
+  const size_t nc = problem.classes.size();
+  Model m;
+  m.node_col.assign(problem.nodes.size(), kNone);
+  m.class_col.assign(nc, kNone);
+  m.order_col.assign(nc, kNone);
+  for (ClassId c : r.order) m.class_col[c.value] = m.add_col(0, 1, 0, true);
+  for (ClassId root : problem.roots) m.lb[m.class_col[root.value]] = 1;
+  for (ClassId c : r.order)
+    for (NodeId n : r.keep[c.value]) m.node_col[n.value] = m.add_col(0, 1, problem.nodes[n.value].cost * scale, true);
+  bool acyclic = true;
+  for (ClassId c : r.order) {
+    uint32_t size = g.size[g.comp[c.value]];
+    if (size > 1) m.order_col[c.value] = m.add_col(0, size - 1, 0, false), acyclic = false;
+  }
+  if (acyclic) mandatory.classes = mandatory_classes(problem, r, g, best);
+  for (ClassId c : mandatory.classes) {
+    double cheapest = kInfiniteCost;
+    for (NodeId n : r.keep[c.value]) cheapest = std::min(cheapest, problem.nodes[n.value].cost);
+    mandatory.bound += cheapest;
+    m.lb[m.class_col[c.value]] = 1;
+  }
+  add_rows(m, r, g, nc);
+  return m;
+}
+
+/// The root LP relaxation's outcome; `bound` (unscaled) counts only when `solved`.
+struct RootLp {
+  double bound = 0;
+  bool solved = false, iteration_limit = false;
+};
+
+/// Loads the model into `solver` and solves the root LP ourselves, under the limit: its value is a lower
+/// bound even if CBC gets no further.
+RootLp solve_root_lp(OsiClpSolverInterface& solver, const Model& m, double scale, int max_lp_iterations,
+                     Clock::time_point deadline) {
+  auto left = [&] { return seconds(Clock::now(), deadline); };
+  solver.loadProblem(m.matrix(), m.lb.data(), m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
+  for (size_t i = 0; i < m.integer.size(); ++i)
+    if (m.integer[i]) solver.setInteger(static_cast<int>(i));
+  solver.messageHandler()->setLogLevel(0);
+  solver.getModelPtr()->messageHandler()->setLogLevel(0);
+
+  RootLp lp;
+  if (left() > 0) {
+    solver.getModelPtr()->setMaximumWallSeconds(left());  // Clp: seconds from now
+    solver.getModelPtr()->setMaximumIterations(std::max(0, max_lp_iterations));
+    solver.initialSolve();
+    lp.solved = solver.isProvenOptimal();
+    lp.iteration_limit = !lp.solved && solver.isIterationLimitReached() && left() > 0;
+    if (lp.solved) lp.bound = solver.getObjValue() / scale;
+  }
+  return lp;
+}
+
 }  // namespace
 
 Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config) {
@@ -384,27 +477,8 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
   if (!best.ok()) return best;
   const size_t nc = problem.classes.size();
   const Reduction r = reduce(problem, tree_costs(problem));
-  ExtractionProblem reduced;
-  reduced.nodes = problem.nodes;
-  reduced.classes.resize(nc);
-  for (ClassId c : r.order) reduced.classes[c.value] = r.keep[c.value];
-  reduced.roots = problem.roots;
-
-  bool guard_hit = false;  // the wall-clock guard stopped a step: the answer may depend on the load
-  // Better incumbents: greedy's selection with dominated nodes swapped for their dominators (edges only
-  // go away, so it stays acyclic and costs no more), then DAG greedy on the reduced problem with part of
-  // the time (its answer counts only if it finishes or its partial selection is complete).
-  {
-    Extraction swapped = best;
-    for (NodeId& n : swapped.choice)
-      if (n != kNoNode && r.dominator[n.value] != kNoNode) n = r.dominator[n.value];
-    swapped.cost = dag_cost(problem, swapped.choice);
-    if (swapped.cost < best.cost) best.choice = std::move(swapped.choice), best.cost = swapped.cost;
-    // DAG greedy is bounded by its set budget (a count); the remaining time is only its guard.
-    Extraction dag = extract_dag_greedy(reduced, DagGreedyConfig{.time_limit_s = std::max(0.0, left())});
-    if (dag.ok() && dag.cost < best.cost) best.choice = std::move(dag.choice), best.cost = dag.cost;
-    guard_hit = dag.status.find("time limit") != std::string::npos;
-  }
+  // The wall-clock guard stopped a step: the answer may depend on the load.
+  bool guard_hit = improve_incumbent(problem, r, deadline, best);
   const auto t_greedy = Clock::now();
   auto finish = [&](Extraction out, const char* what) {
     char pruned[96];
@@ -421,53 +495,15 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
     return finish(best, forced ? "no choice to make" : "zero cost");
   }
 
-  // Columns: a binary per reached class and per kept node, an order variable per class inside a cycle.
-  Model m;
-  m.node_col.assign(problem.nodes.size(), kNone);
-  m.class_col.assign(nc, kNone);
-  m.order_col.assign(nc, kNone);
   const double scale = 1000.0 / best.cost;  // keeps CBC's tolerances meaningful for tiny costs (seconds)
-  for (ClassId c : r.order) m.class_col[c.value] = m.add_col(0, 1, 0, true);
-  for (ClassId root : problem.roots) m.lb[m.class_col[root.value]] = 1;
-  for (ClassId c : r.order)
-    for (NodeId n : r.keep[c.value]) m.node_col[n.value] = m.add_col(0, 1, problem.nodes[n.value].cost * scale, true);
   const Components g = components(r, nc);
-  bool acyclic = true;
-  for (ClassId c : r.order) {
-    uint32_t size = g.size[g.comp[c.value]];
-    if (size > 1) m.order_col[c.value] = m.add_col(0, size - 1, 0, false), acyclic = false;
-  }
-  std::vector<ClassId> mandatory;
-  double mandatory_bound = 0;
-  if (acyclic) mandatory = mandatory_classes(problem, r, g, best);
-  for (ClassId c : mandatory) {
-    double cheapest = kInfiniteCost;
-    for (NodeId n : r.keep[c.value]) cheapest = std::min(cheapest, problem.nodes[n.value].cost);
-    mandatory_bound += cheapest;
-    m.lb[m.class_col[c.value]] = 1;
-  }
-  add_rows(m, r, g, nc);
+  Mandatory mandatory;
+  const Model m = build_model(problem, r, g, best, scale, mandatory);
   const std::vector<double> warm = config.warm_start ? warm_start(problem, m, g, best) : std::vector<double>{};
   const auto t_model = Clock::now();
 
   OsiClpSolverInterface solver;
-  solver.loadProblem(m.matrix(), m.lb.data(), m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
-  for (size_t i = 0; i < m.integer.size(); ++i)
-    if (m.integer[i]) solver.setInteger(static_cast<int>(i));
-  solver.messageHandler()->setLogLevel(0);
-  solver.getModelPtr()->messageHandler()->setLogLevel(0);
-
-  // The root LP ourselves, under the limit: its value is a lower bound even if CBC gets no further.
-  double lp_bound = 0;
-  bool lp_solved = false, lp_iteration_limit = false;
-  if (left() > 0) {
-    solver.getModelPtr()->setMaximumWallSeconds(left());  // Clp: seconds from now
-    solver.getModelPtr()->setMaximumIterations(std::max(0, config.max_lp_iterations));
-    solver.initialSolve();
-    lp_solved = solver.isProvenOptimal();
-    lp_iteration_limit = !lp_solved && solver.isIterationLimitReached() && left() > 0;
-    if (lp_solved) lp_bound = solver.getObjValue() / scale;
-  }
+  const RootLp lp = solve_root_lp(solver, m, scale, config.max_lp_iterations, deadline);
   const auto t_lp = Clock::now();
 
   Extraction out = best;
@@ -475,9 +511,9 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
   bool proven = false, cbc_ran = false;
   CbcOutcome cbc;
   // Integer costs are not assumed; stop when the LP bound already meets the incumbent.
-  if (lp_solved && lp_bound >= best.cost * (1 - 1e-9)) {
+  if (lp.solved && lp.bound >= best.cost * (1 - 1e-9)) {
     proven = true;
-  } else if (lp_solved && left() > 0) {
+  } else if (lp.solved && left() > 0) {
     cbc_ran = true;
     cbc = branch_and_cut(solver, m, r, nc, warm, best.cost, scale, config.max_nodes, deadline);
     proven = cbc.proven;
@@ -489,12 +525,12 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
   const auto t_end = Clock::now();
 
   out.optimal = proven;
-  out.bound = proven ? out.cost : std::clamp(std::max({lp_bound, cbc.bound, mandatory_bound}), 0.0, out.cost);
+  out.bound = proven ? out.cost : std::clamp(std::max({lp.bound, cbc.bound, mandatory.bound}), 0.0, out.cost);
   // The counts decide; only where the clock stopped a step first may the answer depend on the load.
-  guard_hit = guard_hit || (!lp_solved && !lp_iteration_limit) || cbc.time_limit || (lp_solved && !cbc_ran && !proven);
+  guard_hit = guard_hit || (!lp.solved && !lp.iteration_limit) || cbc.time_limit || (lp.solved && !cbc_ran && !proven);
   const char* how = proven               ? "proved optimal"
-                    : lp_iteration_limit ? "LP iteration limit (the incumbent is the answer)"
-                    : !lp_solved         ? "wall-clock guard before the LP relaxation was solved"
+                    : lp.iteration_limit ? "LP iteration limit (the incumbent is the answer)"
+                    : !lp.solved         ? "wall-clock guard before the LP relaxation was solved"
                     : guard_hit          ? "wall-clock guard (time limit)"
                     : cbc.node_limit     ? "node limit"
                                          : "stopped";
@@ -503,7 +539,7 @@ Extraction extract_ilp(const ExtractionProblem& problem, const IlpConfig& config
                 "%s%s, %zu columns, %zu rows, %zu e-classes mandatory, %d nodes explored, gap %.2f%%; seconds: "
                 "greedy %.2f, model %.2f, LP %.2f, branch and cut %.2f",
                 how, proven && guard_hit ? " (after the wall-clock guard stopped DAG greedy)" : "", m.lb.size(),
-                m.rows(), mandatory.size(), cbc.nodes, 100 * out.gap(), seconds(t0, t_greedy),
+                m.rows(), mandatory.classes.size(), cbc.nodes, 100 * out.gap(), seconds(t0, t_greedy),
                 seconds(t_greedy, t_model), seconds(t_model, t_lp), seconds(t_lp, t_end));
   return finish(out, buf);
 }

@@ -220,18 +220,21 @@ OnnxValue conv(const Node& c) {
   return {T(s, std::move(out)), c.type(0)};
 }
 
-/// MaxPool, AveragePool, LpPool and their Global forms over any number of spatial axes, with ONNX's
-/// attributes: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode (as onnxruntime: the last window
-/// starts inside the input or its begin padding), count_include_pad, p, and MaxPool's Indices output (storage_order 0: row-major, 1: column-major).
-/// Padding never enters a maximum or an Lp sum; an average counts it only with count_include_pad (the window
-/// clipped to the padded extent, as onnxruntime).
-std::vector<OnnxValue> pool(const Node& c) {
-  const std::string& op = c.n.op_type();
-  const T& x = c.x(0);
-  if (x.shape.size() < 3) bad(c.n, "input of rank " + std::to_string(x.shape.size()) + " (pools need N, C and a spatial axis)");
-  const size_t spatial = x.shape.size() - 2;
-  const bool global = op.rfind("Global", 0) == 0;
-  const std::string kind = global ? op.substr(6) : op;  // MaxPool, AveragePool, LpPool
+namespace {
+
+/// Where a pool's windows lie over the spatial axes of its input.
+struct PoolGeometry {
+  size_t spatial = 0;  // how many spatial axes (the input's rank less N and C)
+  Shape in, out;       // the spatial extents of the input and the output
+  std::vector<int64_t> kernel, strides, dil;
+  std::vector<int64_t> before, after;  // the padding at each axis's start and end
+};
+
+/// The geometry from the attributes (kernel_shape, strides, dilations, pads, auto_pad, ceil_mode); a Global
+/// pool's one window covers the whole input.
+PoolGeometry pool_geometry(const Node& c, const T& x, bool global) {
+  PoolGeometry g;
+  const size_t spatial = g.spatial = x.shape.size() - 2;
   const std::vector<int64_t> ones(spatial, 1);
   std::vector<int64_t> kernel(x.shape.begin() + 2, x.shape.end()), strides = ones, dil = ones,
       pads(2 * spatial, 0);
@@ -266,65 +269,109 @@ std::vector<OnnxValue> pool(const Node& c) {
       out[k] = pool_extent(in[k], kernel[k], strides[k], dil[k], before[k], after[k], ceil_mode != 0);
     }
   }
+  g.in = in;
+  g.out = out;
+  g.kernel = kernel, g.strides = strides, g.dil = dil;
+  g.before = before, g.after = after;
+  return g;
+}
+
+/// One window's positions: its input elements (row-major within the plane), and how many positions lie
+/// inside the padded input (what an average with count_include_pad divides by).
+struct PoolWindow {
+  std::vector<int64_t> members;
+  int64_t padded_count = 0;
+};
+
+/// The window of output position `o` (a spatial index).
+PoolWindow pool_window(const PoolGeometry& g, const Shape& o) {
+  PoolWindow window;
+  Shape w(g.spatial, 0);
+  for (int64_t wi = 0, count = num_elements(g.kernel); wi < count; ++wi) {
+    int64_t flat = 0;
+    bool inside = true, inside_padded = true;
+    for (size_t k = 0; k < g.spatial; ++k) {
+      const int64_t pos = o[k] * g.strides[k] - g.before[k] + w[k] * g.dil[k];
+      inside = inside && pos >= 0 && pos < g.in[k];
+      inside_padded = inside_padded && pos >= -g.before[k] && pos < g.in[k] + g.after[k];
+      flat = flat * g.in[k] + pos;
+    }
+    if (inside) window.members.push_back(flat);
+    window.padded_count += inside_padded;
+    next_index(w, g.kernel);
+  }
+  return window;
+}
+
+/// The row-major index `arg` within a plane of extents `in`, counted with the first spatial axis fastest
+/// (MaxPool's Indices with storage_order 1).
+int64_t column_major_index(int64_t arg, const Shape& in) {
+  const size_t spatial = in.size();
+  int64_t index = 0;
+  int64_t rest = arg, stride = 1;
+  Shape pos(spatial);
+  for (size_t k = spatial; k-- > 0;) {
+    pos[k] = rest % in[k];
+    rest /= in[k];
+  }
+  for (size_t k = 0; k < spatial; ++k) {
+    index += pos[k] * stride;
+    stride *= in[k];
+  }
+  return index;
+}
+
+/// MaxPool over one window's elements of `img`: the maximum (a NaN wins) and the element that holds it.
+double window_max(const double* img, const std::vector<int64_t>& members, int64_t& arg) {
+  double r = -std::numeric_limits<float>::max();  // onnxruntime's start (a window of padding only)
+  arg = members.empty() ? 0 : members[0];
+  for (int64_t m : members)
+    if (img[m] > r || std::isnan(img[m])) {
+      r = img[m];
+      arg = m;
+      if (std::isnan(r)) break;
+    }
+  return r;
+}
+
+}  // namespace
+
+/// MaxPool, AveragePool, LpPool and their Global forms over any number of spatial axes, with ONNX's
+/// attributes: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode (as onnxruntime: the last window
+/// starts inside the input or its begin padding), count_include_pad, p, and MaxPool's Indices output (storage_order 0: row-major, 1: column-major).
+/// Padding never enters a maximum or an Lp sum; an average counts it only with count_include_pad (the window
+/// clipped to the padded extent, as onnxruntime).
+std::vector<OnnxValue> pool(const Node& c) {
+  const std::string& op = c.n.op_type();
+  const T& x = c.x(0);
+  if (x.shape.size() < 3) bad(c.n, "input of rank " + std::to_string(x.shape.size()) + " (pools need N, C and a spatial axis)");
+  const bool global = op.rfind("Global", 0) == 0;
+  const std::string kind = global ? op.substr(6) : op;  // MaxPool, AveragePool, LpPool
+  const PoolGeometry g = pool_geometry(c, x, global);
+  const Shape& in = g.in;
+  const Shape& out = g.out;
   const int64_t N = x.shape[0], C = x.shape[1], plane = num_elements(in), out_plane = num_elements(out);
   const bool include_pad = c.i("count_include_pad", 0) != 0;
   const double p = static_cast<double>(c.i("p", 2));
   const bool want_indices = kind == "MaxPool" && c.n.output_size() > 1 && !c.n.output(1).empty();
   const bool column_major = c.i("storage_order", 0) != 0;
   std::vector<double> y(static_cast<size_t>(N * C * out_plane)), indices(want_indices ? y.size() : 0);
-  Shape o(spatial, 0), w(spatial, 0);
+  Shape o(g.spatial, 0);
   for (int64_t oi = 0; oi < out_plane; ++oi) {
-    // Each window position: its input element (row-major within the plane) or outside the input.
-    std::vector<int64_t> members;
-    int64_t padded_count = 0;
-    std::fill(w.begin(), w.end(), 0);
-    for (int64_t wi = 0, count = num_elements(kernel); wi < count; ++wi) {
-      int64_t flat = 0;
-      bool inside = true, inside_padded = true;
-      for (size_t k = 0; k < spatial; ++k) {
-        const int64_t pos = o[k] * strides[k] - before[k] + w[k] * dil[k];
-        inside = inside && pos >= 0 && pos < in[k];
-        inside_padded = inside_padded && pos >= -before[k] && pos < in[k] + after[k];
-        flat = flat * in[k] + pos;
-      }
-      if (inside) members.push_back(flat);
-      padded_count += inside_padded;
-      next_index(w, kernel);
-    }
+    const PoolWindow window = pool_window(g, o);
+    const std::vector<int64_t>& members = window.members;
     for (int64_t nc = 0; nc < N * C; ++nc) {
       const double* img = x.data.data() + nc * plane;
       double r;
       const size_t at = static_cast<size_t>(nc * out_plane + oi);
       if (kind == "MaxPool") {
-        r = -std::numeric_limits<float>::max();  // onnxruntime's start (a window of padding only)
-        int64_t arg = members.empty() ? 0 : members[0];
-        for (int64_t m : members)
-          if (img[m] > r || std::isnan(img[m])) {
-            r = img[m];
-            arg = m;
-            if (std::isnan(r)) break;
-          }
-        if (want_indices) {
-          int64_t index = arg;
-          if (column_major) {  // the same element counted with the first spatial axis fastest
-            index = 0;
-            int64_t rest = arg, stride = 1;
-            Shape pos(spatial);
-            for (size_t k = spatial; k-- > 0;) {
-              pos[k] = rest % in[k];
-              rest /= in[k];
-            }
-            for (size_t k = 0; k < spatial; ++k) {
-              index += pos[k] * stride;
-              stride *= in[k];
-            }
-          }
-          indices[at] = static_cast<double>(nc * plane + index);
-        }
+        int64_t arg = 0;
+        r = window_max(img, members, arg);
+        if (want_indices) indices[at] = static_cast<double>(nc * plane + (column_major ? column_major_index(arg, in) : arg));
       } else if (kind == "AveragePool") {
         double sum = 0;
         for (int64_t m : members) sum += img[m];
-        const int64_t count = include_pad ? padded_count : static_cast<int64_t>(members.size());
+        const int64_t count = include_pad ? window.padded_count : static_cast<int64_t>(members.size());
         r = count > 0 ? sum / static_cast<double>(count) : kNaN;
       } else if (kind == "LpPool") {
         double sum = 0;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "optimizer/onnx/detail/node_eval_common.h"
@@ -172,18 +173,20 @@ const std::set<std::string>& other_ops() {
   return ops;
 }
 
-std::vector<OnnxValue> dispatch(const Node& c) {
+/// The element-wise operators: each output element from the inputs' elements at its position (after
+/// broadcasting); nullopt for any other operator.
+std::optional<std::vector<OnnxValue>> eval_elementwise(const Node& c) {
   const std::string& op = c.n.op_type();
   if (auto it = unary_ops().find(op); it != unary_ops().end()) {
     T y = c.x(0);
     for (double& v : y.data) v = it->second(v);
-    return {make(std::move(y), c.type(0))};
+    return std::vector<OnnxValue>{make(std::move(y), c.type(0))};
   }
-  if (kBinary.count(op) || kComparisons.count(op)) return {binary(c)};
-  if (kVariadic.count(op)) return {variadic(c)};
+  if (kBinary.count(op) || kComparisons.count(op)) return std::vector<OnnxValue>{binary(c)};
+  if (kVariadic.count(op)) return std::vector<OnnxValue>{variadic(c)};
   if (op == "Where") {
     const T r = broadcast_map(c.n, {&c.x(0), &c.x(1), &c.x(2)}, [](const double* v) { return v[0] != 0 ? v[1] : v[2]; });
-    return {make(r, c.type(1))};
+    return std::vector<OnnxValue>{make(r, c.type(1))};
   }
   auto map1 = [&](int32_t type, const std::function<double(double)>& f) {
     T y = c.x(0);
@@ -233,6 +236,12 @@ std::vector<OnnxValue> dispatch(const Node& c) {
     }
     return map1(c.type(0), [=](double x) { return std::isnan(x) ? x : std::min(std::max(x, lo), hi); });
   }
+  return std::nullopt;
+}
+
+/// The operators that are not element-wise: layout, indexing, reductions, and the network layers.
+std::vector<OnnxValue> eval_structural(const Node& c) {
+  const std::string& op = c.n.op_type();
   if (op == "Dropout") {
     if (c.has(2) && c.x(2).data.at(0) != 0) not_covered(c.n, "training mode");
     if (c.i("is_test", 1) == 0 && c.opset < 7) not_covered(c.n, "training mode");
@@ -275,6 +284,11 @@ std::vector<OnnxValue> dispatch(const Node& c) {
   if (op == "ScatterND") return {scatter_nd(c)};
   if (op == "Pad") return {pad(c)};
   not_covered(c.n, "not implemented");
+}
+
+std::vector<OnnxValue> dispatch(const Node& c) {
+  if (std::optional<std::vector<OnnxValue>> values = eval_elementwise(c)) return std::move(*values);
+  return eval_structural(c);
 }
 
 float half_to_float(uint16_t h) {
