@@ -211,21 +211,21 @@ std::vector<Rule> variable_splits(const Rule& rule, const std::vector<LeafType>&
   return out;
 }
 
-std::optional<Rule> generalize_rule(const Rule& rule, const std::vector<LeafType>& types,
-                                    const GeneralizeConfig& config, uint64_t& proofs, uint64_t& proved) {
-  std::optional<Rule> best;
+Generalization generalize_rule(const Rule& rule, const std::vector<LeafType>& types, const GeneralizeConfig& config) {
+  Generalization result;
+  std::optional<Rule>& best = result.rule;
   const Rule* current = &rule;
   for (int step = 0; step < config.max_steps; ++step) {
     std::vector<Rule> splits = variable_splits(*current, types, config);
     std::optional<Rule> found;
     for (size_t i = 0; i < splits.size() && i < config.max_proofs; ++i) {
-      ++proofs;
+      ++result.proofs;
       ProofResult p = prove_rule(splits[i], config.prove);
       // Verified only under shape conditions (a conv batching proved again with its variables' shapes tied)
       // is no generalization of a rule that holds without them: four such splits, kept without their
       // conditions, were rules ruleverify refutes.
       if (p.status != "verified" || !p.same_shape.empty() || !p.conv_groupings.empty()) continue;
-      ++proved;
+      ++result.proved;
       splits[i].verification = Verification{"verified", "z3-elementwise", p.ms};
       found = std::move(splits[i]);
       break;
@@ -234,7 +234,7 @@ std::optional<Rule> generalize_rule(const Rule& rule, const std::vector<LeafType
     best = std::move(found);
     current = &*best;
   }
-  return best;
+  return result;
 }
 
 bool is_instance_of(const Rule& special, const Rule& general) {
@@ -251,21 +251,22 @@ bool is_instance_of(const Rule& special, const Rule& general) {
   return false;
 }
 
-std::vector<Rule> generalize_rules(std::vector<Rule> rules, const std::vector<LeafType>& types,
-                                   const GeneralizeConfig& config, int threads, GeneralizeStats& stats) {
+GeneralizedRules generalize_rules(std::vector<Rule> rules, const std::vector<LeafType>& types,
+                                  const GeneralizeConfig& config, int threads) {
+  GeneralizeStats stats;
   const size_t n = rules.size();
-  std::vector<std::optional<Rule>> general(n);
-  std::vector<uint64_t> proofs(n, 0), proved(n, 0);
+  std::vector<Generalization> general(n);
   parallel_for(n, threads, [&](size_t i) {
     // A rule with shape conditions stays as proved: splitting its variables would have to split them too.
-    if (rules[i].same_shape.empty() && rules[i].conv_groupings.empty() && has_repeated_lhs_variable(rules[i])) general[i] = generalize_rule(rules[i], types, config, proofs[i], proved[i]);
+    if (rules[i].same_shape.empty() && rules[i].conv_groupings.empty() && has_repeated_lhs_variable(rules[i]))
+      general[i] = generalize_rule(rules[i], types, config);
   });
   std::vector<char> is_general(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    stats.proofs += proofs[i], stats.proved += proved[i];
-    if (!general[i]) continue;
+    stats.proofs += general[i].proofs, stats.proved += general[i].proved;
+    if (!general[i].rule) continue;
     std::string id = rules[i].id;
-    rules[i] = std::move(*general[i]);
+    rules[i] = std::move(*general[i].rule);
     rules[i].id = std::move(id);
     is_general[i] = 1;
     ++stats.generalized;
@@ -279,11 +280,12 @@ std::vector<Rule> generalize_rules(std::vector<Rule> rules, const std::vector<Le
       if (is_instance_of(rules[i], rules[j]) && (j < i || !is_instance_of(rules[j], rules[i]))) drop[i] = 1;
     }
   });
-  std::vector<Rule> out;
+  GeneralizedRules out;
   for (size_t i = 0; i < n; ++i) {
     if (drop[i]) ++stats.dropped;
-    else out.push_back(std::move(rules[i]));
+    else out.rules.push_back(std::move(rules[i]));
   }
+  out.stats = stats;
   return out;
 }
 

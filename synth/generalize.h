@@ -43,10 +43,15 @@ struct GeneralizeStats {
 std::vector<Rule> variable_splits(const Rule& rule, const std::vector<LeafType>& types,
                                   const GeneralizeConfig& config = {});
 
-/// The most general proved generalization of `rule` (repeated splits), or nullopt when no split is proved.
-/// `proofs` and `proved` count the prover calls.
-std::optional<Rule> generalize_rule(const Rule& rule, const std::vector<LeafType>& types,
-                                    const GeneralizeConfig& config, uint64_t& proofs, uint64_t& proved);
+/// What generalize_rule found: the most general proved generalization (none when no split is proved), and
+/// the prover calls it took.
+struct Generalization {
+  std::optional<Rule> rule;
+  uint64_t proofs = 0, proved = 0;  // prover calls, and how many verified
+};
+
+/// The most general proved generalization of `rule` (repeated splits).
+Generalization generalize_rule(const Rule& rule, const std::vector<LeafType>& types, const GeneralizeConfig& config);
 
 /// Whether `special` is a syntactic instance of `general` (one substitution of general's variables by
 /// terms maps its patterns onto special's, in the same order or, for two patterns, swapped; or, when both
@@ -57,7 +62,11 @@ bool is_instance_of(const Rule& special, const Rule& general);
 /// Generalizes every rule (in parallel over rules; the result does not depend on `threads`), replaces each
 /// by its generalization, and drops the rules that are instances of a generalized rule (is_instance_of),
 /// keeping the first of equal ones. Order otherwise kept.
-std::vector<Rule> generalize_rules(std::vector<Rule> rules, const std::vector<LeafType>& types,
-                                   const GeneralizeConfig& config, int threads, GeneralizeStats& stats);
+struct GeneralizedRules {
+  std::vector<Rule> rules;
+  GeneralizeStats stats;
+};
+GeneralizedRules generalize_rules(std::vector<Rule> rules, const std::vector<LeafType>& types,
+                                  const GeneralizeConfig& config, int threads);
 
 }  // namespace teq::synth

@@ -211,8 +211,9 @@ void generalize(StageRun& run) {
   GeneralizeConfig gc = config.generalization;
   gc.seed = config.seed;
   gc.prove = config.prove;
-  GeneralizeStats gs;
-  run.kept = generalize_rules(std::move(run.kept), run.types, gc, thread_count(config.threads), gs);
+  GeneralizedRules generalized = generalize_rules(std::move(run.kept), run.types, gc, thread_count(config.threads));
+  run.kept = std::move(generalized.rules);
+  const GeneralizeStats& gs = generalized.stats;
   st.generalized = gs.generalized;
   st.pruned_instances = gs.dropped;
   st.generalize_proofs = gs.proofs;

@@ -32,8 +32,7 @@ TEST(Generalize, SplitsTheRepeatedVariableIntoTheFourVariableLaw) {
   const Rule law = make_rule("concat-ewadd-channels", {"(concat 1 (ewadd ?a ?b) (ewadd ?c ?d))"},
                              {"(ewadd (concat 1 ?a ?c) (concat 1 ?b ?d))"});
   for (const Rule& special : concat_ewadd_cases()) {
-    uint64_t proofs = 0, proved = 0;
-    std::optional<Rule> g = generalize_rule(special, types, {}, proofs, proved);
+    const auto [g, proofs, proved] = generalize_rule(special, types, {});
     ASSERT_TRUE(g) << special.id;
     EXPECT_EQ(g->variables().size(), 4u) << text(*g);
     // The generalization is the law up to renaming, and the special case is an instance of it.
@@ -53,9 +52,9 @@ TEST(Generalize, FalseSplitsAreRejected) {
   // (relu (ewadd ?x1 ?x2))), so there is no generalization and the prover is barely asked.
   const Rule r = make_rule("relu-double", {"(ewadd (relu ?x1) (relu ?x1))"}, {"(relu (ewadd ?x1 ?x1))"});
   EXPECT_TRUE(variable_splits(r, types).empty());
-  uint64_t proofs = 0, proved = 0;
-  EXPECT_FALSE(generalize_rule(r, types, {}, proofs, proved));
-  EXPECT_EQ(proved, 0u);
+  const Generalization none = generalize_rule(r, types, {});
+  EXPECT_FALSE(none.rule);
+  EXPECT_EQ(none.proved, 0u);
   // Of rg-0196's splits only the law survives the numeric test: renaming the wrong occurrences on the right
   // ((ewadd (concat 1 ?a1 ?a4) ...)) is refuted before any proof.
   const std::vector<Rule> splits = variable_splits(concat_ewadd_cases()[1], types);
@@ -74,8 +73,7 @@ TEST(Generalize, ASplitThatHoldsOnlyUnderShapeConditionsIsNoGeneralization) {
                            {"(split 1 1 0 (conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2)) ?a1)",
                             "(split 1 0 1 (conv2d 1 1 -1 -1 0 ?i1 (concat 0 ?a1 ?a2)) ?a1)"});
   ASSERT_EQ(prove_rule(r, {}).status, "verified");
-  uint64_t proofs = 0, proved = 0;
-  std::optional<Rule> g = generalize_rule(r, types, {}, proofs, proved);
+  const auto [g, proofs, proved] = generalize_rule(r, types, {});
   EXPECT_GE(proofs, 1u);
   if (g) {
     const ProofResult p = prove_rule(*g, {});
@@ -100,8 +98,7 @@ TEST(Generalize, RulesReplacesTheCasesByOneLaw) {
   const std::vector<LeafType> types = default_leaf_types(3);
   std::vector<Rule> rules = concat_ewadd_cases();
   rules.insert(rules.begin(), make_rule("comm", {"(ewadd ?a2 ?a1)"}, {"(ewadd ?a1 ?a2)"}));
-  GeneralizeStats st;
-  std::vector<Rule> out = generalize_rules(rules, types, {}, 2, st);
+  const auto [out, st] = generalize_rules(rules, types, {}, 2);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].id, "comm");
   EXPECT_EQ(out[1].id, "rg-0195");  // the first case's place, now the law
@@ -109,8 +106,7 @@ TEST(Generalize, RulesReplacesTheCasesByOneLaw) {
   EXPECT_EQ(st.generalized, 4u);
   EXPECT_EQ(st.dropped, 3u);
   // The same with one thread.
-  GeneralizeStats st1;
-  std::vector<Rule> out1 = generalize_rules(rules, types, {}, 1, st1);
+  const std::vector<Rule> out1 = generalize_rules(rules, types, {}, 1).rules;
   ASSERT_EQ(out1.size(), out.size());
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(text(out1[i]), text(out[i]));
 }
@@ -125,8 +121,7 @@ TEST(Generalize, TwoPatternBatchRule) {
   const Rule law = make_rule("ewadd-batch", {"(ewadd ?a ?b)", "(ewadd ?c ?d)"},
                              {"(split 1 0 1 (ewadd (concat 1 ?a ?c) (concat 1 ?b ?d)) ?a)",
                               "(split 1 1 1 (ewadd (concat 1 ?a ?c) (concat 1 ?b ?d)) ?a)"});
-  uint64_t proofs = 0, proved = 0;
-  std::optional<Rule> g = generalize_rule(special, types, {}, proofs, proved);
+  const std::optional<Rule> g = generalize_rule(special, types, {}).rule;
   ASSERT_TRUE(g);
   EXPECT_EQ(g->variables().size(), 4u) << text(*g);
   EXPECT_TRUE(is_instance_of(special, *g));
