@@ -18,11 +18,18 @@ bool has_subgraph(const onnx::NodeProto& n) {
                      [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; });
 }
 
+// A node's key holds its attributes' bytes: a Constant holding a weight would be copied whole into it, so
+// nodes with more than this many attribute bytes are not merged (memory stays bounded by the model's own).
+constexpr size_t kMaxKeyedAttributeBytes = 4096;
+
 bool may_merge(const onnx::NodeProto& n) {
   static const std::set<std::string> kNotPure = {"RandomNormal", "RandomNormalLike", "RandomUniform",
                                                  "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"};
   const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-  return default_domain && n.output_size() > 0 && !has_subgraph(n) && !kNotPure.count(n.op_type());
+  size_t attribute_bytes = 0;
+  for (const auto& a : n.attribute()) attribute_bytes += a.ByteSizeLong();
+  return default_domain && n.output_size() > 0 && !has_subgraph(n) && !kNotPure.count(n.op_type()) &&
+         attribute_bytes <= kMaxKeyedAttributeBytes;
 }
 
 // What makes two nodes compute the same values: operator, inputs by name, attributes by name (serialized),

@@ -13,7 +13,8 @@ namespace teq::onnx_io::detail {
 /// inputs (after the renames the merge made), renaming every later read of its outputs (in subgraphs too) to
 /// the earlier node's. Kept as they are: nodes with subgraphs, the random operators (RandomNormal,
 /// RandomUniform, their -Like forms, Bernoulli, Multinomial) and Dropout, nodes of other domains (their
-/// determinism is not known), and nodes that compute a graph output (the output keeps its name).
+/// determinism is not known), nodes with over 4 KiB of attributes (a Constant holding a weight: its key would
+/// copy it), and nodes that compute a graph output (the output keeps its name).
 /// Returns the number of nodes removed.
 int merge_duplicate_nodes(onnx::GraphProto& graph);
 
