@@ -72,6 +72,7 @@ onnx::ModelProto Exporter::run() {
 void Exporter::analyze() {
   const size_t n = g_.size();
   users_.assign(n, 0);
+  readers_.assign(n, {});
   is_const_.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     const ExprNode& node = g_.nodes()[i];
@@ -79,7 +80,10 @@ void Exporter::analyze() {
     if (node.op == OpKind::Opaque && static_cast<size_t>(ops::opaque_attrs(node.attrs).id) >= m_.opaque.size())
       throw OnnxError("export: opaque node #" + std::to_string(ops::opaque_attrs(node.attrs).id) +
                       " is not in the model");
-    for (ExprId c : node.children) ++users_[c.value];
+    for (ExprId c : node.children) {
+      ++users_[c.value];
+      if (readers_[c.value].empty() || readers_[c.value].back() != ExprId(i)) readers_[c.value].push_back(ExprId(i));
+    }
     if (node.op == OpKind::Weight || is_constant_op(node.op)) {
       is_const_[i] = true;
     } else if (node.op != OpKind::Input && node.op != OpKind::Opaque) {
@@ -176,6 +180,16 @@ std::string Exporter::finish(const std::string& op, const std::vector<std::strin
   static const char* kOps[] = {"", "Sigmoid", "Relu", "Tanh"};
   add_node(kOps[static_cast<int64_t>(act)], {y}, {out_name(id)});
   return names_[id.value] = graph_->node(graph_->node_size() - 1).output(0);
+}
+
+std::vector<std::string> Exporter::finish_outputs(const std::string& op, const std::vector<std::string>& inputs,
+                                                  const std::vector<ExprId>& ids, onnx::NodeProto** node) {
+  std::vector<std::string> outputs;
+  for (ExprId id : ids) outputs.push_back(out_name(id));
+  onnx::NodeProto& n = add_node(op, inputs, outputs);
+  for (size_t k = 0; k < ids.size(); ++k) names_[ids[k].value] = outputs[k];
+  if (node) *node = &n;
+  return outputs;
 }
 
 void Exporter::need_initializer(const std::string& name) {

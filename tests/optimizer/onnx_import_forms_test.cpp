@@ -11,6 +11,7 @@
 #include <optional>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <onnx/onnx_pb.h>
 
@@ -240,10 +241,64 @@ TEST(OnnxOpset18, SplitWithNumOutputs) {
   b.output("y");
   OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
   EXPECT_EQ(print_graph(m.graph), "(ewadd (slice 1 0 3 (input x 2 6)) (slice 1 3 6 (input x 2 6)))\n");
-  // What the exporter writes at opset 18 (Slice with inputs, Add) is valid there.
+  // Written back as the one Split the file had (num_outputs, no sizes), not as two Slices.
   onnx::ModelProto p = exported(m);
   EXPECT_EQ(p.opset_import(0).version(), 18);
+  const onnx::NodeProto* split = find_node(p, "Split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->input_size(), 1);
+  EXPECT_EQ(split->output_size(), 2);
+  EXPECT_EQ(find_node(p, "Slice"), nullptr);
+  EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "model.onnx").graph), print_graph(m.graph));
+}
+
+/// Slices that tile an axis are written as one Split, with their sizes where the parts differ (an input from
+/// opset 13, the attribute before), without them where they are equal; slices that leave a gap stay slices.
+TEST(OnnxExportSplit, SlicesTilingAnAxisAreOneSplitAtEveryOpset) {
+  for (int64_t opset : {11, 13, 17, 18}) {
+    for (bool equal : {true, false}) {
+      ModelBuilder b(opset);
+      b.input("x", {2, 6});
+      auto& s = b.node("Split", {"x"}, {"a", "c"});
+      set_attr(s, "axis", 1);
+      if (!equal && opset >= 13) {
+        b.ints("sizes", {2, 4});
+        s.add_input("sizes");
+      } else if (!equal) {
+        set_attr(s, "split", std::vector<int64_t>{2, 4});
+      } else if (opset >= 18) {
+        set_attr(s, "num_outputs", 2);
+      }
+      b.node("Relu", {"a"}, {"y"});
+      b.node("Neg", {"c"}, {"z"});
+      b.output("y");
+      b.output("z");
+      OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+      onnx::ModelProto p = exported(m);
+      SCOPED_TRACE("opset " + std::to_string(opset) + (equal ? " equal" : " 2+4"));
+      const onnx::NodeProto* split = find_node(p, "Split");
+      ASSERT_NE(split, nullptr);
+      EXPECT_EQ(find_node(p, "Slice"), nullptr);
+      EXPECT_EQ(split->input_size(), !equal && opset >= 13 ? 2 : 1);
+      bool has_split_attr = false;
+      for (const auto& a : split->attribute()) has_split_attr |= a.name() == "split";
+      EXPECT_EQ(has_split_attr, !equal && opset < 13);
+      // Read back, the file computes the same slices.
+      EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "model.onnx").graph), print_graph(m.graph));
+    }
+  }
+  ModelBuilder gap(13);
+  gap.input("x", {2, 6});
+  for (auto [out, begin, end] : {std::tuple{"a", 0, 2}, std::tuple{"c", 3, 6}}) {
+    gap.ints(std::string(out) + "_b", {begin});
+    gap.ints(std::string(out) + "_e", {end});
+    gap.ints(std::string(out) + "_x", {1});
+    gap.node("Slice", {"x", std::string(out) + "_b", std::string(out) + "_e", std::string(out) + "_x"}, {out});
+    gap.output(out);
+  }
+  onnx::ModelProto p = exported(import_onnx_bytes(gap.bytes(), "model.onnx"));
   EXPECT_EQ(find_node(p, "Split"), nullptr);
+  EXPECT_NE(find_node(p, "Slice"), nullptr);
 }
 
 TEST(OnnxOpset18, SplitWithNumOutputsThatDoNotDivide) {
@@ -260,6 +315,13 @@ TEST(OnnxOpset18, SplitWithNumOutputsThatDoNotDivide) {
   b.output("z");
   OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx", {.dims = {{"n", 5}}});
   EXPECT_EQ(print_graph(m.graph), "(relu (slice 1 0 3 (input x 2 5)))\n(relu (slice 1 3 5 (input x 2 5)))\n");
+  // Written back as Split-18's ceil parts, which follow n: at n = 7 the file cuts 4 and 3.
+  onnx::ModelProto p = exported(m);
+  const onnx::NodeProto* split = find_node(p, "Split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->input_size(), 1);
+  EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "model.onnx", {.dims = {{"n", 7}}}).graph),
+            "(relu (slice 1 0 4 (input x 2 7)))\n(relu (slice 1 4 7 (input x 2 7)))\n");
   // Four parts of 5 would leave the last one empty: not a valid Split-18.
   ModelBuilder c(18);
   c.input("x", {2, 5});

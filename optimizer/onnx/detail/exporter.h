@@ -35,6 +35,8 @@ class Exporter {
   const ExportOptions& options() const { return options_; }
   /// How many term nodes (and roots) read `id`.
   size_t users(ExprId id) const { return users_[id.value]; }
+  /// The term nodes that read `id` (each once, in term order).
+  const std::vector<ExprId>& readers(ExprId id) const { return readers_[id.value]; }
   /// Whether `id`'s value already has a name in the file.
   bool is_written(ExprId id) const { return names_.count(id.value) != 0; }
   /// Whether `id` is written as an initializer (its value known at export: folded constants and constant
@@ -56,6 +58,10 @@ class Exporter {
   /// there is one; `node` (when given) receives the node of type `op`, for its attributes.
   std::string finish(const std::string& op, const std::vector<std::string>& inputs, ExprId id,
                      Activation act = Activation::None, onnx::NodeProto** node = nullptr);
+  /// One node of ONNX type `op` computing the values of several term nodes at once (a Split's outputs):
+  /// output k is `ids[k]`'s value, and each of them is written from then on. Returns the output names.
+  std::vector<std::string> finish_outputs(const std::string& op, const std::vector<std::string>& inputs,
+                                          const std::vector<ExprId>& ids, onnx::NodeProto** node = nullptr);
   /// One node with a fresh output name; returns that name.
   std::string add_simple(const std::string& op, const std::vector<std::string>& inputs,
                          onnx::NodeProto** node = nullptr);
@@ -91,6 +97,7 @@ class Exporter {
   onnx::GraphProto* graph_ = nullptr;
   std::vector<Shape> shapes_;
   std::vector<size_t> users_;
+  std::vector<std::vector<ExprId>> readers_;
   std::vector<bool> is_const_;
   std::map<std::pair<int64_t, std::vector<ExprId>>, std::vector<ExprId>> opaque_group_;
   std::set<int64_t> emitted_opaque_;

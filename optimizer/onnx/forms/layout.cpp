@@ -1,7 +1,9 @@
 // The layout family's ONNX forms (rules/ops/layout.h): Concat, Split (as slices), Slice, Transpose,
-// Reshape/Flatten/Squeeze/Unsqueeze (as reshape) and Pad in; Concat, Slice (split and slice), Transpose,
-// Reshape and Pad out.
+// Reshape/Flatten/Squeeze/Unsqueeze (as reshape) and Pad in; Concat, Slice (split and slice), Split (slices
+// tiling an axis), Transpose, Reshape and Pad out.
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "optimizer/onnx/detail/exporter.h"
 #include "optimizer/onnx/detail/importer.h"
@@ -224,6 +226,69 @@ std::string write_reshape(Exporter& ex, ExprId id) {
   return ex.finish("Reshape", {arg, ex.int_constant(target)}, id);
 }
 
+/// Where a slice or split term cuts its operand: [begin, end) of `axis` (non-negative).
+struct Cut {
+  int64_t axis, begin, end;
+};
+std::optional<Cut> cut_of(Exporter& ex, ExprId id) {
+  const ExprNode& node = ex.graph()[id];
+  if (node.op == OpKind::Split) {
+    ops::SplitRange r = ops::split_range(node.attrs, ex.shape(node.children[0]), ex.shape(node.children[1]));
+    return Cut{r.axis, r.begin, r.end};
+  }
+  if (node.op != OpKind::Slice) return std::nullopt;
+  const ops::SliceAttrs sl = ops::slice_attrs(node.attrs);
+  return Cut{sl.axis < 0 ? sl.axis + static_cast<int64_t>(ex.shape(node.children[0]).size()) : sl.axis, sl.begin,
+             sl.end};
+}
+
+/// Slices of one operand that tile one of its axes, end to end, written as one Split, the form exporters
+/// write (GPT-2's fused query/key/value projection cut in three) and one kernel where slices are one each.
+/// Equal parts are written without sizes (opset 13-17: "equal parts"; 18 on: num_outputs, whose parts are
+/// ceil(extent / n) with a smaller last), so that they follow a symbolic extent; other parts with their sizes.
+std::optional<std::string> split_tiling_an_axis(Exporter& ex, ExprId id) {
+  const std::optional<Cut> own = cut_of(ex, id);
+  if (!own || ex.opset() < 2) return std::nullopt;
+  const ExprId x = ex.graph()[id].children[0];
+  std::map<std::pair<int64_t, int64_t>, std::vector<ExprId>> parts;  // [begin, end) -> the terms cutting it
+  for (ExprId r : ex.readers(x)) {
+    if (ex.users(r) == 0 || ex.is_written(r) || ex.materialized(r) || ex.graph()[r].children[0] != x) continue;
+    std::optional<Cut> c = cut_of(ex, r);
+    if (c && c->axis == own->axis) parts[{c->begin, c->end}].push_back(r);
+  }
+  const int64_t extent = ex.shape(x)[static_cast<size_t>(own->axis)];
+  if (parts.size() < 2) return std::nullopt;
+  int64_t at = 0;
+  // Two terms cutting the same range (the extraction leaves none) would need one output read twice: not fused.
+  std::vector<int64_t> sizes;
+  for (const auto& [range, terms] : parts) {
+    if (range.first != at || terms.size() != 1) return std::nullopt;  // a gap or an overlap: not one split
+    sizes.push_back(range.second - range.first);
+    at = range.second;
+  }
+  if (at != extent || parts[{own->begin, own->end}] != std::vector<ExprId>{id}) return std::nullopt;
+  const auto n = static_cast<int64_t>(sizes.size());
+  const int64_t chunk = (extent + n - 1) / n;
+  const bool equal = std::all_of(sizes.begin(), sizes.end(), [&](int64_t s) { return s == sizes[0]; });
+  const bool ceil_parts = std::all_of(sizes.begin(), sizes.end() - 1, [&](int64_t s) { return s == chunk; });
+  std::vector<std::string> inputs{ex.emit(x)};
+  if (ex.opset() >= 13 && !(equal || (ex.opset() >= 18 && ceil_parts))) inputs.push_back(ex.int_constant(sizes));
+  std::vector<ExprId> outputs;
+  for (const auto& [range, terms] : parts) outputs.push_back(terms.front());
+  onnx::NodeProto* n_proto = nullptr;
+  std::vector<std::string> names = ex.finish_outputs("Split", inputs, outputs, &n_proto);
+  add_attr(*n_proto, "axis", own->axis);
+  if (ex.opset() >= 18 && inputs.size() == 1) add_attr(*n_proto, "num_outputs", n);
+  if (ex.opset() < 13 && !equal) add_attr(*n_proto, "split", sizes);
+  size_t k = 0;
+  std::string own_name;
+  for (const auto& [range, terms] : parts) {
+    if (terms.front() == id) own_name = names[k];
+    ++k;
+  }
+  return own_name;
+}
+
 constexpr ExportForm kExports[] = {
     {OpKind::Concat, write_concat},
     {OpKind::Split, write_split},
@@ -234,8 +299,13 @@ constexpr ExportForm kExports[] = {
      [](Exporter& ex, ExprId id) { return ex.zero_pad(ex.operand(id, 0), ex.graph()[id].attrs, id); }},
 };
 
+constexpr ExportFusion kFusions[] = {
+    {OpKind::Slice, split_tiling_an_axis},
+    {OpKind::Split, split_tiling_an_axis},
+};
+
 }  // namespace
 
-FamilyForms layout_forms() { return {kImports, kExports, {}}; }
+FamilyForms layout_forms() { return {kImports, kExports, kFusions}; }
 
 }  // namespace teq::onnx_io::detail
