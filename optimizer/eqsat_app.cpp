@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <iomanip>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -19,6 +20,7 @@
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "rules/import/load_rules.h"
+#include "rules/ops/opaque.h"
 #include "rules/sexpr.h"
 
 namespace teq {
@@ -200,8 +202,43 @@ CostModelHandle load_cost_model(const EqsatConfig& config, const fs::path& corpu
   return cost;
 }
 
+/// What engine/reshape_free.h needs to know of `model`'s opaque nodes: which only reshape their data operand (a
+/// Reshape, Flatten, Squeeze or Unsqueeze the import kept opaque because its target follows the input's
+/// dimensions), and which are element-wise (ONNX operators of one output element per input element, every
+/// input a term).
+OpaqueFacts opaque_facts(const onnx_io::OnnxModel& model) {
+  static const std::set<std::string> kReshapes{"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+  static const std::set<std::string> kElementwise{"Pow", "Neg", "Reciprocal", "Abs", "Exp", "Log", "Sin", "Cos",
+                                                  "Softplus", "Softsign", "Elu", "Selu", "LeakyRelu", "HardSigmoid",
+                                                  "HardSwish", "Mish", "Max", "Min"};
+  auto operand = std::make_shared<std::vector<std::optional<size_t>>>(model.opaque.size());
+  auto elementwise = std::make_shared<std::vector<bool>>(model.opaque.size(), false);
+  for (size_t i = 0; i < model.opaque.size(); ++i) {
+    const onnx_io::OpaqueNode& op = model.opaque[i];
+    if (!op.domain.empty() || !op.implicit_inputs.empty()) continue;
+    const bool all_terms = std::all_of(op.input_child.begin(), op.input_child.end(), [](int c) { return c >= 0; });
+    if (kReshapes.count(op.op_type) && !op.input_child.empty() && op.input_child[0] >= 0)
+      (*operand)[i] = static_cast<size_t>(op.input_child[0]);
+    (*elementwise)[i] = kElementwise.count(op.op_type) && !op.input_child.empty() && all_terms;
+  }
+  auto entry = [](const ExprNode& node, size_t n) -> std::optional<size_t> {
+    const ops::OpaqueAttrs a = ops::opaque_attrs(node.attrs);
+    if (a.output != 0 || a.id < 0 || static_cast<size_t>(a.id) >= n) return std::nullopt;
+    return static_cast<size_t>(a.id);
+  };
+  return {.reshape_operand = [operand, entry](const ExprNode& node) -> std::optional<size_t> {
+            const auto i = entry(node, operand->size());
+            return i ? (*operand)[*i] : std::nullopt;
+          },
+          .elementwise = [elementwise, entry](const ExprNode& node) {
+            const auto i = entry(node, elementwise->size());
+            return i && (*elementwise)[*i];
+          }};
+}
+
 /// Saturation (or the sequential baseline), with progress lines on the log.
-OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const RuleCorpus& rules, const CostModel& cost) {
+OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
+                          OpaqueFacts opaque = {}) {
   std::ostream* log = config.log;
   if (config.search == SearchMethod::Sequential) {
     SequentialConfig sc = config.sequential;
@@ -213,6 +250,7 @@ OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const Ru
     return optimize_sequential(graph, rules, cost, sc);
   }
   OptimizeConfig oc = config.optimize;
+  oc.opaque = std::move(opaque);
   if (log)
     oc.saturation.on_iteration = [log](const IterationStats& s) {
       *log << "  iter " << s.iteration << ": " << s.enodes << " e-nodes, " << s.eclasses << " e-classes, " << s.matches
@@ -391,7 +429,7 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   facts.import_seconds = import_seconds;
   if (log) log_inputs(*log, facts, model, rules, defaulted, footprint);
 
-  const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost);
+  const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost, opaque_facts(model));
   const OutputContext output(config, model);
   auto phase_start = Clock::now();
   // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).

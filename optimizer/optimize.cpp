@@ -6,6 +6,7 @@
 #include "optimizer/engine/egraph.h"
 #include "optimizer/engine/extract.h"
 #include "optimizer/engine/extract_greedy.h"
+#include "optimizer/engine/reshape_free.h"
 #include "optimizer/ilp/extract_ilp.h"
 #include "rules/evaluator.h"
 
@@ -123,7 +124,14 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
     if (n.op == OpKind::Var) throw ShapeError("optimize_graph: the graph has a pattern variable ?" + n.name);
   infer_shapes(graph, {});  // throws ShapeError naming the ill-shaped subterm
 
-  OptimizeReport report = optimize_round(graph, rules, cost, config);
+  // Reshapes around element-wise computations go first (engine/reshape_free.h): never worse, and as an
+  // alternative in the e-graph they only multiply the extraction's ties.
+  const ReshapeFree canonical = remove_reshapes_around_elementwise(graph, config.opaque);
+  OptimizeReport report = optimize_round(canonical.graph, rules, cost, config);
+  if (canonical.removed > 0) {
+    report.original_cost = graph_cost(graph, cost);
+    report.rules_used[kReshapeFreeRule] += canonical.removed;
+  }
   report.rounds = 1;
   if (report.stop.reason == SearchStop::Reason::TimeLimit) report.rounds_stopped_by_clock.push_back(1);
   // Further rounds start from the extracted graph: a multi-pattern rule applies only in the first k_multi

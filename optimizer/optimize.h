@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "optimizer/engine/cost_model.h"
+#include "optimizer/engine/reshape_free.h"
 #include "optimizer/engine/runner.h"  // RunnerConfig, IterationStats
 #include "rules/corpus.h"
 #include "rules/expr.h"
@@ -40,6 +41,9 @@ struct OptimizeConfig {
   double ilp_time_limit_s = 60;         // the ILP's wall-clock guard (the counts below decide, IlpConfig)
   int ilp_max_nodes = 1000;             // CBC branch-and-bound nodes per extraction
   int ilp_max_lp_iterations = 100'000;  // simplex iterations of the root LP per extraction
+  // Which opaque nodes only reshape an operand or are element-wise (engine/reshape_free.h): set by the ONNX
+  // driver; empty for none.
+  OpaqueFacts opaque = {};
 };
 
 struct ExtractionStats {
@@ -61,6 +65,10 @@ struct SearchStop {
 /// What reports and summaries print: "saturated", "node-limit", "iter-limit", "time-limit", "queue-empty",
 /// "budget", "graph-limit"; after an extraction failure "<reason>; extraction failed (<status>), input returned unchanged".
 std::string to_string(const SearchStop& stop);
+
+/// The id under which OptimizeReport::rules_used counts the reshapes removed around element-wise
+/// computations (engine/reshape_free.h), which no corpus rule states.
+inline constexpr const char* kReshapeFreeRule = "reshape-free(built-in)";
 
 struct OptimizeReport {
   Expr optimized;                            // same inputs/weights and roots (outputs) in the same order
