@@ -305,6 +305,14 @@ errors_case(rulegen_conflicting_options rulegen 2 stderr
             "rulegen: --shard is a generation option. it cannot be combined with 'merge'"
             --shard 0/2 merge ${SMALL} --out ${W}/merged.json)
 
+set(SHARDS ${PROJECT_SOURCE_DIR}/tests/data/shards)
+errors_case(rulegen_merge_other_run rulegen 2 stderr
+            "rulegen: .*shard_1_of_2_seed5\\.json: a shard of another run \\(max_ops 1, seed 5, 21 operators\\) than .*shard_0_of_2\\.json \\(max_ops 1, seed 7, 21 operators\\)"
+            merge ${SHARDS}/shard_0_of_2.json ${SHARDS}/shard_1_of_2_seed5.json --out ${W}/merged_other.json)
+errors_case(rulegen_merge_other_cap rulegen 2 stderr
+            "rulegen: .*shard_1_of_2_cap5\\.json: a shard capped at 5 candidates, another at 200000"
+            merge ${SHARDS}/shard_0_of_2.json ${SHARDS}/shard_1_of_2_cap5.json --out ${W}/merged_cap.json)
+
 # The table in docs/errors.md must list exactly these cases.
 file(WRITE ${ERRORS_CASES_FILE} "${_errors_defs}")
 add_test(NAME errors.table_matches_docs
