@@ -343,6 +343,12 @@ void Importer::infer_shapes() {
     for (const auto& vi : *list) {
       if (!types_.count(vi.name()) || !types_[vi.name()].shape) types_[vi.name()] = value_type(vi.type());
       const ValueType& v = types_[vi.name()];
+      if (!v.shape && vi.type().tensor_type().has_shape()) {
+        Shape partial;
+        for (const auto& d : vi.type().tensor_type().shape().dim())
+          partial.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : 1);
+        partial_shapes_[vi.name()] = std::move(partial);
+      }
       if (v.shape && num_elements(*v.shape) > kMaxElements)
         fail("tensor '" + vi.name() + "' of shape " + to_string(*v.shape) +
              " has more than 2^40 elements, the largest tensor tensor-eqsat handles");
@@ -605,11 +611,10 @@ void Importer::add_graph_input(const onnx::ValueInfoProto& in) {
 }
 
 void Importer::add_graph_output(const onnx::ValueInfoProto& out) {
-  auto it = values_.find(out.name());
-  if (it == values_.end())
-    fail("graph output '" + out.name() + "' is not computed by the graph (or is a non-float initializer)");
-  m_.outputs.push_back({out.name(), elem_type(out.name()), shapes_[it->second.value], false});
-  m_.graph.add_root(it->second);
+  const std::optional<ExprId> id = opaque_operand(out.name());  // a value, or an opaque output of dynamic shape
+  if (!id) fail("graph output '" + out.name() + "' is not computed by the graph (or is a non-float initializer)");
+  m_.outputs.push_back({out.name(), elem_type(out.name()), shapes_[id->value], false});
+  m_.graph.add_root(*id);
 }
 
 void Importer::compact() {

@@ -236,6 +236,11 @@ OnnxValue constant_of_shape(const Node& c);
 OnnxValue range(const Node& c);
 OnnxValue cumsum(const Node& c);
 OnnxValue trilu(const Node& c);
+// Outputs whose shapes depend on the values.
+OnnxValue nonzero(const Node& c);
+OnnxValue compress(const Node& c);
+std::vector<OnnxValue> topk(const Node& c);
+std::vector<OnnxValue> unique(const Node& c);
 
 // Reductions, normalizations, convolution, pooling, products: node_eval_nn.cpp.
 OnnxValue reduce(const Node& c);
