@@ -1,7 +1,9 @@
 """eqsat-run on models whose tensor shapes depend on tensor values, which stay an opaque region.
 
-NonZero (its count added back), Unique, TopK with a computed k, Compress with a computed condition, a Loop whose
-loop-carried value grows by one row per iteration, and a Scan over the rows: the import knows no shape for
+NonZero (its count added back, or its indices a graph output), Unique, TopK with a computed k, Compress with a
+computed condition, a Loop whose loop-carried value grows by one row per iteration, a Scan over the rows, a
+Reshape to a target computed from the data, an If whose branches differ in shape, and a zero-size tensor
+between two nodes: the import knows no shape for
 such a tensor, so the nodes computing and reading it are written back as the file has them, while the part
 around them (a product with a constant scale moved through a MatMul) is still optimized. For each: eqsat-run
 --check must exit 0, the check must run and pass (it computes the real shapes), and onnxruntime must give the
@@ -112,16 +114,58 @@ def scan_model():
     return nodes, inits
 
 
+def reshape_data_model():
+    # h reshaped to [1 + (sum(x) > 0), -1]: a target computed from the data; the graph output's shape is unknown.
+    nodes, inits = common()
+    inits += [NH.from_array(np.array([1], np.int64), "one"), NH.from_array(np.array([-1], np.int64), "m1"),
+              NH.from_array(np.array(0, np.float32), "zero")]
+    nodes += [H.make_node("ReduceSum", ["x"], ["s"], keepdims=1), H.make_node("Greater", ["s", "zero"], ["g"]),
+              H.make_node("Cast", ["g"], ["gi"], to=TP.INT64), H.make_node("Reshape", ["gi", "one"], ["gi1"]),
+              H.make_node("Add", ["gi1", "one"], ["d0"]), H.make_node("Concat", ["d0", "m1"], ["tgt"], axis=0),
+              H.make_node("Reshape", ["h", "tgt"], ["hr"]), H.make_node("Relu", ["hr"], ["y"])]
+    return nodes, inits, [H.make_tensor_value_info("y", F, [None, None])]
+
+
+def if_shapes_model():
+    # An If whose branches give different shapes (h, or h stacked twice), its row sums added to h.
+    nodes, inits = common()
+    inits.append(NH.from_array(np.array(0, np.float32), "zero"))
+    tb = H.make_graph([H.make_node("Relu", ["h"], ["t"])], "t", [], [H.make_tensor_value_info("t", F, None)])
+    eb = H.make_graph([H.make_node("Concat", ["h", "h"], ["e"], axis=0)], "e", [], [H.make_tensor_value_info("e", F, None)])
+    nodes += [H.make_node("ReduceSum", ["x"], ["s"], keepdims=0), H.make_node("Greater", ["s", "zero"], ["c"]),
+              H.make_node("If", ["c"], ["o"], then_branch=tb, else_branch=eb),
+              H.make_node("ReduceSum", ["o", "ax0"], ["os"], keepdims=1), H.make_node("Add", ["h", "os"], ["y"])]
+    return nodes, inits
+
+
+def nonzero_output_model():
+    # NonZero's int64 indices are a graph output themselves, beside relu(h).
+    nodes, inits = common()
+    nodes += [H.make_node("NonZero", ["h"], ["nz"]), H.make_node("Relu", ["h"], ["y"])]
+    return nodes, inits, [H.make_tensor_value_info("nz", TP.INT64, [2, None]), H.make_tensor_value_info("y", F, ["N", 8])]
+
+
+def zero_size_model():
+    # An empty slice of h concatenated back onto it: a zero-size tensor between two nodes.
+    nodes, inits = common()
+    inits += [NH.from_array(np.array([0], np.int64), "zero_i"), NH.from_array(np.array([1], np.int64), "one")]
+    nodes += [H.make_node("Slice", ["h", "zero_i", "zero_i", "one"], ["e"]),
+              H.make_node("Concat", ["h", "e"], ["c"], axis=1), H.make_node("Relu", ["c"], ["y"])]
+    return nodes, inits
+
+
 failures = []
 cases = [("nonzero", nonzero_model), ("unique", unique_model), ("topk", topk_model), ("compress", compress_model),
-         ("loop_grow", loop_grow_model), ("scan", scan_model)]
+         ("loop_grow", loop_grow_model), ("scan", scan_model), ("reshape_data", reshape_data_model),
+         ("if_shapes", if_shapes_model), ("nonzero_output", nonzero_output_model), ("zero_size", zero_size_model)]
 only = set(sys.argv[3:])
 for name, build in cases:
     if only and name not in only:
         continue
-    nodes, inits = build()
-    graph = H.make_graph(nodes, name, [H.make_tensor_value_info("x", F, ["N", 8])],
-                         [H.make_tensor_value_info("y", F, ["N", 8])], initializer=inits)
+    built = build()
+    nodes, inits = built[:2]
+    outputs = built[2] if len(built) > 2 else [H.make_tensor_value_info("y", F, ["N", 8])]
+    graph = H.make_graph(nodes, name, [H.make_tensor_value_info("x", F, ["N", 8])], outputs, initializer=inits)
     model = H.make_model(graph, opset_imports=[H.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
@@ -143,14 +187,14 @@ for name, build in cases:
     for n in (1, 3):
         for trial in range(2):
             x = rng.uniform(-1, 1, (n, 8)).astype(np.float32)
-            want, got = a.run(None, {"x": x})[0], b.run(None, {"x": x})[0]
-            if want.shape != got.shape:
-                failures.append(f"{name}: x {x.shape}: shape {got.shape}, original {want.shape}")
-                continue
-            diff = float(np.abs(want - got).max())
-            print(f"  x {x.shape}: max abs diff {diff:.3g}")
-            if diff > 1e-4 * max(1.0, float(np.abs(want).max())):
-                failures.append(f"{name}: x {x.shape}: differs by {diff}")
+            for k, (want, got) in enumerate(zip(a.run(None, {"x": x}), b.run(None, {"x": x}))):
+                if want.shape != got.shape:
+                    failures.append(f"{name}: x {x.shape}: output {k} of shape {got.shape}, original {want.shape}")
+                    continue
+                diff = float(np.abs(want.astype(np.float64) - got).max()) if want.size else 0.0
+                print(f"  x {x.shape}: output {k}: max abs diff {diff:.3g}")
+                if diff > 1e-4 * max(1.0, float(np.abs(want).max()) if want.size else 1.0):
+                    failures.append(f"{name}: x {x.shape}: output {k} differs by {diff}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
