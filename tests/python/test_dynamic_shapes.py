@@ -1,7 +1,8 @@
 """eqsat-run on models whose tensor shapes depend on tensor values, which stay an opaque region.
 
 NonZero (its count added back, or its indices a graph output), Unique, TopK with a computed k, Compress with a
-computed condition, a Loop whose loop-carried value grows by one row per iteration, a Scan over the rows, a
+computed condition, a Loop whose loop-carried value grows by one row per iteration (a trip count from the
+data, a scan output), a Scan over the rows, a
 Reshape to a target computed from the data, an If whose branches differ in shape, and a zero-size tensor
 between two nodes: the import knows no shape for
 such a tensor, so the nodes computing and reading it are written back as the file has them, while the part
@@ -82,23 +83,33 @@ def compress_model():
 
 
 def loop_grow_model():
-    # acc starts as h's first row [1, 8]; each of three iterations appends tanh(last row + i): acc ends [4, 8],
-    # a shape the import cannot know (it changes across iterations). Its column sums are added to h.
+    # acc starts as h's first row [1, 8]; each iteration appends tanh(last row + i): a shape the import cannot
+    # know (it changes across iterations). The trip count comes from the data (1 or 3, from the sign of sum(x)),
+    # and each iteration's new row is also a scan output ([trips, 1, 8]). acc's column sums and the scan
+    # output's sum are added to h.
     nodes, inits = common()
-    inits += [NH.from_array(np.array(3, np.int64), "trips"), NH.from_array(np.array(True), "go"),
+    inits += [NH.from_array(np.array(True), "go"), NH.from_array(np.array(0, np.float32), "zero"),
+              NH.from_array(np.array(2, np.int64), "two_i"), NH.from_array(np.array(1, np.int64), "one_i"),
               NH.from_array(np.array([0], np.int64), "zero_i"), NH.from_array(np.array([-1], np.int64), "minus1"),
-              NH.from_array(np.array([2**62], np.int64), "end")]
+              NH.from_array(np.array([2**62], np.int64), "end"), NH.from_array(np.array([0, 1], np.int64), "ax01")]
     body = H.make_graph([H.make_node("Slice", ["acc_in", "minus1", "end", "ax0"], ["last"]),
                          H.make_node("Cast", ["i"], ["fi"], to=F), H.make_node("Add", ["last", "fi"], ["nxt0"]),
                          H.make_node("Tanh", ["nxt0"], ["nxt"]),
                          H.make_node("Concat", ["acc_in", "nxt"], ["acc_out"], axis=0),
-                         H.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                         H.make_node("Identity", ["cond_in"], ["cond_out"]), H.make_node("Identity", ["nxt"], ["row"])],
+                        "body",
                         [H.make_tensor_value_info("i", TP.INT64, []), H.make_tensor_value_info("cond_in", TP.BOOL, []),
                          H.make_tensor_value_info("acc_in", F, None)],
-                        [H.make_tensor_value_info("cond_out", TP.BOOL, []), H.make_tensor_value_info("acc_out", F, None)])
-    nodes += [H.make_node("Gather", ["h", "zero_i"], ["first"], axis=0),
-              H.make_node("Loop", ["trips", "go", "first"], ["acc"], body=body),
-              H.make_node("ReduceSum", ["acc", "ax0"], ["colsum"], keepdims=1), H.make_node("Add", ["h", "colsum"], ["y"])]
+                        [H.make_tensor_value_info("cond_out", TP.BOOL, []), H.make_tensor_value_info("acc_out", F, None),
+                         H.make_tensor_value_info("row", F, None)])
+    nodes += [H.make_node("ReduceSum", ["x"], ["sx"], keepdims=0), H.make_node("Greater", ["sx", "zero"], ["pos"]),
+              H.make_node("Cast", ["pos"], ["posi"], to=TP.INT64), H.make_node("Mul", ["posi", "two_i"], ["p2"]),
+              H.make_node("Add", ["p2", "one_i"], ["trips"]),
+              H.make_node("Gather", ["h", "zero_i"], ["first"], axis=0),
+              H.make_node("Loop", ["trips", "go", "first"], ["acc", "rows"], body=body),
+              H.make_node("ReduceSum", ["acc", "ax0"], ["colsum"], keepdims=1),
+              H.make_node("ReduceSum", ["rows", "ax01"], ["rowsum"], keepdims=0),
+              H.make_node("Add", ["h", "colsum"], ["y0"]), H.make_node("Add", ["y0", "rowsum"], ["y"])]
     return nodes, inits
 
 
