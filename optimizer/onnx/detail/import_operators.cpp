@@ -242,8 +242,10 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
     node.dynamic_outputs[static_cast<size_t>(k)] = true;
     dynamic_[out] = e;
     const bool zero_size = t != types_.end() && t->second.shape;
-    m_.notes.push_back(describe(n) + " computes '" + out + "', whose shape " +
-                       (zero_size ? "has a zero-size dimension" : "depends on tensor values") +
+    const std::string why = zero_size                     ? "has a zero-size dimension"
+                            : is_default_domain(n.domain()) ? "depends on tensor values"
+                                                            : "ONNX cannot infer (an operator of domain '" + n.domain() + "')";
+    m_.notes.push_back(describe(n) + " computes '" + out + "', whose shape " + why +
                        ": it and its readers stay as the file has them");
   }
   m_.opaque.push_back(std::move(node));
