@@ -35,7 +35,7 @@ Abs Pow Sqrt Exp Log Erf Tanh Sigmoid Sin Cos Floor Ceil Round Sign Min Max Mod 
 GatherElements GatherND Unsqueeze Squeeze Reshape Flatten Transpose Concat Slice Split Tile Shape Size ConstantOfShape Range
 CumSum Trilu ReduceSum ReduceMean ReduceMax ReduceMin Softmax LogSoftmax LayerNormalization Gelu Conv MatMul
 Identity Dropout ScatterND Clip HardSigmoid Relu LeakyRelu MaxPool AveragePool LpPool GlobalMaxPool
-GlobalAveragePool If Loop Scan NonZero Compress TopK Unique""".split()
+GlobalAveragePool If Loop Scan NonZero Compress TopK Unique Gemm BatchNormalization""".split()
 missing = [op for op in REQUIRED if op not in covered]
 assert not missing, f"operators the evaluator does not cover: {missing}"
 

@@ -250,5 +250,7 @@ std::vector<OnnxValue> layer_norm(const Node& c);
 OnnxValue conv(const Node& c);
 std::vector<OnnxValue> pool(const Node& c);
 OnnxValue matmul(const Node& c);
+OnnxValue gemm(const Node& c);
+OnnxValue batch_norm(const Node& c);
 
 }  // namespace teq::onnx_io::detail::eval

@@ -169,7 +169,7 @@ const std::set<std::string>& other_ops() {
       "Range", "CumSum", "Trilu", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
       "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "Softmax",
       "LogSoftmax", "LayerNormalization", "Conv", "MatMul", "ScatterND", "Pad", "MaxPool", "AveragePool", "LpPool",
-      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool", "NonZero", "Compress", "TopK", "Unique"};
+      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool", "NonZero", "Compress", "TopK", "Unique", "Gemm", "BatchNormalization"};
   return ops;
 }
 
@@ -281,6 +281,8 @@ std::vector<OnnxValue> eval_structural(const Node& c) {
   if (op == "Conv") return {conv(c)};
   if (op.find("Pool") != std::string::npos) return pool(c);
   if (op == "MatMul") return {matmul(c)};
+  if (op == "Gemm") return {gemm(c)};
+  if (op == "BatchNormalization") return {batch_norm(c)};
   if (op == "ScatterND") return {scatter_nd(c)};
   if (op == "Pad") return {pad(c)};
   if (op == "NonZero") return {nonzero(c)};
