@@ -71,6 +71,8 @@ ExprId Importer::in(const onnx::NodeProto& n, int k) {
   if (k >= n.input_size() || n.input(k).empty()) throw NotInVocabulary{"input " + std::to_string(k) + " missing"};
   const std::string& name = n.input(k);
   auto it = values_.find(name);
+  if (it == values_.end() && dynamic_.count(name))
+    throw NotInVocabulary{"input '" + name + "' has a shape that depends on tensor values"};
   if (it == values_.end() || elem_type(name) != onnx::TensorProto::FLOAT)
     throw NotInVocabulary{"input '" + name + "' is not a float tensor"};
   return it->second;
