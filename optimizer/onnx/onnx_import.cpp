@@ -329,6 +329,11 @@ void Importer::infer_shapes() {
     try {
       infer();
     } catch (const OnnxError&) {
+      // ONNX's counted extent stays for inference, but not as a shape the term trusts: such a pooling's outputs
+      // are read as shapes that depend on values (OpaqueNode::dynamic_outputs), which --check takes from its
+      // evaluation (onnxruntime's extent).
+      for (const auto& [index, node] : replaced)
+        for (const auto& out : node.output()) counted_extent_.insert(out);
       for (auto& [index, node] : replaced) *proto_.mutable_graph()->mutable_node(index) = std::move(node);
       *proto_.mutable_graph()->mutable_value_info() = value_info;
       *proto_.mutable_graph()->mutable_output() = outputs;
@@ -478,6 +483,12 @@ std::vector<std::pair<int, onnx::NodeProto>> Importer::adapt_ceil_mode_pools() {
       const int64_t end_pad = std::max<int64_t>(0, (extent - 1) * s - (in + begin - ext));
       if (pool_extent(in, (*kernel)[k], s, dil[k], begin, end_pad, false) != extent) expressible = false;
       pads[k + spatial] = end_pad;
+    }
+    if (adjust && !expressible) {
+      // No floor-mode stand-in gives the true extent (a window larger than the padded input on another axis):
+      // ONNX's counted extent stays for inference, and the outputs are read as shapes that depend on values.
+      for (const auto& out : n.output()) counted_extent_.insert(out);
+      continue;
     }
     if (!adjust || !expressible || n.output_size() == 0) continue;
     replaced.emplace_back(index, n);

@@ -223,6 +223,13 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
     node.implicit_inputs.emplace_back(name, static_cast<int>(kids.size()));
     kids.push_back(*operand);
   }
+  // ONNX's shapes downstream of a counted ceil_mode extent are counted from it too: not trusted either.
+  bool after_counted = false;
+  for (const auto& name : n.input()) after_counted |= counted_extent_.count(name) > 0;
+  for (const auto& [name, _] : node.implicit_inputs) after_counted |= counted_extent_.count(name) > 0;
+  if (after_counted)
+    for (const auto& out : n.output())
+      if (!out.empty()) counted_extent_.insert(out);
   const int64_t id = static_cast<int64_t>(m_.opaque.size());
   node.dynamic_outputs.assign(static_cast<size_t>(n.output_size()), false);
   for (int k = 0; k < n.output_size(); ++k) {
@@ -232,7 +239,8 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
     // A shape that depends on tensor values (inference left it unknown), or a zero-size one: the output is an
     // operand of opaque readers only, with a stand-in shape (OpaqueNode::dynamic_outputs).
     auto t = types_.find(out);
-    const bool known = t != types_.end() && t->second.shape && num_elements(*t->second.shape) > 0;
+    const bool known = t != types_.end() && t->second.shape && num_elements(*t->second.shape) > 0 &&
+                       !counted_extent_.count(out);
     const Shape s = known ? *t->second.shape : stand_in_shape(out);
     std::vector<int64_t> attrs{id, k};
     attrs.insert(attrs.end(), s.begin(), s.end());
@@ -243,8 +251,10 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
     }
     node.dynamic_outputs[static_cast<size_t>(k)] = true;
     dynamic_[out] = e;
-    const bool zero_size = t != types_.end() && t->second.shape;
-    const std::string why = zero_size                     ? "has a zero-size dimension"
+    const bool counted = counted_extent_.count(out) > 0;
+    const bool zero_size = !counted && t != types_.end() && t->second.shape;
+    const std::string why = counted     ? "ONNX infers from a ceil_mode pooling's last window, which onnxruntime drops"
+                            : zero_size ? "has a zero-size dimension"
                             : is_default_domain(n.domain()) ? "depends on tensor values"
                                                             : "ONNX cannot infer (an operator of domain '" + n.domain() + "')";
     m_.notes.push_back(describe(n) + " computes '" + out + "', whose shape " + why +

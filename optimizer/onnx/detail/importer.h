@@ -195,6 +195,7 @@ class Importer {
   std::unordered_map<std::string, AdaptedNode> adapted_;  // nodes of opsets 18..21 rewritten to opset 17
   OnnxModel m_;
   std::unordered_map<std::string, ValueType> types_;
+  std::unordered_set<std::string> counted_extent_;  // ceil_mode poolings' outputs whose inferred extent onnxruntime drops
   std::unordered_map<std::string, Shape> partial_shapes_;  // tensors of known rank but some unknown dimension (as 1)
   std::unordered_map<std::string, const onnx::TensorProto*> constants_;
   std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
