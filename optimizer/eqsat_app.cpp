@@ -215,7 +215,10 @@ OpaqueFacts opaque_facts(const onnx_io::OnnxModel& model) {
   auto elementwise = std::make_shared<std::vector<bool>>(model.opaque.size(), false);
   for (size_t i = 0; i < model.opaque.size(); ++i) {
     const onnx_io::OpaqueNode& op = model.opaque[i];
-    if (!op.domain.empty() || !op.implicit_inputs.empty()) continue;
+    // Control flow, other domains and outputs of a stand-in shape (their shape depends on tensor values) are
+    // neither: the pass compares shapes.
+    const bool dynamic = std::find(op.dynamic_outputs.begin(), op.dynamic_outputs.end(), true) != op.dynamic_outputs.end();
+    if (!op.domain.empty() || !op.implicit_inputs.empty() || dynamic) continue;
     const bool all_terms = std::all_of(op.input_child.begin(), op.input_child.end(), [](int c) { return c >= 0; });
     if (kReshapes.count(op.op_type) && !op.input_child.empty() && op.input_child[0] >= 0)
       (*operand)[i] = static_cast<size_t>(op.input_child[0]);

@@ -26,6 +26,9 @@ onnxruntime versions only decide whether a candidate is valid).
                 CumSum(ConstantOfShape(Shape(x)[:2])) - 1; Where with broadcasting, and a causal mask from
                 Range(seq) in an attention head; Reshape targets from Shape/Gather/Concat (x.view(x.size(0), -1),
                 multi-head split and merge)
+  value-shaped  NonZero, Compress by a computed mask, Unique, TopK with a computed k (reduced back to a known
+                shape), a Loop whose carried value grows each iteration (constant or data-dependent trip count),
+                Scan over the first axis (state and stacked scan output)
   inputs        more symbolic batches and [batch, seq, d] inputs, token ids (int64 [batch, seq]) gathered from an
                 embedding table
 Shapes ONNX cannot infer (Range, Where on a computed shape) are declared to the generator's own inference; 30% of
@@ -1268,8 +1271,100 @@ def m_if(b: Builder):
     return b.node("If", [cond], implicit=sorted(tr | er), then_branch=tg, else_branch=eg)
 
 
+def m_value_shaped(b: Builder):
+    """A tensor whose shape depends on the values (NonZero, Compress by a computed mask, Unique, TopK with a
+    computed k) reduced back to a known shape and added to its source: eqsat-run keeps such a region as the
+    file has it and optimizes around it."""
+    r = b.rng
+    x = _pick(b, lambda s: len(s) >= 1)
+    s = b.shapes[x]
+    zero = b.weight([], values=0.0, prefix="c")
+    kind = _choice(b, ["nonzero", "compress", "unique", "topk"] if isinstance(s[-1], int) else
+                   ["nonzero", "compress", "unique"])
+    if kind == "nonzero":
+        nz = b.node("NonZero", [b.node("Greater", [x, zero], shape_value=True)], shape_value=True)
+        v = b.node("Cast", [nz], shape_value=True, to=TensorProto.FLOAT)
+    elif kind == "compress":
+        mask = b.node("Reshape", [b.node("Greater", [x, zero], shape_value=True), b.ints([-1])], shape_value=True)
+        v = b.node("Compress", [x, mask], shape_value=True)
+    elif kind == "unique":
+        q = b.node("Round", [b.node("Mul", [x, b.weight([], values=4.0, prefix="c")], shape_value=True)],
+                   shape_value=True)
+        u = b.node("Unique", [q], n_out=4, shape_value=True, sorted=int(r.integers(0, 2)))
+        v = u[0] if r.random() < 0.6 else b.node("Cast", [u[3]], shape_value=True, to=TensorProto.FLOAT)
+    else:  # TopK along the last axis, k = clamp(number of positive elements, 1, extent)
+        pos = b.node("Cast", [b.node("Greater", [x, zero], shape_value=True)], shape_value=True, to=TensorProto.INT64)
+        cnt = b.node("Reshape", [b.node("ReduceSum", [pos], shape_value=True, keepdims=1), b.ints([1])],
+                     shape_value=True)
+        k = b.node("Max", [b.node("Min", [cnt, b.ints([s[-1]])], shape_value=True), b.ints([1])], shape_value=True)
+        vals = b.node("TopK", [x, k], n_out=2, shape_value=True, axis=-1, largest=int(r.integers(0, 2)))[0]
+        v = b.node("ReduceSum", [vals, b.ints([-1])], shape_value=True, keepdims=1)
+    if kind != "topk":
+        v = b.node("ReduceSum", [v], shape_value=True, keepdims=0)
+    b.motifs.append(f"value-shaped-{kind}")
+    return b.node("Add", [x, b.node("Mul", [v, b.weight([], values=0.01, prefix="c")], shape_value=True)],
+                  shape=list(s))
+
+
+def m_loop_grow(b: Builder):
+    """A Loop whose loop-carried value grows by a row each iteration (its shape changes, so no inference knows
+    it), reduced over the grown axis and added back; sometimes the trip count comes from the data."""
+    r = b.rng
+    x = _pick(b, lambda s: len(s) >= 1 and all(isinstance(d, int) for d in s[1:]))
+    s = b.shapes[x]
+    nodes = [helper.make_node("Slice", ["acc_in", b.ints([-1]), b.ints([INT64_MAX]), b.ints([0])], ["last"]),
+             helper.make_node(_choice(b, ["Tanh", "Sigmoid", "Neg"]), ["last"], ["nxt"]),
+             helper.make_node("Concat", ["acc_in", "nxt"], ["acc_out"], axis=0),
+             helper.make_node("Identity", ["cond_in"], ["cond_out"])]
+    body = helper.make_graph(nodes, b.name("body"),
+                             [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                              helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, None)],
+                             [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, None)])
+    if r.random() < 0.5:
+        trips = b.ints(int(r.integers(1, 4)))
+        kind = "const"
+    else:  # 1 or 2 iterations, from the sign of the sum of x
+        red = b.node("ReduceSum", [x], shape_value=True, keepdims=0)
+        gt = b.node("Cast", [b.node("Greater", [red, b.weight([], values=0.0, prefix="c")], shape_value=True)],
+                    shape_value=True, to=TensorProto.INT64)
+        trips = b.node("Add", [gt, b.ints(1)], shape_value=True)
+        kind = "data"
+    go = b.name("go")
+    b.inits.append(numpy_helper.from_array(np.array(True), go))
+    acc = b.node("Loop", [trips, go, x], shape_value=True, body=body)
+    m = b.node("ReduceMean", [acc], shape_value=True, axes=[0], keepdims=1) if b.opset < 18 else \
+        b.node("ReduceMean", [acc, b.ints([0])], shape_value=True, keepdims=1)
+    b.motifs.append(f"loop-grow-{kind}")
+    return b.node("Add", [x, m], shape=list(s))
+
+
+def m_scan(b: Builder):
+    """Scan over the first axis: a running sum (the state) and each step's activation stacked (the scan
+    output), added back to the input."""
+    r = b.rng
+    x = _pick(b, lambda s: len(s) >= 2 and all(isinstance(d, int) for d in s[1:]))
+    s = b.shapes[x]
+    inner = list(s[1:])
+    s0 = b.weight(inner, scale=0.1)
+    act = _choice(b, ["Tanh", "Sigmoid", "Relu"])
+    body = helper.make_graph([helper.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+                              helper.make_node(act, ["acc_out"], ["o"])], b.name("body"),
+                             [helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, inner),
+                              helper.make_tensor_value_info("row", TensorProto.FLOAT, inner)],
+                             [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, inner),
+                              helper.make_tensor_value_info("o", TensorProto.FLOAT, inner)])
+    attrs = {"num_scan_inputs": 1}
+    if r.random() < 0.3:
+        attrs["scan_input_directions"] = [1]
+    final, steps = b.node("Scan", [s0, x], n_out=2, shape_value=True, body=body, **attrs)
+    b.motifs.append("scan")
+    return b.node("Add", [x, steps], shape=list(s))
+
+
 EXTENDED = [(m_computed_reshape, 4), (m_if, 9), (m_expand, 5), (m_constant_of_shape, 3), (m_range, 4),
-            (m_cumsum, 3), (m_where, 5), (m_heads_reshape, 4)]
+            (m_cumsum, 3), (m_where, 5), (m_heads_reshape, 4), (m_value_shaped, 4), (m_loop_grow, 2), (m_scan, 2)]
 
 MOTIFS = [
     (m_conv, 10), (m_parallel_conv, 14), (m_shared_weight_conv, 2), (m_pool, 6), (m_pad_then_window, 2),

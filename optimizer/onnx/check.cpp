@@ -118,7 +118,10 @@ class OpaqueEvaluator {
       throw ShapeError(describe_opaque(model_, id) + " has no output " + std::to_string(a.output));
     Tensor<double> value = outs[static_cast<size_t>(a.output)].t;
     if (--readers_[a.id] == 0) outputs_.erase(a.id);
-    if (value.shape != shape)
+    // An output whose shape depends on tensor values has a stand-in shape in the Expr: its value's own counts.
+    const auto& dynamic = model_.opaque[id].dynamic_outputs;
+    const bool dynamic_shape = static_cast<size_t>(a.output) < dynamic.size() && dynamic[static_cast<size_t>(a.output)];
+    if (value.shape != shape && !dynamic_shape)
       throw ShapeError(describe_opaque(model_, id) + " computed output " + std::to_string(a.output) + " of shape " +
                        to_string(value.shape) + " where the import inferred " + to_string(shape));
     return value;

@@ -46,6 +46,12 @@ struct OpaqueNode {
   /// Expr node's children, or -1 for a passed-through initializer. Export renames them inside the subgraphs
   /// to the tensors the optimized graph computes them in.
   std::vector<std::pair<std::string, int>> implicit_inputs;
+  /// Per ONNX output: true when its shape depends on tensor values (NonZero, Unique, a Loop whose carried
+  /// value grows, a Reshape to a computed target, ...) or has a zero-size dimension, so the import knows no
+  /// shape for it. Its Expr node carries a stand-in shape (unknown dimensions as 1) and only opaque nodes read
+  /// it: the region computing and consuming it is written back as the file has it, and --check takes the
+  /// shape its evaluation computes.
+  std::vector<bool> dynamic_outputs;
 };
 
 /// A reshape the import made (from Reshape, Flatten, Squeeze or Unsqueeze), by the ONNX tensor it computes. The

@@ -329,6 +329,11 @@ void Importer::infer_shapes() {
     try {
       infer();
     } catch (const OnnxError&) {
+      // ONNX's counted extent stays for inference, but not as a shape the term trusts: such a pooling's outputs
+      // are read as shapes that depend on values (OpaqueNode::dynamic_outputs), which --check takes from its
+      // evaluation (onnxruntime's extent).
+      for (const auto& [index, node] : replaced)
+        for (const auto& out : node.output()) counted_extent_.insert(out);
       for (auto& [index, node] : replaced) *proto_.mutable_graph()->mutable_node(index) = std::move(node);
       *proto_.mutable_graph()->mutable_value_info() = value_info;
       *proto_.mutable_graph()->mutable_output() = outputs;
@@ -343,6 +348,12 @@ void Importer::infer_shapes() {
     for (const auto& vi : *list) {
       if (!types_.count(vi.name()) || !types_[vi.name()].shape) types_[vi.name()] = value_type(vi.type());
       const ValueType& v = types_[vi.name()];
+      if (!v.shape && vi.type().tensor_type().has_shape()) {
+        Shape partial;
+        for (const auto& d : vi.type().tensor_type().shape().dim())
+          partial.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : 1);
+        partial_shapes_[vi.name()] = std::move(partial);
+      }
       if (v.shape && num_elements(*v.shape) > kMaxElements)
         fail("tensor '" + vi.name() + "' of shape " + to_string(*v.shape) +
              " has more than 2^40 elements, the largest tensor tensor-eqsat handles");
@@ -472,6 +483,12 @@ std::vector<std::pair<int, onnx::NodeProto>> Importer::adapt_ceil_mode_pools() {
       const int64_t end_pad = std::max<int64_t>(0, (extent - 1) * s - (in + begin - ext));
       if (pool_extent(in, (*kernel)[k], s, dil[k], begin, end_pad, false) != extent) expressible = false;
       pads[k + spatial] = end_pad;
+    }
+    if (adjust && !expressible) {
+      // No floor-mode stand-in gives the true extent (a window larger than the padded input on another axis):
+      // ONNX's counted extent stays for inference, and the outputs are read as shapes that depend on values.
+      for (const auto& out : n.output()) counted_extent_.insert(out);
+      continue;
     }
     if (!adjust || !expressible || n.output_size() == 0) continue;
     replaced.emplace_back(index, n);
@@ -605,11 +622,10 @@ void Importer::add_graph_input(const onnx::ValueInfoProto& in) {
 }
 
 void Importer::add_graph_output(const onnx::ValueInfoProto& out) {
-  auto it = values_.find(out.name());
-  if (it == values_.end())
-    fail("graph output '" + out.name() + "' is not computed by the graph (or is a non-float initializer)");
-  m_.outputs.push_back({out.name(), elem_type(out.name()), shapes_[it->second.value], false});
-  m_.graph.add_root(it->second);
+  const std::optional<ExprId> id = opaque_operand(out.name());  // a value, or an opaque output of dynamic shape
+  if (!id) fail("graph output '" + out.name() + "' is not computed by the graph (or is a non-float initializer)");
+  m_.outputs.push_back({out.name(), elem_type(out.name()), shapes_[id->value], false});
+  m_.graph.add_root(*id);
 }
 
 void Importer::compact() {

@@ -115,7 +115,7 @@ std::string run_case(const fs::path& dir) {
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--list") {
     for (const std::string& op : teq::onnx_io::detail::operators_evaluated()) std::cout << op << "\n";
-    std::cout << "If\nLoop\n";  // control flow: evaluated through its subgraphs (when their nodes are)
+    std::cout << "If\nLoop\nScan\n";  // control flow: evaluated through its subgraphs (when their nodes are)
     return 0;
   }
   int failed = 0;

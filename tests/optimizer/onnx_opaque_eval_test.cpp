@@ -104,6 +104,65 @@ TEST(OnnxNodeEval, WhereBroadcastsAndTakesXsType) {
   expect_values(eval(node("Where", 3), {&c, &x, &y})[0], {2, 3}, {1, 2, 3, -1, -1, -1}, TP::INT64);
 }
 
+TEST(OnnxNodeEval, ShapesFromValues) {
+  // NonZero: one row of indices per axis, in row-major order of the hits; none -> [rank, 0].
+  const OnnxValue x = val({2, 3}, {0, 1, 0, 2, 0, 3});
+  expect_values(eval(node("NonZero", 1), {&x})[0], {2, 3}, {0, 1, 1, 1, 0, 2}, TP::INT64);
+  const OnnxValue zeros = val({2, 2}, {0, 0, 0, 0});
+  expect_values(eval(node("NonZero", 1), {&zeros})[0], {2, 0}, {}, TP::INT64);
+  // Compress: along an axis, or flattened without one; a condition shorter than the axis.
+  const OnnxValue cond = val({2}, {0, 1}, TP::BOOL);
+  onnx::NodeProto c = node("Compress", 2);
+  attr(c, "axis", 1);
+  expect_values(eval(c, {&x, &cond})[0], {2, 1}, {1, 0}, TP::FLOAT);
+  expect_values(eval(node("Compress", 2), {&x, &cond})[0], {1}, {1}, TP::FLOAT);
+  // TopK: k from its input, largest first, ties by the lower index; smallest with largest=0.
+  const OnnxValue t = val({1, 4}, {3, 1, 3, 2}), k = val({1}, {3}, TP::INT64);
+  std::vector<OnnxValue> top = eval(node("TopK", 2, 2), {&t, &k});
+  expect_values(top[0], {1, 3}, {3, 3, 2}, TP::FLOAT);
+  expect_values(top[1], {1, 3}, {0, 2, 3}, TP::INT64);
+  onnx::NodeProto small = node("TopK", 2, 2);
+  attr(small, "largest", 0);
+  expect_values(eval(small, {&t, &k})[1], {1, 3}, {1, 3, 0}, TP::INT64);
+  // Unique, sorted and in order of first occurrence: values, first indices, inverse indices, counts.
+  const OnnxValue u = val({6}, {2, 1, 1, 3, 4, 3});
+  std::vector<OnnxValue> sorted = eval(node("Unique", 1, 4), {&u});
+  expect_values(sorted[0], {4}, {1, 2, 3, 4}, TP::FLOAT);
+  expect_values(sorted[1], {4}, {1, 0, 3, 4}, TP::INT64);
+  expect_values(sorted[2], {6}, {1, 0, 0, 2, 3, 2}, TP::INT64);
+  expect_values(sorted[3], {4}, {2, 1, 2, 1}, TP::INT64);
+  onnx::NodeProto first = node("Unique", 1, 4);
+  attr(first, "sorted", 0);
+  expect_values(eval(first, {&u})[0], {4}, {2, 1, 3, 4}, TP::FLOAT);
+}
+
+TEST(OnnxNodeEval, ScanRunsTheBodyPerSlice) {
+  // state s [2], scan input x [3, 2] read in reverse: s <- s + row, each step's s stacked.
+  onnx::NodeProto n = node("Scan", 2, 2);
+  attr(n, "num_scan_inputs", 1);
+  attr(n, "scan_input_directions", std::vector<int64_t>{1});
+  onnx::AttributeProto* body = n.add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto& g = *body->mutable_g();
+  for (const char* name : {"s_in", "row"}) g.add_input()->set_name(name);
+  onnx::NodeProto& add = *g.add_node();
+  add.set_op_type("Add");
+  add.add_input("s_in");
+  add.add_input("row");
+  add.add_output("s_out");
+  onnx::NodeProto& id = *g.add_node();
+  id.set_op_type("Identity");
+  id.add_input("s_out");
+  id.add_output("step");
+  g.add_output()->set_name("s_out");
+  g.add_output()->set_name("step");
+  const OnnxValue s = val({2}, {0, 0}), x = val({3, 2}, {1, 2, 3, 4, 5, 6});
+  std::vector<OnnxValue> out = eval(n, {&s, &x});
+  expect_values(out[0], {2}, {9, 12}, TP::FLOAT);
+  expect_values(out[1], {3, 2}, {5, 6, 8, 10, 9, 12}, TP::FLOAT);
+}
+
 TEST(OnnxNodeEval, Conv1dWithPadsAndGroups) {
   // Two groups of one channel each, kernel [1, -1] for output 0 and [2] ... per group: w[0] = [1, -1], w[1] = [0, 2].
   const OnnxValue x = val({1, 2, 3}, {1, 2, 3, 10, 20, 30}), w = val({2, 1, 2}, {1, -1, 0, 2}), b = val({2}, {0.5, 0});

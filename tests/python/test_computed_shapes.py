@@ -11,6 +11,9 @@ them refused ("cannot infer the shape"), and a Slice the check's evaluator read 
                                INT64_MAX into INT64_MIN (via double) and computed an empty slice (exit 4 before).
   ceil_mode_pool_window_in_padding  MaxPool ceil_mode whose last window would start in the end padding: ONNX's
                                shape inference counts it, onnxruntime does not; the check could not run.
+  ceil_mode_pool_counted_extent_declared, ceil_mode_pool_window_larger_than_input  the same where the import
+                               cannot take onnxruntime's extent (the file declares ONNX's; or no floor-mode
+                               stand-in gives it): the check could not run (exit 4 under --check).
 
 For each: eqsat-run with its defaults exits 0, the report says the check ran and passed, and the written file
 gives the original's outputs in onnxruntime (at batch 1 and 3 where the batch is symbolic).
@@ -90,9 +93,28 @@ def ceil_mode_pool_window_in_padding():
     return nodes, [vi("x", ["batch", 3, 8, 8])], [vi("y", ["batch", 3, "oh", "ow"])], []
 
 
+def ceil_mode_pool_counted_extent_declared():
+    # The same pooling, its output also a graph output declared with ONNX's counted extent (4 along W): the
+    # import cannot take onnxruntime's extent, so the pooling's outputs and their readers are read as shapes that
+    # depend on values (the check takes onnxruntime's extent from its evaluation).
+    nodes = [H.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], pads=[0, 1, 0, 1], strides=[3, 3], ceil_mode=1),
+             H.make_node("Relu", ["p"], ["r"]), H.make_node("Relu", ["r"], ["y"])]
+    return nodes, [vi("x", ["batch", 3, 8, 8])], [vi("y", ["batch", 3, "oh", "ow"]), vi("p", ["batch", 3, 3, 4])], []
+
+
+def ceil_mode_pool_window_larger_than_input():
+    # ceil_mode where one axis's window is larger than the padded input (H: 1 < 3) and the other's last window
+    # starts in the end padding (W: ONNX counts 2, onnxruntime 1): no floor-mode stand-in gives the true extent.
+    nodes = [H.make_node("Relu", ["x"], ["xr"]),
+             H.make_node("MaxPool", ["xr"], ["p"], kernel_shape=[3, 3], pads=[0, 2, 0, 2], strides=[3, 3], ceil_mode=1),
+             H.make_node("Relu", ["p"], ["r"]), H.make_node("Relu", ["r"], ["y"])]
+    return nodes, [vi("x", ["batch", 4, 1, 1])], [vi("y", ["batch", 4, "oh", "ow"])], []
+
+
 failures = []
 for build in (constantofshape_concat, expand_shape_of_initializer, range_mask_where, slice_to_end_step2,
-              ceil_mode_pool_window_in_padding):
+              ceil_mode_pool_window_in_padding, ceil_mode_pool_counted_extent_declared,
+              ceil_mode_pool_window_larger_than_input):
     name = build.__name__
     nodes, inputs, outputs, inits = build()
     model = H.make_model(H.make_graph(nodes, name, inputs, outputs, initializer=inits),

@@ -7,7 +7,7 @@ with the original's outputs at batch 1 and 3, with inputs that take each branch;
 branch and Loop iteration by iteration. The Loop's carried value keeps its shape through the body, which the
 import finds (libonnx 1.12's inference leaves a Loop's carried outputs unknown). An If whose condition compares
 the sequence length with a threshold must take the other branch at a short sequence, as the original. (A Loop
-whose carried value changes shape is still refused: issue 43.)
+whose carried value changes shape, and Scan: tests/python/test_dynamic_shapes.py.)
 Usage: test_control_flow.py EQSAT_RUN WORKDIR
 """
 import json

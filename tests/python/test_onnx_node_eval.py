@@ -35,7 +35,7 @@ Abs Pow Sqrt Exp Log Erf Tanh Sigmoid Sin Cos Floor Ceil Round Sign Min Max Mod 
 GatherElements GatherND Unsqueeze Squeeze Reshape Flatten Transpose Concat Slice Split Tile Shape Size ConstantOfShape Range
 CumSum Trilu ReduceSum ReduceMean ReduceMax ReduceMin Softmax LogSoftmax LayerNormalization Gelu Conv MatMul
 Identity Dropout ScatterND Clip HardSigmoid Relu LeakyRelu MaxPool AveragePool LpPool GlobalMaxPool
-GlobalAveragePool If Loop""".split()
+GlobalAveragePool If Loop Scan NonZero Compress TopK Unique Gemm BatchNormalization""".split()
 missing = [op for op in REQUIRED if op not in covered]
 assert not missing, f"operators the evaluator does not cover: {missing}"
 
@@ -234,6 +234,30 @@ ort_case("ort_pad_reflect_edge", [N("Pad", ["x", "p"], ["y"], mode="reflect"), N
                                   N("Pad", ["x", "p", "v"], ["w"])],
          [("x", f32(2, 4)), ("p", np.array([0, 2, 1, 3], np.int64)), ("v", np.array(1.5, np.float32))],
          [("y", F), ("z", F), ("w", F)])
+
+# Shapes from values: NonZero of a 3-d tensor with ties of zero, TopK with ties and NaN-free repeats, Unique along
+# an axis in order of first occurrence, Compress with a condition shorter than the axis; Scan with two scan
+# inputs (one read in reverse), a scan output stacked along axis 1 and one in reverse.
+ort_case("ort_nonzero_3d", [N("NonZero", ["x"], ["y"])],
+         [("x", np.array([[[0, 1], [2, 0]], [[0, 0], [3, 4]]], np.float32))], [("y", I64)])
+ort_case("ort_topk_ties", [N("TopK", ["x", "k"], ["v", "i"], axis=0, largest=1), N("TopK", ["x", "k"], ["w", "j"], largest=0)],
+         [("x", np.array([[1, 3, 3], [3, 1, 2], [3, 3, 1]], np.float32)), ("k", np.array([2], np.int64))],
+         [("v", F), ("i", I64), ("w", F), ("j", I64)])
+ort_case("ort_unique_axis_unsorted", [N("Unique", ["x"], ["y", "i", "inv", "c"], axis=1, sorted=0)],
+         [("x", np.array([[1, 0, 1, 2], [3, 5, 3, 4]], np.float32))], [("y", F), ("i", I64), ("inv", I64), ("c", I64)])
+ort_case("ort_compress_short_condition", [N("Compress", ["x", "c"], ["y"], axis=1)],
+         [("x", f32(2, 4)), ("c", np.array([True, False, True]))], [("y", F)])
+_scan_body = helper.make_graph(
+    [N("Add", ["s_in", "a"], ["s0"]), N("Mul", ["s0", "b"], ["s_out"]), N("Tanh", ["s_out"], ["o1"]),
+     N("Neg", ["a"], ["o2"])], "scan_body",
+    [helper.make_tensor_value_info("s_in", F, [3]), helper.make_tensor_value_info("a", F, [3]),
+     helper.make_tensor_value_info("b", F, [3])],
+    [helper.make_tensor_value_info("s_out", F, [3]), helper.make_tensor_value_info("o1", F, [3]),
+     helper.make_tensor_value_info("o2", F, [3])])
+ort_case("ort_scan_axes_directions",
+         [N("Scan", ["s", "a", "b"], ["sf", "y1", "y2"], body=_scan_body, num_scan_inputs=2, scan_input_axes=[0, 1],
+            scan_input_directions=[0, 1], scan_output_axes=[1, 0], scan_output_directions=[0, 1])],
+         [("s", f32(3)), ("a", f32(4, 3)), ("b", f32(3, 4))], [("sf", F), ("y1", F), ("y2", F)])
 
 out = subprocess.run([tool] + dirs, capture_output=True, text=True)
 lines = out.stdout.splitlines()

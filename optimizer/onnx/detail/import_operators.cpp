@@ -18,7 +18,7 @@ namespace teq::onnx_io::detail {
 
 void Importer::import_node(const onnx::NodeProto& n) {
   for (const auto& in : n.input())
-    if (!in.empty() && !values_.count(in) && !m_.passthrough.count(in))
+    if (!in.empty() && !values_.count(in) && !dynamic_.count(in) && !m_.passthrough.count(in))
       fail(describe(n) + " reads '" + in + "', which no earlier node, input or initializer defines");
   // A value computed from the symbolic dimensions stays the computation the file has: the node as it was
   // before folding, opaque; so does a node that reads such a value (its result would otherwise hold one size).
@@ -71,6 +71,8 @@ ExprId Importer::in(const onnx::NodeProto& n, int k) {
   if (k >= n.input_size() || n.input(k).empty()) throw NotInVocabulary{"input " + std::to_string(k) + " missing"};
   const std::string& name = n.input(k);
   auto it = values_.find(name);
+  if (it == values_.end() && dynamic_.count(name))
+    throw NotInVocabulary{"input '" + name + "' has a shape that depends on tensor values"};
   if (it == values_.end() || elem_type(name) != onnx::TensorProto::FLOAT)
     throw NotInVocabulary{"input '" + name + "' is not a float tensor"};
   return it->second;
@@ -196,44 +198,83 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
   const AdaptedNode* adapted = adapted_node(working);
   if (adapted && !original.ParseFromString(adapted->original)) fail(describe(working) + ": adapted node is corrupt");
   const onnx::NodeProto& n = adapted ? original : working;
-  OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}, {}};
+  OpaqueNode node{n.op_type(), n.domain(), n.name(), n.SerializeAsString(), {}, {}, {}, {}};
   // Control flow is written as the file has it, without the sizes shape inference put into its subgraphs.
   if (auto cf = n.output_size() > 0 ? control_flow_.find(n.output(0)) : control_flow_.end(); cf != control_flow_.end())
     node.proto = cf->second;
   std::vector<ExprId> kids;
   for (const auto& name : n.input()) {
-    auto it = values_.find(name);
-    if (name.empty() || it == values_.end()) {
+    const std::optional<ExprId> operand = name.empty() ? std::nullopt : opaque_operand(name);
+    if (!operand) {
       node.input_child.push_back(-1);  // optional input left out, or a passed-through initializer
       continue;
     }
     node.input_child.push_back(static_cast<int>(kids.size()));
-    kids.push_back(it->second);
+    kids.push_back(*operand);
   }
   for (const auto& name : outer_references(n)) {
-    auto it = values_.find(name);
-    if (it == values_.end()) {
+    const std::optional<ExprId> operand = opaque_operand(name);
+    if (!operand) {
       if (!m_.passthrough.count(name))
         fail(describe(n) + " reads '" + name + "' in a subgraph, which no earlier node, input or initializer defines");
       node.implicit_inputs.emplace_back(name, -1);
       continue;
     }
     node.implicit_inputs.emplace_back(name, static_cast<int>(kids.size()));
-    kids.push_back(it->second);
+    kids.push_back(*operand);
   }
+  // ONNX's shapes downstream of a counted ceil_mode extent are counted from it too: not trusted either.
+  bool after_counted = false;
+  for (const auto& name : n.input()) after_counted |= counted_extent_.count(name) > 0;
+  for (const auto& [name, _] : node.implicit_inputs) after_counted |= counted_extent_.count(name) > 0;
+  if (after_counted)
+    for (const auto& out : n.output())
+      if (!out.empty()) counted_extent_.insert(out);
   const int64_t id = static_cast<int64_t>(m_.opaque.size());
+  node.dynamic_outputs.assign(static_cast<size_t>(n.output_size()), false);
   for (int k = 0; k < n.output_size(); ++k) {
     const std::string& out = n.output(k);
     node.output_types.push_back(out.empty() ? 0 : elem_type(out));
     if (out.empty() || !used_.count(out)) continue;
-    const Shape& s = shape_of(out, &n);
-    for (int64_t d : s)
-      if (d < 1) fail(describe(n) + " produces '" + out + "' with a zero-size dimension, which is not supported");
+    // A shape that depends on tensor values (inference left it unknown), or a zero-size one: the output is an
+    // operand of opaque readers only, with a stand-in shape (OpaqueNode::dynamic_outputs).
+    auto t = types_.find(out);
+    const bool known = t != types_.end() && t->second.shape && num_elements(*t->second.shape) > 0 &&
+                       !counted_extent_.count(out);
+    const Shape s = known ? *t->second.shape : stand_in_shape(out);
     std::vector<int64_t> attrs{id, k};
     attrs.insert(attrs.end(), s.begin(), s.end());
-    values_[out] = add(OpKind::Opaque, std::move(attrs), kids);
+    const ExprId e = add(OpKind::Opaque, std::move(attrs), kids);
+    if (known) {
+      values_[out] = e;
+      continue;
+    }
+    node.dynamic_outputs[static_cast<size_t>(k)] = true;
+    dynamic_[out] = e;
+    const bool counted = counted_extent_.count(out) > 0;
+    const bool zero_size = !counted && t != types_.end() && t->second.shape;
+    const std::string why = counted     ? "ONNX infers from a ceil_mode pooling's last window, which onnxruntime drops"
+                            : zero_size ? "has a zero-size dimension"
+                            : is_default_domain(n.domain()) ? "depends on tensor values"
+                                                            : "ONNX cannot infer (an operator of domain '" + n.domain() + "')";
+    m_.notes.push_back(describe(n) + " computes '" + out + "', whose shape " + why +
+                       ": it and its readers stay as the file has them");
   }
   m_.opaque.push_back(std::move(node));
+}
+
+std::optional<ExprId> Importer::opaque_operand(const std::string& name) const {
+  if (auto it = values_.find(name); it != values_.end()) return it->second;
+  if (auto it = dynamic_.find(name); it != dynamic_.end()) return it->second;
+  return std::nullopt;
+}
+
+Shape Importer::stand_in_shape(const std::string& name) const {
+  Shape s{1};
+  if (auto t = types_.find(name); t != types_.end() && t->second.shape) s = *t->second.shape;
+  else if (auto p = partial_shapes_.find(name); p != partial_shapes_.end()) s = p->second;
+  for (int64_t& d : s) d = std::max<int64_t>(d, 1);
+  return s;
 }
 
 }  // namespace teq::onnx_io::detail

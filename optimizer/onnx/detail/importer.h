@@ -178,6 +178,13 @@ class Importer {
 
   void import_opaque(const onnx::NodeProto& working);
 
+  /// The Expr node computing `name` for an opaque reader: a value, or an output of dynamic shape.
+  std::optional<ExprId> opaque_operand(const std::string& name) const;
+
+  /// The stand-in shape of a tensor whose shape the import does not know: the dimensions inference found,
+  /// 1 for the others (rank 1 when even the rank is unknown), zero-size dimensions as 1.
+  Shape stand_in_shape(const std::string& name) const;
+
   /// Keeps only what the outputs reach, in depth-first post-order from the roots, and renumbers opaque
   /// ids in first-use order, so that import(export(import(f))) == import(f).
   void compact();
@@ -188,9 +195,14 @@ class Importer {
   std::unordered_map<std::string, AdaptedNode> adapted_;  // nodes of opsets 18..21 rewritten to opset 17
   OnnxModel m_;
   std::unordered_map<std::string, ValueType> types_;
+  std::unordered_set<std::string> counted_extent_;  // ceil_mode poolings' outputs whose inferred extent onnxruntime drops
+  std::unordered_map<std::string, Shape> partial_shapes_;  // tensors of known rank but some unknown dimension (as 1)
   std::unordered_map<std::string, const onnx::TensorProto*> constants_;
   std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
   std::unordered_map<std::string, ExprId> values_;
+  /// Outputs of opaque nodes whose shape depends on tensor values (OpaqueNode::dynamic_outputs): operands of
+  /// other opaque nodes only, never of the vocabulary (in() and value() do not see them).
+  std::unordered_map<std::string, ExprId> dynamic_;
   std::unordered_set<std::string> used_, new_names_;
   std::unordered_map<std::string, const onnx::NodeProto*> producer_;  // the node computing each tensor
   std::unordered_map<std::string, size_t> readers_;  // node inputs and graph outputs naming each tensor

@@ -236,6 +236,11 @@ OnnxValue constant_of_shape(const Node& c);
 OnnxValue range(const Node& c);
 OnnxValue cumsum(const Node& c);
 OnnxValue trilu(const Node& c);
+// Outputs whose shapes depend on the values.
+OnnxValue nonzero(const Node& c);
+OnnxValue compress(const Node& c);
+std::vector<OnnxValue> topk(const Node& c);
+std::vector<OnnxValue> unique(const Node& c);
 
 // Reductions, normalizations, convolution, pooling, products: node_eval_nn.cpp.
 OnnxValue reduce(const Node& c);
@@ -245,5 +250,7 @@ std::vector<OnnxValue> layer_norm(const Node& c);
 OnnxValue conv(const Node& c);
 std::vector<OnnxValue> pool(const Node& c);
 OnnxValue matmul(const Node& c);
+OnnxValue gemm(const Node& c);
+OnnxValue batch_norm(const Node& c);
 
 }  // namespace teq::onnx_io::detail::eval

@@ -448,3 +448,139 @@ OnnxValue trilu(const Node& c) {
 }
 
 }  // namespace teq::onnx_io::detail::eval
+
+// ---------------------------------------------------------------- shapes that depend on values
+
+namespace teq::onnx_io::detail::eval {
+
+namespace {
+
+/// `x` seen as [outer, dim, inner] around `axis`: element (o, j, i).
+struct AxisView {
+  int64_t outer, dim, inner;
+  AxisView(const Shape& s, size_t axis) : outer(prod(s, 0, axis)), dim(s[axis]), inner(prod(s, axis + 1, s.size())) {}
+};
+
+/// The slices j of `x` along `axis` listed in `keep`, in that order: a tensor whose axis has keep.size() entries.
+T take_slices(const T& x, size_t axis, const std::vector<int64_t>& keep) {
+  const AxisView v(x.shape, axis);
+  Shape out = x.shape;
+  out[axis] = static_cast<int64_t>(keep.size());
+  std::vector<double> res;
+  res.reserve(static_cast<size_t>(num_elements(out)));
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t j : keep) {
+      const auto from = x.data.begin() + (o * v.dim + j) * v.inner;
+      res.insert(res.end(), from, from + v.inner);
+    }
+  return T(out, std::move(res));
+}
+
+}  // namespace
+
+OnnxValue nonzero(const Node& c) {
+  const T& x = c.x(0);
+  const size_t rank = x.shape.size();
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < x.size(); ++i)
+    if (x.data[static_cast<size_t>(i)] != 0) hits.push_back(i);
+  const int64_t n = static_cast<int64_t>(hits.size());
+  // A scalar is read as one element of rank 1 (onnxruntime's output [1, n]).
+  const size_t rows = std::max<size_t>(rank, 1);
+  std::vector<double> res(rows * static_cast<size_t>(n));
+  const std::vector<int64_t> strides = rank ? strides_of(x.shape) : std::vector<int64_t>{1};
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t rest = hits[static_cast<size_t>(k)];
+    for (size_t d = 0; d < rows; ++d) {
+      res[d * static_cast<size_t>(n) + static_cast<size_t>(k)] = static_cast<double>(rest / strides[d]);
+      rest %= strides[d];
+    }
+  }
+  return {T(Shape{static_cast<int64_t>(rows), n}, std::move(res)), TP::INT64};
+}
+
+OnnxValue compress(const Node& c) {
+  const T& x = c.x(0);
+  const T& cond = c.x(1);
+  if (cond.shape.size() != 1) bad(c.n, "condition is not 1-D");
+  const onnx::AttributeProto* axis_attr = find_attr(c.n, "axis");
+  const T flat(Shape{x.size()}, x.data);
+  const T& src = axis_attr ? x : flat;
+  const size_t axis = axis_attr ? static_cast<size_t>(norm_axis(c.n, axis_attr->i(), rank_of(x))) : 0;
+  if (cond.size() > src.shape[axis]) bad(c.n, "condition longer than the axis");
+  std::vector<int64_t> keep;
+  for (int64_t j = 0; j < cond.size(); ++j)
+    if (cond.data[static_cast<size_t>(j)] != 0) keep.push_back(j);
+  return {take_slices(src, axis, keep), c.type(0)};
+}
+
+std::vector<OnnxValue> topk(const Node& c) {
+  const T& x = c.x(0);
+  const size_t axis = static_cast<size_t>(norm_axis(c.n, c.i("axis", -1), rank_of(x)));
+  const int64_t k = c.opset < 10 ? c.i("k", 0) : static_cast<int64_t>(c.x(1).data.at(0));
+  const bool largest = c.i("largest", 1) != 0;
+  const AxisView v(x.shape, axis);
+  if (k < 0 || k > v.dim) bad(c.n, "k = " + std::to_string(k) + " outside 0.." + std::to_string(v.dim));
+  Shape out = x.shape;
+  out[axis] = k;
+  std::vector<double> values(static_cast<size_t>(num_elements(out))), indices(values.size());
+  std::vector<int64_t> order(static_cast<size_t>(v.dim));
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      auto at = [&](int64_t j) { return x.data[static_cast<size_t>((o * v.dim + j) * v.inner + i)]; };
+      std::iota(order.begin(), order.end(), int64_t{0});
+      // Ties: the lower index first (ONNX), NaN as the largest value (onnxruntime).
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        const double p = at(a), q = at(b);
+        if (std::isnan(p) || std::isnan(q)) return largest ? std::isnan(p) && !std::isnan(q) : !std::isnan(p) && std::isnan(q);
+        return largest ? p > q : p < q;
+      });
+      for (int64_t j = 0; j < k; ++j) {
+        const size_t to = static_cast<size_t>((o * k + j) * v.inner + i);
+        values[to] = at(order[static_cast<size_t>(j)]);
+        indices[to] = static_cast<double>(order[static_cast<size_t>(j)]);
+      }
+    }
+  return {{T(out, std::move(values)), c.type(0)}, {T(out, std::move(indices)), TP::INT64}};
+}
+
+std::vector<OnnxValue> unique(const Node& c) {
+  const T& x = c.x(0);
+  const onnx::AttributeProto* axis_attr = find_attr(c.n, "axis");
+  const T flat(Shape{x.size()}, x.data);
+  const T& src = axis_attr ? x : flat;
+  const size_t axis = axis_attr ? static_cast<size_t>(norm_axis(c.n, axis_attr->i(), rank_of(x))) : 0;
+  const AxisView v(src.shape, axis);
+  auto slice_of = [&](int64_t j) {
+    std::vector<double> s;
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) s.push_back(src.data[static_cast<size_t>((o * v.dim + j) * v.inner + i)]);
+    return s;
+  };
+  std::vector<std::vector<double>> slices;
+  for (int64_t j = 0; j < v.dim; ++j) slices.push_back(slice_of(j));
+  // Each distinct slice by its first occurrence.
+  std::vector<int64_t> firsts;
+  std::map<std::vector<double>, int64_t> first_of;
+  for (int64_t j = 0; j < v.dim; ++j)
+    if (first_of.emplace(slices[static_cast<size_t>(j)], j).second) firsts.push_back(j);
+  if (c.i("sorted", 1) != 0)
+    std::sort(firsts.begin(), firsts.end(),
+              [&](int64_t a, int64_t b) { return slices[static_cast<size_t>(a)] < slices[static_cast<size_t>(b)]; });
+  std::map<std::vector<double>, int64_t> position;
+  for (size_t u = 0; u < firsts.size(); ++u) position[slices[static_cast<size_t>(firsts[u])]] = static_cast<int64_t>(u);
+  const int64_t n = static_cast<int64_t>(firsts.size());
+  std::vector<double> idx, inverse, counts(firsts.size(), 0.0);
+  for (int64_t j : firsts) idx.push_back(static_cast<double>(j));
+  for (int64_t j = 0; j < v.dim; ++j) {
+    const int64_t u = position.at(slices[static_cast<size_t>(j)]);
+    inverse.push_back(static_cast<double>(u));
+    counts[static_cast<size_t>(u)] += 1;
+  }
+  return {{take_slices(src, axis, firsts), c.type(0)},
+          {T(Shape{n}, std::move(idx)), TP::INT64},
+          {T(Shape{v.dim}, std::move(inverse)), TP::INT64},
+          {T(Shape{n}, std::move(counts)), TP::INT64}};
+}
+
+}  // namespace teq::onnx_io::detail::eval

@@ -424,4 +424,54 @@ OnnxValue matmul(const Node& c) {
   return make(T(s, std::move(out)), c.type(0));
 }
 
+OnnxValue gemm(const Node& c) {
+  // Y = alpha * A' B' + beta * C, A' and B' transposed by transA/transB, C broadcast to [M, N].
+  T a = c.x(0), b = c.x(1);
+  if (a.shape.size() != 2 || b.shape.size() != 2) bad(c.n, "operands are not matrices");
+  const bool ta = c.i("transA", 0) != 0, tb = c.i("transB", 0) != 0;
+  const int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+  const int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
+  if (k != kb) bad(c.n, "inner dimensions differ");
+  const double alpha = c.f("alpha", 1.0), beta = c.f("beta", 1.0);
+  auto at = [&](int64_t i, int64_t l) { return a.data[static_cast<size_t>(ta ? l * m + i : i * k + l)]; };
+  auto bt = [&](int64_t l, int64_t j) { return b.data[static_cast<size_t>(tb ? j * k + l : l * n + j)]; };
+  std::vector<double> out(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l) {
+      const double av = at(i, l);
+      for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(i * n + j)] += av * bt(l, j);
+    }
+  T y(Shape{m, n}, std::move(out));
+  for (double& v : y.data) v *= alpha;
+  if (c.has(2)) {
+    const T& bias = c.x(2);
+    y = broadcast_map(c.n, {&y, &bias}, [beta](const double* v) { return v[0] + beta * v[1]; });
+    if (y.shape != Shape{m, n}) bad(c.n, "C does not broadcast to [M, N]");
+  }
+  return make(std::move(y), c.type(0));
+}
+
+OnnxValue batch_norm(const Node& c) {
+  // Inference mode: y = scale * (x - mean) / sqrt(var + epsilon) + B, per channel (axis 1).
+  if (c.i("training_mode", 0) != 0) not_covered(c.n, "training mode");
+  if (c.opset < 7 && c.i("is_test", 0) == 0) not_covered(c.n, "training mode");
+  for (int k = 1; k < c.n.output_size(); ++k)
+    if (!c.n.output(k).empty()) not_covered(c.n, "training-mode outputs");
+  T x = c.x(0);
+  if (x.shape.size() < 2) bad(c.n, "input of rank below 2");
+  const double eps = c.f("epsilon", 1e-5);
+  const int64_t channels = x.shape[1], inner = prod(x.shape, 2, x.shape.size());
+  for (size_t k = 1; k <= 4; ++k)
+    if (c.x(k).size() != channels) bad(c.n, "a parameter does not have one value per channel");
+  const T &scale = c.x(1), &bias = c.x(2), &mean = c.x(3), &var = c.x(4);
+  for (int64_t o = 0; o < x.shape[0]; ++o)
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const size_t q = static_cast<size_t>(ch);
+      const double mul = scale.data[q] / std::sqrt(var.data[q] + eps);
+      double* p = x.data.data() + (o * channels + ch) * inner;
+      for (int64_t i = 0; i < inner; ++i) p[i] = (p[i] - mean.data[q]) * mul + bias.data[q];
+    }
+  return make(std::move(x), c.type(0));
+}
+
 }  // namespace teq::onnx_io::detail::eval

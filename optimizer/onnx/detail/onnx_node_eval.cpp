@@ -169,7 +169,7 @@ const std::set<std::string>& other_ops() {
       "Range", "CumSum", "Trilu", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
       "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "Softmax",
       "LogSoftmax", "LayerNormalization", "Conv", "MatMul", "ScatterND", "Pad", "MaxPool", "AveragePool", "LpPool",
-      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"};
+      "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool", "NonZero", "Compress", "TopK", "Unique", "Gemm", "BatchNormalization"};
   return ops;
 }
 
@@ -281,8 +281,14 @@ std::vector<OnnxValue> eval_structural(const Node& c) {
   if (op == "Conv") return {conv(c)};
   if (op.find("Pool") != std::string::npos) return pool(c);
   if (op == "MatMul") return {matmul(c)};
+  if (op == "Gemm") return {gemm(c)};
+  if (op == "BatchNormalization") return {batch_norm(c)};
   if (op == "ScatterND") return {scatter_nd(c)};
   if (op == "Pad") return {pad(c)};
+  if (op == "NonZero") return {nonzero(c)};
+  if (op == "Compress") return {compress(c)};
+  if (op == "TopK") return topk(c);
+  if (op == "Unique") return unique(c);
   not_covered(c.n, "not implemented");
 }
 
@@ -363,6 +369,10 @@ bool is_if(const onnx::NodeProto& node) {
 
 bool is_loop(const onnx::NodeProto& node) {
   return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Loop";
+}
+
+bool is_scan(const onnx::NodeProto& node) {
+  return (node.domain().empty() || node.domain() == "ai.onnx") && node.op_type() == "Scan";
 }
 
 /// Loops longer than this are not evaluated (the check says it cannot run rather than taking minutes).
@@ -458,6 +468,104 @@ std::vector<OnnxValue> evaluate_loop(const onnx::NodeProto& node, const std::vec
   return result;
 }
 
+/// Slice j of `x` along `axis` (the axis removed).
+OnnxValue slice_along(const OnnxValue& x, size_t axis, int64_t j) {
+  const Shape& s = x.t.shape;
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  Shape out = s;
+  out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(outer * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto from = x.t.data.begin() + (o * s[axis] + j) * inner;
+    v.insert(v.end(), from, from + inner);
+  }
+  return {T(out, std::move(v)), x.type};
+}
+
+/// `parts` (of one shape) stacked along a new `axis`.
+OnnxValue stack_along(const std::vector<OnnxValue>& parts, size_t axis) {
+  const Shape& s = parts.at(0).t.shape;
+  if (axis > s.size()) throw NotEvaluable("Scan output axis out of range");
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis; d < s.size(); ++d) inner *= s[d];
+  Shape out = s;
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis), static_cast<int64_t>(parts.size()));
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(outer * inner) * parts.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (const OnnxValue& p : parts) {
+      if (p.t.shape != s) throw NotEvaluable("Scan output whose shape changes between iterations");
+      v.insert(v.end(), p.t.data.begin() + o * inner, p.t.data.begin() + (o + 1) * inner);
+    }
+  return {T(out, std::move(v)), parts[0].type};
+}
+
+/// ONNX Scan (opset 9 on): N state values then M scan inputs; the body maps (state..., one slice of each scan
+/// input...) to (state..., one element of each scan output...), iterating over the scan inputs' scan axis in
+/// its direction; the node's outputs are the final states, then each scan output stacked along its axis.
+std::vector<OnnxValue> evaluate_scan(const onnx::NodeProto& node, const std::vector<const OnnxValue*>& inputs,
+                                     const OuterValues& outer, int64_t opset) {
+  if (opset < 9) throw NotEvaluable("Scan of opset 8 (sequence_lens and a batch axis)");
+  const onnx::GraphProto& body = *branch(node, "body");
+  const int64_t m = attr_int(node, "num_scan_inputs", -1);
+  const int64_t total = static_cast<int64_t>(inputs.size());
+  if (m < 1 || m > total) throw NotEvaluable("Scan whose num_scan_inputs does not fit its inputs");
+  const size_t states = static_cast<size_t>(total - m), scans_in = static_cast<size_t>(m);
+  if (body.input_size() != total || body.output_size() < static_cast<int>(states))
+    throw NotEvaluable("Scan body whose inputs and outputs do not fit the node");
+  const size_t scans_out = static_cast<size_t>(body.output_size()) - states;
+  auto list = [&](const char* name, size_t n, int64_t fallback) {
+    std::vector<int64_t> v = attr_ints(node, name).value_or(std::vector<int64_t>(n, fallback));
+    if (v.size() != n) throw NotEvaluable(std::string("Scan attribute ") + name + " of the wrong length");
+    return v;
+  };
+  const std::vector<int64_t> in_axes = list("scan_input_axes", scans_in, 0), in_dirs = list("scan_input_directions", scans_in, 0),
+                             out_axes = list("scan_output_axes", scans_out, 0),
+                             out_dirs = list("scan_output_directions", scans_out, 0);
+  std::vector<OnnxValue> state;
+  for (size_t k = 0; k < states; ++k) {
+    if (!inputs[k]) throw NotEvaluable("Scan with a missing state value");
+    state.push_back(*inputs[k]);
+  }
+  int64_t length = -1;
+  std::vector<size_t> axes(scans_in);
+  for (size_t k = 0; k < scans_in; ++k) {
+    const OnnxValue* x = inputs[states + k];
+    if (!x) throw NotEvaluable("Scan with a missing scan input");
+    const int64_t rank = static_cast<int64_t>(x->t.shape.size()), a = in_axes[k] < 0 ? in_axes[k] + rank : in_axes[k];
+    if (a < 0 || a >= rank) throw ShapeError("Scan input axis out of range");
+    axes[k] = static_cast<size_t>(a);
+    const int64_t len = x->t.shape[axes[k]];
+    if (length >= 0 && len != length) throw ShapeError("Scan inputs of different lengths");
+    length = len;
+  }
+  if (length > kMaxLoopIterations) throw NotEvaluable("Scan of more than " + std::to_string(kMaxLoopIterations) + " iterations");
+  std::vector<std::vector<OnnxValue>> scanned(scans_out);
+  for (int64_t i = 0; i < length; ++i) {
+    std::vector<OnnxValue> bound = state;
+    for (size_t k = 0; k < scans_in; ++k)
+      bound.push_back(slice_along(*inputs[states + k], axes[k], in_dirs[k] != 0 ? length - 1 - i : i));
+    std::vector<OnnxValue> out = evaluate_graph(body, outer, opset, std::move(bound));
+    for (size_t k = 0; k < states; ++k) state[k] = std::move(out[k]);
+    for (size_t k = 0; k < scans_out; ++k) scanned[k].push_back(std::move(out[states + k]));
+  }
+  std::vector<OnnxValue> result = std::move(state);
+  for (size_t k = 0; k < scans_out; ++k) {
+    if (scanned[k].empty()) throw NotEvaluable("Scan without iterations has scan outputs of no known shape");
+    if (out_dirs[k] != 0) std::reverse(scanned[k].begin(), scanned[k].end());
+    const int64_t rank = static_cast<int64_t>(scanned[k][0].t.shape.size()) + 1;
+    const int64_t a = out_axes[k] < 0 ? out_axes[k] + rank : out_axes[k];
+    if (a < 0 || a >= rank) throw ShapeError("Scan output axis out of range");
+    result.push_back(stack_along(scanned[k], static_cast<size_t>(a)));
+  }
+  if (static_cast<int>(result.size()) != node.output_size()) throw NotEvaluable("Scan with another number of outputs");
+  return result;
+}
+
 }  // namespace
 
 bool onnx_node_evaluable(const onnx::NodeProto& node) {
@@ -466,7 +574,7 @@ bool onnx_node_evaluable(const onnx::NodeProto& node) {
     const onnx::GraphProto *then_g = branch(node, "then_branch"), *else_g = branch(node, "else_branch");
     return then_g && else_g && graph_evaluable(*then_g) && graph_evaluable(*else_g);
   }
-  if (is_loop(node)) {
+  if (is_loop(node) || is_scan(node)) {
     const onnx::GraphProto* body = branch(node, "body");
     return body && graph_evaluable(*body);
   }
@@ -489,6 +597,7 @@ std::vector<OnnxValue> evaluate_onnx_node(const onnx::NodeProto& node, const std
     return out;
   }
   if (is_loop(node)) return evaluate_loop(node, inputs, outer, opset);
+  if (is_scan(node)) return evaluate_scan(node, inputs, outer, opset);
   const Node c{node, inputs, opset};
   std::vector<OnnxValue> out = dispatch(c);
   out.resize(static_cast<size_t>(std::max(node.output_size(), 1)));

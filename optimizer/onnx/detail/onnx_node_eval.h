@@ -44,7 +44,7 @@ std::vector<OnnxValue> evaluate_onnx_node(const onnx::NodeProto& node, const std
                                           int64_t opset, const OuterValues& outer = {});
 
 /// Whether evaluate_onnx_node covers the operator (default domain only; If when every node of both branches is
-/// covered; Loop and Scan never).
+/// covered; Loop and Scan (opset 9 on) when every node of the body is).
 bool onnx_node_evaluable(const onnx::NodeProto& node);
 
 /// The operators covered, sorted (for docs and messages).
