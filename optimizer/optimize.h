@@ -40,6 +40,9 @@ struct OptimizeConfig {
   double ilp_time_limit_s = 60;         // the ILP's wall-clock guard (the counts below decide, IlpConfig)
   int ilp_max_nodes = 1000;             // CBC branch-and-bound nodes per extraction
   int ilp_max_lp_iterations = 100'000;  // simplex iterations of the root LP per extraction
+  /// The element types of the graph's leaves and opaque nodes (egraph.h): the e-graph never merges classes
+  /// of different types, and cost models that count bytes price 16-bit floats at 2 bytes. Empty: unknown.
+  LeafElemType leaf_types = {};
 };
 
 struct ExtractionStats {
