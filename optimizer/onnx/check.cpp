@@ -121,12 +121,29 @@ class OpaqueEvaluator {
     std::vector<detail::OnnxValue> held(static_cast<size_t>(proto.input_size()));
     std::deque<detail::OnnxValue> large;  // passed-through weights read for this node only
     std::vector<const detail::OnnxValue*> inputs(static_cast<size_t>(proto.input_size()), nullptr);
+    // The operands are borrowed, not copied: each tensor the evaluator holds is moved into its OnnxValue for the
+    // call and moved back after it (the evaluator's own storage, not const; an fp16 embedding table of 131 M
+    // elements is 1 GB as doubles, which a copy would double). The same tensor read twice is moved once.
+    std::map<const Tensor<double>*, size_t> borrowed;
+    struct GiveBack {
+      std::map<const Tensor<double>*, size_t>& from;
+      std::vector<detail::OnnxValue>& held;
+      ~GiveBack() {
+        for (const auto& [tensor, k] : from) *const_cast<Tensor<double>*>(tensor) = std::move(held[k].t);
+      }
+    } give_back{borrowed, held};
     for (int k = 0; k < proto.input_size(); ++k) {
       const size_t kk = static_cast<size_t>(k);
       const int child = kk < op.input_child.size() ? op.input_child[kk] : -1;
       if (child >= 0) {
         if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
-        held[kk] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
+        const Tensor<double>* arg = args[static_cast<size_t>(child)];
+        if (auto it = borrowed.find(arg); it != borrowed.end()) {
+          inputs[kk] = &held[it->second];
+          continue;
+        }
+        held[kk] = {std::move(*const_cast<Tensor<double>*>(arg)), types_[n.children[static_cast<size_t>(child)].value]};
+        borrowed.emplace(arg, kk);
         inputs[kk] = &held[kk];
       } else if (!proto.input(k).empty()) {
         inputs[kk] = &passthrough(proto.input(k), op, large);
@@ -142,6 +159,10 @@ class OpaqueEvaluator {
         continue;
       }
       if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
+      if (auto it = borrowed.find(args[static_cast<size_t>(child)]); it != borrowed.end()) {
+        outer[name] = &held[it->second];  // an input too: moved into held above
+        continue;
+      }
       outer_held[k] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
       outer[name] = &outer_held[k];
     }
