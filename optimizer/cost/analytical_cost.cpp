@@ -130,7 +130,8 @@ double AnalyticalCostModel::node_cost(const NodeContext& node) const {
   const Shape& output = node.output;
   OpWork w = op_work(op, attrs, inputs, output, element_bytes(node.elem_type, bytes_per_element_));
   if (!w.launches_kernel) return 0;
-  const double peak = w.tensor_core ? tensor_peak_ : scalar_peak_;
+  const auto [tensor_peak, scalar_peak] = peaks(node.elem_type);
+  const double peak = w.tensor_core ? tensor_peak : scalar_peak;
   const double compute = w.flops / peak;
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
   double t = std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
@@ -143,6 +144,12 @@ double AnalyticalCostModel::node_cost(const NodeContext& node) const {
     t += node_cost(NodeContext{*activation_op(act), {}, std::span<const Shape>(out, 1), output, {}, node.elem_type});
   }
   return t;
+}
+
+std::pair<double, double> AnalyticalCostModel::peaks(int32_t elem_type) const {
+  if (element_bytes(elem_type) == 2 && precision_ != Precision::Fp16 && profile_.fp16_tensor_tflops > 0)
+    return {profile_.fp16_tensor_tflops * 1e12, profile_.fp32_tflops * 1e12 * 2};
+  return {tensor_peak_, scalar_peak_};
 }
 
 RuntimePolicy AnalyticalCostModel::runtime_policy() const {
@@ -164,7 +171,8 @@ double AnalyticalCostModel::weight_stream_penalty(const NodeContext& node) const
   if (streamed == 0) return 0;
   const OpWork w = op_work(op, node.attrs, inputs, node.output, element_bytes(node.elem_type, bytes_per_element_));
   if (!w.launches_kernel) return 0;
-  const double compute = w.flops / (w.tensor_core ? tensor_peak_ : scalar_peak_);
+  const auto [tensor_peak, scalar_peak] = peaks(node.elem_type);
+  const double compute = w.flops / (w.tensor_core ? tensor_peak : scalar_peak);
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
   const double extra = streamed / (profile_.weight_stream_gbs * 1e9) - streamed / (profile_.memory_bandwidth_gbs * 1e9);
   return std::max(compute, memory + extra) - std::max(compute, memory);

@@ -9,6 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/cost/analytical_cost.h"
 #include "optimizer/engine/cost_model.h"
 #include "optimizer/engine/egraph.h"
 #include "optimizer/engine/extract.h"
@@ -188,6 +189,22 @@ TEST(Float16, CostModelsCountTwoBytesAnElement) {
   const OnnxModel m32 = import_onnx_bytes(block(kF32, kF32).SerializeAsString(), "m32");
   EXPECT_LT(graph_cost(m16.graph, flops, leaf_elem_types(m16)), graph_cost(m32.graph, flops, leaf_elem_types(m32)));
   EXPECT_EQ(graph_cost(m32.graph, flops, leaf_elem_types(m32)), graph_cost(m32.graph, flops));
+}
+
+TEST(Float16, TheAnalyticalModelUsesTheDevicesSixteenBitRates) {
+  const std::filesystem::path devices = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus" / "devices";
+  const AnalyticalCostModel h200(load_device_profile(devices / "h200.json"), Precision::Fp32);
+  const Shape a{4096, 4096};
+  const Shape in[] = {a, a};
+  const std::vector<int64_t> no_act{0};
+  const double f32 = h200.node_cost(NodeContext{OpKind::Matmul, no_act, in, a, {}, kF32});
+  const double f16 = h200.node_cost(NodeContext{OpKind::Matmul, no_act, in, a, {}, kF16});
+  EXPECT_EQ(h200.node_cost(NodeContext{OpKind::Matmul, no_act, in, a, {}, 0}), f32);
+  EXPECT_LT(f16, f32 / 4);  // compute-bound: fp16 tensor cores against the FP32 rate
+  // A profile without an fp16 rate (onnxruntime on a CPU) prices only the bytes.
+  const AnalyticalCostModel cpu(load_device_profile(devices / "cpu-ort.json"), Precision::Fp32);
+  EXPECT_EQ(cpu.node_cost(NodeContext{OpKind::Matmul, no_act, in, a, {}, kF16}),
+            cpu.node_cost(NodeContext{OpKind::Matmul, no_act, in, a, {}, kF32}));
 }
 
 }  // namespace
