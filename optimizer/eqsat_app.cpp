@@ -241,7 +241,7 @@ OpaqueFacts opaque_facts(const onnx_io::OnnxModel& model) {
 
 /// Saturation (or the sequential baseline), with progress lines on the log.
 OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const RuleCorpus& rules, const CostModel& cost,
-                          OpaqueFacts opaque = {}) {
+                          const LeafElemType& leaf_types, OpaqueFacts opaque = {}) {
   std::ostream* log = config.log;
   if (config.search == SearchMethod::Sequential) {
     SequentialConfig sc = config.sequential;
@@ -254,6 +254,7 @@ OptimizeReport run_search(const EqsatConfig& config, const Expr& graph, const Ru
   }
   OptimizeConfig oc = config.optimize;
   oc.opaque = std::move(opaque);
+  oc.leaf_types = leaf_types;
   if (log)
     oc.saturation.on_iteration = [log](const IterationStats& s) {
       *log << "  iter " << s.iteration << ": " << s.enodes << " e-nodes, " << s.eclasses << " e-classes, " << s.matches
@@ -425,14 +426,15 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   const double import_seconds = since(import_start);
   const onnx_io::OnnxModel& model = result.model;
   const std::string defaulted = adopt_defaulted_dims(config, model);
-  const ModelFootprint footprint{.weight_bytes = weight_bytes(model.graph)};
+  const LeafElemType leaf_types = leaf_elem_types(model);
+  const ModelFootprint footprint{.weight_bytes = weight_bytes(model.graph, leaf_types)};
   if (footprint.weight_bytes > 0) cost = load_cost_model(config, corpus_dir, footprint);
   const std::string model_name = config.builtin.empty() ? config.model.string() : config.builtin;
   RunFacts facts{model_name, rules_text, cost_choice.why, cost, {}, std::nullopt};
   facts.import_seconds = import_seconds;
   if (log) log_inputs(*log, facts, model, rules, defaulted, footprint);
 
-  const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost, opaque_facts(model));
+  const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost, leaf_types, opaque_facts(model));
   const OutputContext output(config, model);
   auto phase_start = Clock::now();
   // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).

@@ -28,8 +28,8 @@ const char* method_name(ExtractMethod m) {
 
 nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOptions& o) {
   nlohmann::json j = {{"evaluated", c.evaluated}, {"passed", c.passed}, {"max_abs_diff", c.max_abs_diff},
-                      {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements}, {"rtol", o.rtol},
-                      {"atol", o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
+                      {"max_rel_diff", c.max_rel_diff}, {"elements", c.elements},
+                      {"rtol", c.rtol > 0 ? c.rtol : o.rtol}, {"atol", c.atol > 0 ? c.atol : o.atol}, {"seed", o.seed}, {"seconds", c.seconds}};
   if (!c.reason.empty()) j["reason"] = c.reason;
   if (!c.note.empty()) j["note"] = c.note;
   if (!c.not_needed.empty()) j["not_needed"] = c.not_needed;
@@ -48,7 +48,7 @@ void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io
     log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
         << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
         << (c.passed_imported_size ? "equal within tolerance" : "DIFFERENT beyond tolerance") << " (rtol "
-        << fmt("%g", options.rtol) << ", atol " << fmt("%g", options.atol) << "), " << fmt("%.2f", c.seconds) << " s\n";
+        << fmt("%g", c.rtol > 0 ? c.rtol : options.rtol) << ", atol " << fmt("%g", c.atol > 0 ? c.atol : options.atol) << "), " << fmt("%.2f", c.seconds) << " s\n";
   if (!c.note.empty()) log << "  check: note: " << c.note << "\n";
   for (const onnx_io::SizeCheck& s : c.sizes)
     log << "  check at " << s.dim << "=" << s.value << ": "

@@ -51,11 +51,12 @@ OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const 
                               const OptimizeConfig& config) {
   OptimizeReport report;
   report.optimized = graph;
-  report.original_cost = report.optimized_cost = graph_cost(graph, cost);
+  report.original_cost = report.optimized_cost = graph_cost(graph, cost, config.leaf_types);
 
   // Saturate.
   const auto t0 = Clock::now();
   EGraph egraph;
+  egraph.set_leaf_types(config.leaf_types);
   const std::vector<ClassId> ids = egraph.add_expr(graph);
   std::vector<ClassId> roots;
   for (ExprId r : graph.roots()) roots.push_back(ids[r.value]);
@@ -93,7 +94,7 @@ OptimizeReport optimize_round(const Expr& graph, const RuleCorpus& rules, const 
   }
 
   Expr optimized = build_expr(egraph, ex.choice, roots);
-  const double optimized_cost = graph_cost(optimized, cost);
+  const double optimized_cost = graph_cost(optimized, cost, config.leaf_types);
   if (optimized_cost > report.original_cost) {
     // A heuristic extractor can lose to the input (tree cost ignores sharing): keep the input.
     report.notes.push_back("extracted graph costs more than the input; input kept");

@@ -44,6 +44,9 @@ struct OptimizeConfig {
   // Which opaque nodes only reshape an operand or are element-wise (engine/reshape_free.h): set by the ONNX
   // driver; empty for none.
   OpaqueFacts opaque = {};
+  /// The element types of the graph's leaves and opaque nodes (egraph.h): the e-graph never merges classes
+  /// of different types, and cost models that count bytes price 16-bit floats at 2 bytes. Empty: unknown.
+  LeafElemType leaf_types = {};
 };
 
 struct ExtractionStats {

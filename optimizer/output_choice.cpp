@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <span>
 
 #include "optimizer/detail/text.h"
 #include "optimizer/eqsat_app.h"
 #include "optimizer/onnx/onnx_import.h"
+#include "rules/ops/opaque.h"
 
 namespace teq {
 
@@ -36,6 +40,24 @@ const onnx_io::ExportOptions& OutputContext::export_options() const {
   return *export_options_;
 }
 
+LeafElemType leaf_elem_types(const onnx_io::OnnxModel& model) {
+  auto named = std::make_shared<std::map<std::string, int32_t>>();
+  for (const onnx_io::TensorInfo& in : model.inputs) (*named)[in.name] = in.elem_type;
+  for (const auto& [name, w] : model.weights) (*named)[name] = w.elem_type();
+  auto opaque = std::make_shared<std::vector<std::vector<int32_t>>>();
+  for (const onnx_io::OpaqueNode& op : model.opaque) opaque->push_back(op.output_types);
+  return [named, opaque](OpKind op, std::span<const int64_t> attrs, const std::string& name) -> int32_t {
+    if (op == OpKind::Opaque) {
+      const ops::OpaqueAttrs a = ops::opaque_attrs(attrs);
+      if (a.id < 0 || static_cast<size_t>(a.id) >= opaque->size()) return 0;
+      const std::vector<int32_t>& types = (*opaque)[static_cast<size_t>(a.id)];
+      return a.output >= 0 && static_cast<size_t>(a.output) < types.size() ? types[static_cast<size_t>(a.output)] : 0;
+    }
+    auto it = named->find(name);
+    return it == named->end() ? 0 : it->second;
+  };
+}
+
 namespace {
 
 /// The original is written instead of the search's graph; `exported_*` keep the figures of the export that
@@ -59,7 +81,7 @@ void price_export(const OutputContext& context, const OptimizeReport& search, co
     // Read with the input's data folder: the export refers to the weights it did not change where they lie.
     const onnx_io::OnnxModel back =
         onnx_io::import_onnx_bytes(choice.exported, "the optimized model", context.original_file().import);
-    choice.exported_detail = graph_cost_detail(back.graph, cost);
+    choice.exported_detail = graph_cost_detail(back.graph, cost, leaf_elem_types(back));
     choice.exported_cost = choice.exported_detail.fused;
     choice.exported_shape_nodes = back.shape_nodes_folded;
     choice.exported_graph = back.graph;
@@ -102,7 +124,7 @@ OutputChoice decide_output(const OutputContext& context, const OptimizeReport& s
   OutputChoice choice;
   choice.graph = search.optimized;
   choice.cost = choice.claimed_cost = choice.exported_cost = search.optimized_cost;
-  choice.original_detail = choice.exported_detail = graph_cost_detail(model.graph, cost);
+  choice.original_detail = choice.exported_detail = graph_cost_detail(model.graph, cost, leaf_elem_types(model));
   choice.exported_graph = model.graph;
   choice.exported_shape_nodes = model.shape_nodes_folded;
   if (!(choice.graph == model.graph)) price_export(context, search, cost, choice);

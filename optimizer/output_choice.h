@@ -74,6 +74,10 @@ struct OutputChoice {
   bool writes_input_as_is() const { return file == OutputFile::Input; }
 };
 
+/// The element types of `model`'s leaves (graph inputs and weights by name) and opaque outputs, for the engine
+/// (OptimizeConfig::leaf_types, graph_cost): FLOAT, FLOAT16 and BFLOAT16 terms are priced and kept apart by type.
+LeafElemType leaf_elem_types(const onnx_io::OnnxModel& model);
+
 /// A measured verdict on an optimized graph (end-to-end times on this GPU): a note keeps the original; empty: fine.
 using OutputVerdict = std::function<std::string(const Expr& optimized)>;
 

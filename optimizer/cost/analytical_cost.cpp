@@ -128,9 +128,10 @@ double AnalyticalCostModel::node_cost(const NodeContext& node) const {
   const AttrSpan attrs = node.attrs;
   const std::span<const Shape> inputs = node.inputs;
   const Shape& output = node.output;
-  OpWork w = op_work(op, attrs, inputs, output, bytes_per_element_);
+  OpWork w = op_work(op, attrs, inputs, output, element_bytes(node.elem_type, bytes_per_element_));
   if (!w.launches_kernel) return 0;
-  const double peak = w.tensor_core ? tensor_peak_ : scalar_peak_;
+  const auto [tensor_peak, scalar_peak] = peaks(node.elem_type);
+  const double peak = w.tensor_core ? tensor_peak : scalar_peak;
   const double compute = w.flops / peak;
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
   double t = std::max(compute, memory) + profile_.launch_overhead_us * 1e-6;
@@ -140,9 +141,15 @@ double AnalyticalCostModel::node_cost(const NodeContext& node) const {
   const Activation act = fused_activation(op, attrs);
   if (act != Activation::None && !(act == Activation::Relu && is_anchor_operator(op, inputs))) {
     const Shape* out = &output;
-    t += node_cost(NodeContext{*activation_op(act), {}, std::span<const Shape>(out, 1), output});
+    t += node_cost(NodeContext{*activation_op(act), {}, std::span<const Shape>(out, 1), output, {}, node.elem_type});
   }
   return t;
+}
+
+std::pair<double, double> AnalyticalCostModel::peaks(int32_t elem_type) const {
+  if (element_bytes(elem_type) == 2 && precision_ != Precision::Fp16 && profile_.fp16_tensor_tflops > 0)
+    return {profile_.fp16_tensor_tflops * 1e12, profile_.fp32_tflops * 1e12 * 2};
+  return {tensor_peak_, scalar_peak_};
 }
 
 RuntimePolicy AnalyticalCostModel::runtime_policy() const {
@@ -158,13 +165,14 @@ double AnalyticalCostModel::weight_stream_penalty(const NodeContext& node) const
   const std::span<const OperandFacts> operands = node.operands;
   double streamed = 0;
   for (size_t k = 0; k < inputs.size() && k < operands.size(); ++k) {
-    const double bytes = elements(inputs[k]) * bytes_per_element_;
+    const double bytes = elements(inputs[k]) * element_bytes(node.elem_type, bytes_per_element_);
     if (operands[k].precomputable && bytes >= kStreamedWeightMinBytes) streamed += bytes;
   }
   if (streamed == 0) return 0;
-  const OpWork w = op_work(op, node.attrs, inputs, node.output, bytes_per_element_);
+  const OpWork w = op_work(op, node.attrs, inputs, node.output, element_bytes(node.elem_type, bytes_per_element_));
   if (!w.launches_kernel) return 0;
-  const double compute = w.flops / (w.tensor_core ? tensor_peak_ : scalar_peak_);
+  const auto [tensor_peak, scalar_peak] = peaks(node.elem_type);
+  const double compute = w.flops / (w.tensor_core ? tensor_peak : scalar_peak);
   const double memory = w.bytes / (profile_.memory_bandwidth_gbs * 1e9);
   const double extra = streamed / (profile_.weight_stream_gbs * 1e9) - streamed / (profile_.memory_bandwidth_gbs * 1e9);
   return std::max(compute, memory + extra) - std::max(compute, memory);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "optimizer/cost/runtime_cost.h"
@@ -83,6 +84,10 @@ class AnalyticalCostModel final : public CostModel {
   const DeviceProfile& profile() const { return profile_; }
 
  private:
+  /// The tensor-core and scalar peaks for a node of element type `elem_type` (NodeContext::elem_type): a
+  /// float16 or bfloat16 node runs at the profile's fp16 rates (tensor cores, packed half2 on the CUDA cores)
+  /// when it has them, whatever the precision suffix; others at this model's precision's.
+  std::pair<double, double> peaks(int32_t elem_type) const;
   DeviceProfile profile_;
   Precision precision_;
   double tensor_peak_ = 0;  // FLOP/s for tensor-core operators at this precision

@@ -18,6 +18,8 @@ double FlopCostModel::node_cost(const NodeContext& node) const {
   const size_t read = op == OpKind::Split ? 1 : node.inputs.size();
   for (size_t i = 0; i < read; ++i) elements += static_cast<double>(num_elements(node.inputs[i]));
   const bool view = op == OpKind::Split || op == OpKind::Slice || op == OpKind::Reshape;
+  // per_element is priced at 4 bytes an element: a 16-bit type moves half as many bytes.
+  elements *= element_bytes(node.elem_type) / 4;
   return config_.per_flop * op_flops(op, node.attrs, node.inputs, node.output) + config_.per_element * elements +
          (view ? config_.per_view_node : config_.per_node);
 }

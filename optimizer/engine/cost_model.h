@@ -37,7 +37,16 @@ struct NodeContext {
   std::span<const Shape> inputs;
   const Shape& output;
   std::span<const OperandFacts> operands = {};
+  /// The element type of the node's operands and result (LeafElemType's numbering, egraph.h: 1 float32, 10
+  /// float16, 16 bfloat16; 0 unknown, priced as float32): what models that count bytes moved multiply by.
+  int32_t elem_type = 0;
 };
+
+/// Bytes of one element of type `elem_type` (NodeContext::elem_type): 2 for float16 and bfloat16, else
+/// `otherwise` (float32's 4, or what a model assumes of every tensor).
+inline double element_bytes(int32_t elem_type, double otherwise = 4) {
+  return elem_type == 10 || elem_type == 16 ? 2 : otherwise;
+}
 
 /// Nodes of a graph (indices into Expr::nodes()) that a runtime runs as one kernel after its own load-time
 /// fusions, and what the model charges for that kernel: onnxruntime at ORT_ENABLE_ALL runs a residual Add

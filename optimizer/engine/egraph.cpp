@@ -60,8 +60,13 @@ ClassId EGraph::add(ENode node, std::optional<RuleId> origin) {
   const NodeId nid(nodes_.size());
   const ClassId cid(classes_.size());
   const bool weight_only = node_weight_only(node);
+  int32_t elem_type = 0;
+  if (is_leaf(node.op) || node.op == OpKind::Opaque || node.children.empty())
+    elem_type = leaf_type_ ? leaf_type_(node.op, node.attrs, node.name) : 0;
+  else
+    elem_type = classes_[find(node.children[0]).value].elem_type;
   parent_.push_back(cid);
-  classes_.push_back(EClass{{nid}, {}, std::move(shape), weight_only});
+  classes_.push_back(EClass{{nid}, {}, std::move(shape), weight_only, elem_type});
   for (size_t i = 0; i < node.children.size(); ++i) {
     ClassId c = node.children[i];
     // A node with a repeated child is one parent, not two.
@@ -76,6 +81,18 @@ ClassId EGraph::add(ENode node, std::optional<RuleId> origin) {
   ++num_classes_;
   ++version_;
   return cid;
+}
+
+std::vector<int32_t> expr_elem_types(const Expr& graph, const LeafElemType& leaf_type) {
+  std::vector<int32_t> types(graph.size(), 0);
+  for (size_t i = 0; i < graph.size(); ++i) {
+    const ExprNode& n = graph.nodes()[i];
+    if (is_leaf(n.op) || n.op == OpKind::Opaque || n.children.empty())
+      types[i] = leaf_type ? leaf_type(n.op, n.attrs, n.name) : 0;
+    else
+      types[i] = types[n.children[0].value];
+  }
+  return types;
 }
 
 std::vector<ClassId> EGraph::add_expr(const Expr& graph) {
@@ -99,6 +116,10 @@ bool EGraph::merge(ClassId a, ClassId b) {
     throw std::logic_error("EGraph::merge: e-classes " + std::to_string(a.value) + " and " +
                            std::to_string(b.value) + " have different shapes " + to_string(ca->shape) + " and " +
                            to_string(cb->shape) + " (an unsound rule or a shape-inference bug)");
+  if (ca->elem_type != cb->elem_type)
+    throw std::logic_error("EGraph::merge: e-classes " + std::to_string(a.value) + " and " + std::to_string(b.value) +
+                           " have different element types " + std::to_string(ca->elem_type) + " and " +
+                           std::to_string(cb->elem_type) + " (an unsound rule or a bug)");
   // The class with more parents stays the root: fewer parents need re-canonicalizing.
   if (ca->parents.size() < cb->parents.size()) {
     std::swap(a, b);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,12 +42,23 @@ struct ENodeHash {
   size_t operator()(const ENode& n) const noexcept;
 };
 
+/// The element type of a leaf (input, weight) or opaque node, by its operator, attributes and name, in ONNX's
+/// TensorProto::DataType numbering (1 float32, 10 float16, 16 bfloat16; 0 unknown): how a caller that knows
+/// its file's types gives them to the engine (issue 45). An operator's value has its first operand's type:
+/// the vocabulary is type-generic over the float types and rules never change a type.
+using LeafElemType = std::function<int32_t(OpKind op, std::span<const int64_t> attrs, const std::string& name)>;
+
+/// The element type of each node of `graph` (indexed by ExprId) as the e-graph assigns it: leaves and opaque
+/// nodes by `leaf_type` (0 when it is empty), operators their first operand's.
+std::vector<int32_t> expr_elem_types(const Expr& graph, const LeafElemType& leaf_type);
+
 /// What the e-graph knows about one e-class. `nodes` holds live, canonical e-nodes after rebuild().
 struct EClass {
   std::vector<NodeId> nodes;
   std::vector<NodeId> parents;  // e-nodes that have this class as a child (may hold stale ids before rebuild)
   Shape shape;
   bool weight_only = false;  // value depends only on weights/constants
+  int32_t elem_type = 0;     // LeafElemType's numbering; classes of different types never merge
 };
 
 class EGraph {
@@ -61,10 +73,15 @@ class EGraph {
   /// Adds every node of a graph; returns the class of each Expr node (indexed by ExprId).
   std::vector<ClassId> add_expr(const Expr& graph);
 
+  /// The element types of the leaves and opaque nodes added from now on (default: 0, unknown, for all).
+  void set_leaf_types(LeafElemType leaf_type) { leaf_type_ = std::move(leaf_type); }
+  int32_t elem_type(ClassId id) const { return classes_[find(id).value].elem_type; }
+
   /// Canonical representative of a class.
   ClassId find(ClassId id) const;
   /// Unions two classes; returns false if they were already one. The congruence closure is repaired by
-  /// the next rebuild(). Throws std::logic_error if the shapes differ (an unsound rule or a shape bug).
+  /// the next rebuild(). Throws std::logic_error if the shapes or element types differ (an unsound rule or a
+  /// shape bug).
   bool merge(ClassId a, ClassId b);
   /// Restores the invariants: canonical hash-cons, congruence closure, deduplicated class node lists,
   /// up-to-date analysis.
@@ -111,6 +128,7 @@ class EGraph {
   std::vector<ClassId> dirty_;            // classes whose node or parent lists need cleaning in rebuild()
   size_t num_classes_ = 0;
   size_t num_dead_ = 0;
+  LeafElemType leaf_type_;
   uint64_t version_ = 0;
 };
 

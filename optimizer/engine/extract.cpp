@@ -64,7 +64,7 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
       in.push_back(egraph.shape(d));
       operands.push_back(facts[egraph.find(d).value]);
     }
-    return NodeContext{e.op, e.attrs, in, egraph.eclass(c).shape, operands};
+    return NodeContext{e.op, e.attrs, in, egraph.eclass(c).shape, operands, egraph.eclass(c).elem_type};
   };
   for (bool changed = true; changed;) {
     changed = false;
@@ -162,17 +162,21 @@ std::vector<bool> precomputable_nodes(const Expr& graph) {
   return precomputable;
 }
 
-double weight_bytes(const Expr& graph) {
+double weight_bytes(const Expr& graph, const LeafElemType& leaf_type) {
   const std::vector<bool> needed = reached(graph);
   double bytes = 0;
-  for (size_t i = 0; i < graph.size(); ++i)
-    if (needed[i] && graph.nodes()[i].op == OpKind::Weight)
-      bytes += 4.0 * static_cast<double>(num_elements(Shape(graph.nodes()[i].attrs)));
+  for (size_t i = 0; i < graph.size(); ++i) {
+    const ExprNode& n = graph.nodes()[i];
+    if (needed[i] && n.op == OpKind::Weight)
+      bytes += element_bytes(leaf_type ? leaf_type(n.op, n.attrs, n.name) : 0) *
+               static_cast<double>(num_elements(Shape(n.attrs)));
+  }
   return bytes;
 }
 
-GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
+GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost, const LeafElemType& leaf_type) {
   const std::vector<Shape> shapes = infer_shapes(graph, {});
+  const std::vector<int32_t> types = expr_elem_types(graph, leaf_type);
   const std::vector<bool> needed = reached(graph);
   const std::vector<bool> precomputable = precomputable_nodes(graph);
   std::vector<NodeMarks> marks(graph.size(), 0);
@@ -188,7 +192,7 @@ GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
       in.push_back(shapes[c.value]);
       operands.push_back({precomputable[c.value], marks[c.value]});
     }
-    const NodeContext node{n.op, n.attrs, in, shapes[i], operands};
+    const NodeContext node{n.op, n.attrs, in, shapes[i], operands, types[i]};
     marks[i] = cost.marks(node);
     if (needed[i] && !precomputable[i]) node_costs[i] = node_cost_in_context(cost, node);
   }
@@ -204,6 +208,8 @@ GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost) {
   return total;
 }
 
-double graph_cost(const Expr& graph, const CostModel& cost) { return graph_cost_detail(graph, cost).fused; }
+double graph_cost(const Expr& graph, const CostModel& cost, const LeafElemType& leaf_type) {
+  return graph_cost_detail(graph, cost, leaf_type).fused;
+}
 
 }  // namespace teq

@@ -60,12 +60,14 @@ Expr build_expr(const EGraph& egraph, std::span<const NodeId> choice, std::span<
 /// Cost of a graph as the optimizer counts it: each operator node once, precomputable nodes (that
 /// depend only on weights and constants) free, and each fused unit the model prices (CostModel::fused_units)
 /// at its unit's cost instead of its nodes'.
-double graph_cost(const Expr& graph, const CostModel& cost);
+/// `leaf_type`: the element types of its leaves and opaque nodes (egraph.h), for models that count bytes.
+double graph_cost(const Expr& graph, const CostModel& cost, const LeafElemType& leaf_type = {});
 
 /// Which nodes depend on weights and constants only (computed once at load time), indexed like graph.nodes().
 std::vector<bool> precomputable_nodes(const Expr& graph);
-/// The bytes of the weight leaves the roots of `graph` reach (fp32): ModelFootprint::weight_bytes.
-double weight_bytes(const Expr& graph);
+/// The bytes of the weight leaves the roots of `graph` reach (4 an element, 2 for the 16-bit float types
+/// `leaf_type` says): ModelFootprint::weight_bytes.
+double weight_bytes(const Expr& graph, const LeafElemType& leaf_type = {});
 
 /// Both sums of graph_cost: `fused` is what graph_cost returns, `unfused` prices every node alone (what the
 /// runtime runs without its load-time fusions: onnxruntime at ORT_DISABLE_ALL under a DB measured there).
@@ -73,6 +75,6 @@ struct GraphCost {
   double fused = 0, unfused = 0;
   size_t units = 0;  // fused units priced
 };
-GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost);
+GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost, const LeafElemType& leaf_type = {});
 
 }  // namespace teq

@@ -86,24 +86,11 @@ std::string first_opaque_not_in(const OnnxModel& model, const std::set<std::stri
 /// a node are computed at once and kept until each Expr node that reads one has taken it.
 class OpaqueEvaluator {
  public:
-  OpaqueEvaluator(const OnnxModel& model, const Expr& g) : model_(model), g_(g), types_(g.size(), onnx::TensorProto::FLOAT) {
-    std::map<std::string, int32_t> input_types;
-    for (const TensorInfo& in : model.inputs) input_types[in.name] = in.elem_type;
-    for (size_t i = 0; i < g.size(); ++i) {
-      const ExprNode& n = g.nodes()[i];
-      if (n.op == OpKind::Input) {
-        auto it = input_types.find(n.name);
-        if (it != input_types.end() && it->second != 0) types_[i] = it->second;
-      } else if (n.op == OpKind::Opaque) {
-        const ops::OpaqueAttrs a = ops::opaque_attrs(n.attrs);
-        ++readers_[a.id];
-        if (static_cast<size_t>(a.id) < model.opaque.size()) {
-          const auto& ot = model.opaque[static_cast<size_t>(a.id)].output_types;
-          if (static_cast<size_t>(a.output) < ot.size() && ot[static_cast<size_t>(a.output)] != 0)
-            types_[i] = ot[static_cast<size_t>(a.output)];
-        }
-      }
-    }
+  OpaqueEvaluator(const OnnxModel& model, const Expr& g) : model_(model), g_(g), types_(expr_elem_types(model, g)) {
+    for (int32_t& t : types_)
+      if (t == 0) t = onnx::TensorProto::FLOAT;
+    for (const ExprNode& n : g.nodes())
+      if (n.op == OpKind::Opaque) ++readers_[ops::opaque_attrs(n.attrs).id];
   }
 
   Tensor<double> operator()(size_t node, ops::Args<double> args, const Shape& shape) {
@@ -137,12 +124,29 @@ class OpaqueEvaluator {
     std::vector<detail::OnnxValue> held(static_cast<size_t>(proto.input_size()));
     std::deque<detail::OnnxValue> large;  // passed-through weights read for this node only
     std::vector<const detail::OnnxValue*> inputs(static_cast<size_t>(proto.input_size()), nullptr);
+    // The operands are borrowed, not copied: each tensor the evaluator holds is moved into its OnnxValue for the
+    // call and moved back after it (the evaluator's own storage, not const; an fp16 embedding table of 131 M
+    // elements is 1 GB as doubles, which a copy would double). The same tensor read twice is moved once.
+    std::map<const Tensor<double>*, size_t> borrowed;
+    struct GiveBack {
+      std::map<const Tensor<double>*, size_t>& from;
+      std::vector<detail::OnnxValue>& held;
+      ~GiveBack() {
+        for (const auto& [tensor, k] : from) *const_cast<Tensor<double>*>(tensor) = std::move(held[k].t);
+      }
+    } give_back{borrowed, held};
     for (int k = 0; k < proto.input_size(); ++k) {
       const size_t kk = static_cast<size_t>(k);
       const int child = kk < op.input_child.size() ? op.input_child[kk] : -1;
       if (child >= 0) {
         if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
-        held[kk] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
+        const Tensor<double>* arg = args[static_cast<size_t>(child)];
+        if (auto it = borrowed.find(arg); it != borrowed.end()) {
+          inputs[kk] = &held[it->second];
+          continue;
+        }
+        held[kk] = {std::move(*const_cast<Tensor<double>*>(arg)), types_[n.children[static_cast<size_t>(child)].value]};
+        borrowed.emplace(arg, kk);
         inputs[kk] = &held[kk];
       } else if (!proto.input(k).empty()) {
         inputs[kk] = &passthrough(proto.input(k), op, large);
@@ -158,6 +162,10 @@ class OpaqueEvaluator {
         continue;
       }
       if (static_cast<size_t>(child) >= args.size()) throw ShapeError(describe_opaque(model_, id) + ": bad input map");
+      if (auto it = borrowed.find(args[static_cast<size_t>(child)]); it != borrowed.end()) {
+        outer[name] = &held[it->second];  // an input too: moved into held above
+        continue;
+      }
       outer_held[k] = {*args[static_cast<size_t>(child)], types_[n.children[static_cast<size_t>(child)].value]};
       outer[name] = &outer_held[k];
     }
@@ -205,10 +213,7 @@ CheckResult not_evaluated(std::string reason, Clock::time_point start) {
 
 /// A weight as doubles (the evaluator's precision), made when the evaluation reaches its first reader and
 /// dropped after its last: a model's weights are never all held as doubles, nor all read from their file.
-Tensor<double> weight_as_doubles(const WeightValue& w) {
-  const std::shared_ptr<const Tensor<float>> v = w.values();
-  return Tensor<double>(v->shape, std::vector<double>(v->data.begin(), v->data.end()));
-}
+Tensor<double> weight_as_doubles(const WeightValue& w) { return w.doubles(); }
 
 /// Graph inputs in declaration order, so that the values do not depend on the graph's node order.
 void add_random_inputs(const OnnxModel& model, uint64_t seed, Leaves& leaves) {
@@ -220,6 +225,11 @@ void add_random_inputs(const OnnxModel& model, uint64_t seed, Leaves& leaves) {
     // Integer and boolean inputs (token ids, masks) get 0 or 1, valid as an index into any axis.
     const bool discrete = detail::is_integer_type(in.elem_type) || in.elem_type == onnx::TensorProto::BOOL;
     for (double& x : v) x = discrete ? static_cast<double>(rng() >> 63) : static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0;
+    // A FLOAT16 or BFLOAT16 input holds only the values its type has.
+    if (in.elem_type == onnx::TensorProto::FLOAT16)
+      for (double& x : v) x = detail::half_to_float(detail::float_to_half(static_cast<float>(x)));
+    else if (in.elem_type == onnx::TensorProto::BFLOAT16)
+      for (double& x : v) x = detail::bfloat_to_float(detail::float_to_bfloat(static_cast<float>(x)));
     leaves.insert_or_assign(in.name, Tensor<double>(in.shape, std::move(v)));
   }
 }
@@ -264,6 +274,22 @@ double tensor_scale(const Tensor<double>& t) {
   return scale;
 }
 
+}  // namespace
+
+CheckOptions tolerance_for(const CheckOptions& options, int32_t elem_type) {
+  // Four units in the last place at 1 of the type the file stores the output in: the optimized file's folded
+  // weights and constants are rounded to it (2^-10 for FLOAT16, 2^-7 for BFLOAT16), the original's are not.
+  double floor = 0;
+  if (elem_type == onnx::TensorProto::FLOAT16) floor = 0x1p-8;
+  else if (elem_type == onnx::TensorProto::BFLOAT16) floor = 0x1p-5;
+  CheckOptions o = options;
+  o.rtol = std::max(o.rtol, floor);
+  o.atol = std::max(o.atol, floor);
+  return o;
+}
+
+namespace {
+
 /// Difference of two elements, infinite when only one is NaN and 0 when both are (or equal infinities).
 double element_diff(double a, double b) {
   if (std::isnan(a) != std::isnan(b)) return INFINITY;
@@ -276,8 +302,11 @@ double element_diff(double a, double b) {
 /// float32 runtime rounds each sum relative to the magnitude of the values summed: an element near 0 that is
 /// a difference of large terms (a product of weight matrices folded into one, then rounded to float32) is off
 /// by about eps * |terms|, not eps * |element|.
-void compare_output(size_t k, const Tensor<double>& want, const Tensor<double>& got, const CheckOptions& options,
-                    CheckResult& r) {
+void compare_output(size_t k, const Tensor<double>& want, const Tensor<double>& got, const CheckOptions& given,
+                    int32_t type, CheckResult& r) {
+  const CheckOptions options = tolerance_for(given, type);
+  r.rtol = std::max(r.rtol, options.rtol);
+  r.atol = std::max(r.atol, options.atol);
   const double floor = options.atol * tensor_scale(want);
   for (size_t i = 0; i < want.data.size(); ++i) {
     const double a = want.data[i], b = got.data[i], diff = element_diff(a, b);
@@ -299,9 +328,10 @@ void compare_output(size_t k, const Tensor<double>& want, const Tensor<double>& 
   }
 }
 
-/// Comparison of two graphs' outputs into r (passed, differences, elements, reason).
+/// Comparison of two graphs' outputs into r (passed, differences, elements, reason); `outputs`: the declared
+/// outputs, whose element types set each one's tolerance (tolerance_for).
 void compare(const std::vector<Tensor<double>>& want, const std::vector<Tensor<double>>& got,
-             const CheckOptions& options, CheckResult& r) {
+             const CheckOptions& options, const std::vector<TensorInfo>& outputs, CheckResult& r) {
   r.evaluated = true;
   r.passed = want.size() == got.size();
   if (!r.passed)
@@ -314,7 +344,7 @@ void compare(const std::vector<Tensor<double>>& want, const std::vector<Tensor<d
                    to_string(want[k].shape);
       continue;
     }
-    compare_output(k, want[k], got[k], options, r);
+    compare_output(k, want[k], got[k], options, k < outputs.size() ? outputs[k].elem_type : 0, r);
   }
 }
 
@@ -322,7 +352,7 @@ void compare(const std::vector<Tensor<double>>& want, const std::vector<Tensor<d
 /// with the reason when one of them cannot be evaluated.
 template <class Original, class Optimized>
 CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, const CheckOptions& options,
-                                 Clock::time_point start) {
+                                 const std::vector<TensorInfo>& outputs, Clock::time_point start) {
   std::vector<Tensor<double>> want, got;
   try {
     want = original();
@@ -331,7 +361,7 @@ CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, con
     return not_evaluated(std::string("cannot evaluate: ") + e.what(), start);
   }
   CheckResult r;
-  compare(want, got, options, r);
+  compare(want, got, options, outputs, r);
   r.passed_imported_size = r.passed;
   r.seconds = since(start);
   return r;
@@ -349,7 +379,7 @@ CheckResult check_equivalent(const OnnxModel& model, const Expr& optimized, cons
   add_random_inputs(model, options.seed, leaves);
   return evaluate_and_compare([&] { return evaluate_graph(model, model.graph, leaves, options, "original graph"); },
                               [&] { return evaluate_graph(model, optimized, leaves, options, "optimized graph"); }, options,
-                              start);
+                              model.outputs, start);
 }
 
 std::vector<Tensor<double>> evaluate_model(const OnnxModel& model, const std::map<std::string, Tensor<double>>& inputs) {
@@ -367,7 +397,7 @@ CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, 
   // Each model its own weights, read as its evaluation reaches them.
   auto run = [&](const OnnxModel& m, const std::string& label) { return evaluate_graph(m, m.graph, inputs, options, label); };
   return evaluate_and_compare([&] { return run(original, "original graph"); },
-                              [&] { return run(optimized, "optimized graph"); }, options, start);
+                              [&] { return run(optimized, "optimized graph"); }, options, original.outputs, start);
 }
 
 namespace {

@@ -46,6 +46,12 @@ struct CheckOptions {
   double progress_seconds = 2;
 };
 
+/// The tolerance an output of ONNX element type `elem_type` is compared at: `options` for FLOAT; for FLOAT16
+/// rtol and atol at least 2^-8 (about 3.9e-3, four units in the last place at 1), for BFLOAT16 at least 2^-5
+/// (about 3.1e-2). Both graphs are evaluated in double from the same values; the difference is the rounding
+/// of what the optimized file stores in the 16-bit type (folded weights, constants). docs/eqsat-run.md.
+CheckOptions tolerance_for(const CheckOptions& options, int32_t elem_type);
+
 /// The check at a second size: one symbolic dimension at its second value, or all of them at once.
 struct SizeCheck {
   std::string dim;        // the dim_param, or "INPUT:AXIS" for a dimension given by input and axis; for all
@@ -68,6 +74,9 @@ struct CheckResult {
   double max_abs_diff = 0;
   double max_rel_diff = 0;  // |diff| / max(|original|, atol)
   size_t elements = 0;      // output elements compared (at the imported size)
+  /// The loosest tolerance an output was compared at (tolerance_for its element type: CheckOptions' own for
+  /// float32 outputs); 0 when nothing was compared.
+  double rtol = 0, atol = 0;
   double seconds = 0;
   std::vector<SizeCheck> sizes;  // one per symbolic dimension, then one for all at once when there are two
                                  // or more (check_optimization)

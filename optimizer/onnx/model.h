@@ -70,14 +70,21 @@ struct ExternalBytes {
 
 /// A float weight's value: held in memory (inline in the file, or made by the import or the optimizer), or
 /// left in the model's external data file and read on each request, so that a large model's weights are never
-/// all in memory at once (issue 45): the caller holds what values() returns as long as it needs it.
+/// all in memory at once (issue 45): the caller holds what values() returns as long as it needs it. Its element
+/// type (FLOAT, FLOAT16 or BFLOAT16) is how the file stores it and how export writes it: values() are float
+/// whatever the type, read exactly (every FLOAT16 and BFLOAT16 value is a float).
 class WeightValue {
  public:
-  WeightValue(Tensor<float> held);  // NOLINT(google-explicit-constructor): a held tensor is a weight value
-  WeightValue(Shape shape, ExternalBytes where);
+  WeightValue(Tensor<float> held, int32_t elem_type = 1);  // NOLINT(google-explicit-constructor): a held tensor is a weight value
+  WeightValue(Shape shape, ExternalBytes where, int32_t elem_type = 1);
   const Shape& shape() const { return shape_; }
+  /// onnx::TensorProto::DataType: 1 FLOAT, 10 FLOAT16, 16 BFLOAT16.
+  int32_t elem_type() const { return elem_type_; }
   /// The values: the held tensor, or read from the file now. Throws OnnxError when the file cannot be read.
   std::shared_ptr<const Tensor<float>> values() const;
+  /// The values as doubles (the check's precision): from the held tensor, or read from the file a chunk at a
+  /// time, so that the float values are never in memory beside the doubles.
+  Tensor<double> doubles() const;
   /// Where the values lie when they are not held: export refers to them there, and a written file gets them
   /// by a streamed copy.
   const std::optional<ExternalBytes>& external() const { return external_; }
@@ -86,6 +93,7 @@ class WeightValue {
   Shape shape_;
   std::shared_ptr<const Tensor<float>> held_;
   std::optional<ExternalBytes> external_;
+  int32_t elem_type_ = 1;
 };
 
 struct OnnxModel {
@@ -120,6 +128,14 @@ struct OnnxModel {
   /// Number of opaque operator nodes.
   size_t num_opaque() const { return opaque.size(); }
 };
+
+/// The ONNX element type of each node of `graph` (a term of `model`), indexed by ExprId (issue 45): a graph
+/// input's declared type, a weight's (WeightValue::elem_type), an opaque output's (OpaqueNode::output_types),
+/// and an operator's its first operand's: the vocabulary's operators are type-generic over FLOAT, FLOAT16 and
+/// BFLOAT16 and keep their operands' type (a constant generator such as (ones like) its reference's). 0 where
+/// unknown. Throws OnnxError when an operator's operands have different float types (the import never makes
+/// such a term, and no rule can: each rule's sides are built from the same variables).
+std::vector<int32_t> expr_elem_types(const OnnxModel& model, const Expr& graph);
 
 /// Bad input to import/export/check (missing or malformed file, unsupported opset, shapes that cannot
 /// be inferred). The message names the file and, where there is one, the node.

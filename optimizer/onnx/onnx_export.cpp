@@ -16,6 +16,21 @@ namespace detail {
 
 namespace {
 
+/// Sets the type the exporter writes constants in for one node's form, and restores the enclosing one.
+class WritingType {
+ public:
+  WritingType(int32_t& slot, int32_t type) : slot_(slot), saved_(slot) {
+    if (is_term_float_type(type)) slot = type;
+  }
+  ~WritingType() { slot_ = saved_; }
+  WritingType(const WritingType&) = delete;
+  WritingType& operator=(const WritingType&) = delete;
+
+ private:
+  int32_t& slot_;
+  int32_t saved_;
+};
+
 /// `v` with every axis along which all its slices are equal cut to extent 1 and the leading 1s dropped
 /// (numpy broadcasting restores it exactly); nullopt when no axis repeats.
 std::optional<Tensor<float>> repeated_axes_removed(const Tensor<float>& v) {
@@ -74,6 +89,7 @@ void Exporter::analyze() {
   users_.assign(n, 0);
   readers_.assign(n, {});
   is_const_.assign(n, false);
+  types_ = expr_elem_types(m_, g_);
   for (size_t i = 0; i < n; ++i) {
     const ExprNode& node = g_.nodes()[i];
     if (node.op == OpKind::Var) throw OnnxError("export: the graph holds a pattern variable ?" + node.name);
@@ -195,10 +211,11 @@ std::vector<std::string> Exporter::finish_outputs(const std::string& op, const s
 void Exporter::need_initializer(const std::string& name) {
   if (!initializers_.insert(name).second) return;
   if (auto it = m_.weights.find(name); it != m_.weights.end()) {
+    const int32_t type = it->second.elem_type();
     if (const auto& where = it->second.external())  // still in the input's file: referred to, not copied
-      *graph_->add_initializer() = external_float_tensor(name, it->second.shape(), *where, m_.external_data_dir);
+      *graph_->add_initializer() = external_float_tensor(name, it->second.shape(), *where, m_.external_data_dir, type);
     else
-      *graph_->add_initializer() = make_float_tensor(name, it->second.shape(), it->second.values()->data);
+      *graph_->add_initializer() = make_float_tensor(name, it->second.shape(), it->second.values()->data, type);
   } else if (auto pt = m_.passthrough.find(name); pt != m_.passthrough.end()) {
     if (!graph_->add_initializer()->ParseFromString(pt->second))
       throw OnnxError("export: passed-through initializer '" + name + "' is corrupt");
@@ -209,7 +226,7 @@ void Exporter::need_initializer(const std::string& name) {
 
 std::string Exporter::add_initializer(const std::string& hint, const Tensor<float>& v) {
   std::string name = fresh(hint);
-  *graph_->add_initializer() = make_float_tensor(name, v.shape, v.data);
+  *graph_->add_initializer() = make_float_tensor(name, v.shape, v.data, writing_type_);
   return name;
 }
 
@@ -222,11 +239,11 @@ std::string Exporter::int_constant(const std::vector<int64_t>& values) {
 }
 
 std::string Exporter::float_scalar(float v) {
-  auto it = float_scalars_.find(v);
+  auto it = float_scalars_.find({writing_type_, v});
   if (it != float_scalars_.end()) return it->second;
   std::string name = fresh("teq_scalar");
-  *graph_->add_initializer() = make_float_tensor(name, {}, {v});
-  return float_scalars_[v] = name;
+  *graph_->add_initializer() = make_float_tensor(name, {}, {v}, writing_type_);
+  return float_scalars_[{writing_type_, v}] = name;
 }
 
 const Tensor<float>& Exporter::const_value(ExprId id) {
@@ -256,6 +273,7 @@ std::string Exporter::compact_constant(ExprId c) {
   if (auto it = compact_names_.find(c.value); it != compact_names_.end()) return it->second;
   const std::optional<Tensor<float>>& small = compacted(c);
   if (!small) return emit(c);
+  const WritingType as_c(writing_type_, types_[c.value]);
   std::string name = add_initializer("teq_const", *small);
   return compact_names_[c.value] = name;
 }
@@ -292,6 +310,7 @@ std::string Exporter::emit(ExprId id) {
     need_initializer(name);
   } else if (materialized(id)) {
     const Tensor<float>& v = const_value(id);
+    const WritingType as_id(writing_type_, types_[id.value]);
     name = add_initializer("teq_const", v);
   } else if (node.op == OpKind::Opaque) {
     name = emit_opaque(id);
@@ -349,6 +368,7 @@ std::string Exporter::emit_opaque(ExprId id) {
 
 std::string Exporter::emit_operator(ExprId id) {
   const OpKind op = g_[id].op;
+  const WritingType as_id(writing_type_, types_[id.value]);  // the constants its form writes
   for (const ExportFusion* fusion : export_fusions(op))
     if (std::optional<std::string> y = fusion->try_write(*this, id)) return *y;
   if (const ExportForm* form = find_export_form(op)) return form->write(*this, id);

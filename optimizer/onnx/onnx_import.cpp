@@ -567,9 +567,11 @@ void Importer::record_shape(ExprId id, const Shape& s) {
   if (id.value == shapes_.size()) shapes_.push_back(s);
 }
 
-ExprId Importer::weight(const std::string& name, Tensor<float> value) {
+ExprId Importer::weight(const std::string& name, Tensor<float> value) { return weight(name, std::move(value), node_type_); }
+
+ExprId Importer::weight(const std::string& name, Tensor<float> value, int32_t type) {
   Shape dims = value.shape;
-  m_.weights.insert_or_assign(name, std::move(value));
+  m_.weights.insert_or_assign(name, WeightValue(std::move(value), type));
   return add_leaf(OpKind::Weight, name, dims);
 }
 
@@ -590,14 +592,14 @@ void Importer::add_initializer(const onnx::TensorProto& t) {
   Shape dims = tensor_dims(t);
   constants_[t.name()] = &t;
   bool zero_size = num_elements(dims) == 0;
-  if (t.data_type() == onnx::TensorProto::FLOAT && !zero_size) {
+  if (is_term_float_type(t.data_type()) && !zero_size) {
     try {
       if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-        m_.weights.insert_or_assign(t.name(), WeightValue(dims, external_bytes(t, dir_, m_.source)));
+        m_.weights.insert_or_assign(t.name(), WeightValue(dims, external_bytes(t, dir_, m_.source), t.data_type()));
         values_[t.name()] = add_leaf(OpKind::Weight, t.name(), dims);
         return;
       }
-      values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)));
+      values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)), t.data_type());
     } catch (const OnnxError& e) {
       fail(e.what());
     }

@@ -65,9 +65,14 @@ class Exporter {
   /// One node with a fresh output name; returns that name.
   std::string add_simple(const std::string& op, const std::vector<std::string>& inputs,
                          onnx::NodeProto** node = nullptr);
-  /// A new initializer holding `v`, named after `hint`; returns its name.
+  /// The element type of node `id`'s value (issue 45): a leaf's own (graph input, weight, opaque output), an
+  /// operator's its first operand's (the vocabulary's operators keep their operands' float type).
+  int32_t elem_type(ExprId id) const { return types_[id.value]; }
+  /// A new initializer holding `v`, named after `hint`, in the type of the node being written (elem_type of
+  /// the operator whose form is running: FLOAT, FLOAT16 or BFLOAT16); returns its name.
   std::string add_initializer(const std::string& hint, const Tensor<float>& v);
-  /// A 1-d INT64 initializer / a 0-d float initializer holding these values (one per distinct value).
+  /// A 1-d INT64 initializer / a 0-d initializer of the type of the node being written holding these values
+  /// (one per distinct value and type).
   std::string int_constant(const std::vector<int64_t>& values);
   std::string float_scalar(float v);
   /// compacted(c) as an initializer (emit(c) when no axis repeats).
@@ -96,6 +101,8 @@ class Exporter {
   onnx::ModelProto proto_;
   onnx::GraphProto* graph_ = nullptr;
   std::vector<Shape> shapes_;
+  std::vector<int32_t> types_;  // elem_type
+  int32_t writing_type_ = onnx::TensorProto::FLOAT;  // the type of the operator whose form is running
   std::vector<size_t> users_;
   std::vector<std::vector<ExprId>> readers_;
   std::vector<bool> is_const_;
@@ -108,7 +115,7 @@ class Exporter {
   mutable std::map<std::string, std::shared_ptr<const Tensor<float>>> read_weights_;
   std::set<std::string> taken_, claimed_, node_names_, initializers_;
   std::map<std::vector<int64_t>, std::string> int_constants_;
-  std::map<float, std::string> float_scalars_;
+  std::map<std::pair<int32_t, float>, std::string> float_scalars_;
   size_t counter_ = 0, node_counter_ = 0;
 };
 

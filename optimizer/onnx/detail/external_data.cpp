@@ -187,10 +187,10 @@ void load_tensor_data(onnx::TensorProto& t, const fs::path& dir, const std::stri
 }
 
 onnx::TensorProto external_float_tensor(const std::string& name, const Shape& dims, const ExternalBytes& where,
-                                        const fs::path& dir) {
+                                        const fs::path& dir, int32_t type) {
   onnx::TensorProto t;
   t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.set_data_type(type);
   for (int64_t d : dims) t.add_dims(d);
   point_to_file(t, where.file.lexically_relative(dir).generic_string(), where.offset, where.length);
   return t;

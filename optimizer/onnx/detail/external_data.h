@@ -35,10 +35,10 @@ ExternalBytes external_bytes(const onnx::TensorProto& t, const std::filesystem::
 /// Reads one tensor's external data into its raw_data (nothing when it is inline).
 void load_tensor_data(onnx::TensorProto& t, const std::filesystem::path& dir, const std::string& origin);
 
-/// A FLOAT initializer whose bytes stay at `where`, referred to relative to `dir` (the folder the exported
-/// bytes are read back with: the model's external_data_dir).
+/// A FLOAT (or `type`: FLOAT16, BFLOAT16) initializer whose bytes stay at `where`, referred to relative to
+/// `dir` (the folder the exported bytes are read back with: the model's external_data_dir).
 onnx::TensorProto external_float_tensor(const std::string& name, const Shape& dims, const ExternalBytes& where,
-                                        const std::filesystem::path& dir);
+                                        const std::filesystem::path& dir, int32_t type = onnx::TensorProto::FLOAT);
 
 /// The bytes at `where`, into `into` (of where.length bytes) or returned. Throw OnnxError when they cannot be read.
 void read_external(const ExternalBytes& where, std::span<char> into);

@@ -73,8 +73,12 @@ ExprId Importer::in(const onnx::NodeProto& n, int k) {
   auto it = values_.find(name);
   if (it == values_.end() && dynamic_.count(name))
     throw NotInVocabulary{"input '" + name + "' has a shape that depends on tensor values"};
-  if (it == values_.end() || elem_type(name) != onnx::TensorProto::FLOAT)
-    throw NotInVocabulary{"input '" + name + "' is not a float tensor"};
+  const int32_t type = elem_type(name);
+  if (it == values_.end() || !is_term_float_type(type))
+    throw NotInVocabulary{"input '" + name + "' is not a float tensor (FLOAT, FLOAT16 or BFLOAT16)"};
+  if (type != node_type_)
+    throw NotInVocabulary{"input '" + name + "' has element type " + std::to_string(type) + ", the node's result " +
+                          std::to_string(node_type_)};
   return it->second;
 }
 
@@ -108,9 +112,11 @@ void Importer::require_single_output(const onnx::NodeProto& n) {
 bool Importer::import_vocabulary(const onnx::NodeProto& n) {
   pending_.clear();
   if (n.op_type() == "Constant") return import_constant(n);
+  // A term's type is its operands' (rules are type-generic): every used output has the node's one float type.
+  node_type_ = n.output_size() > 0 ? elem_type(n.output(0)) : 0;
   for (const auto& out : n.output())
-    if (!out.empty() && elem_type(out) != onnx::TensorProto::FLOAT && used_.count(out))
-      throw NotInVocabulary{"output '" + out + "' is not a float tensor"};
+    if (!out.empty() && used_.count(out) && (!is_term_float_type(elem_type(out)) || elem_type(out) != node_type_))
+      throw NotInVocabulary{"output '" + out + "' is not a float tensor (FLOAT, FLOAT16 or BFLOAT16)"};
   const ImportForm* form = find_import_form(n.op_type(), m_.opset);
   if (!form) return false;
   form->map(*this, n);
@@ -126,8 +132,8 @@ bool Importer::import_constant(const onnx::NodeProto& n) {
   Shape dims = tensor_dims(t);
   constant_storage_.push_back(std::make_unique<onnx::TensorProto>(t));
   constants_[t.name()] = constant_storage_.back().get();
-  if (t.data_type() == onnx::TensorProto::FLOAT && num_elements(dims) > 0)
-    values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)));
+  if (is_term_float_type(t.data_type()) && num_elements(dims) > 0)
+    values_[t.name()] = weight(t.name(), Tensor<float>(dims, tensor_floats(t)), t.data_type());
   else
     m_.passthrough[t.name()] = t.SerializeAsString();
   return true;
@@ -186,7 +192,8 @@ const AdaptedNode* Importer::adapted_node(const onnx::NodeProto& n) const {
 
 bool Importer::import_gelu(const onnx::NodeProto& n) {
   pending_.clear();
-  if (elem_type(n.output(0)) != onnx::TensorProto::FLOAT) throw NotInVocabulary{"not a float tensor"};
+  node_type_ = elem_type(n.output(0));
+  if (!is_term_float_type(node_type_)) throw NotInVocabulary{"not a float tensor (FLOAT, FLOAT16 or BFLOAT16)"};
   set_output(n, add(OpKind::Gelu, {}, {in(n, 0)}));
   for (const auto& [name, id] : pending_) values_[name] = id;
   return true;

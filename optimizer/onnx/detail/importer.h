@@ -55,8 +55,11 @@ class Importer {
 
   // ---- what the import forms (detail/onnx_forms.h) map nodes with ----------------------------------
 
-  /// The Expr value of input k, which the mapping needs as a float tensor.
+  /// The Expr value of input k, which the mapping needs as a float tensor of the node's type (node_type()).
   ExprId in(const onnx::NodeProto& n, int k);
+  /// The floating-point element type of the node being mapped (FLOAT, FLOAT16 or BFLOAT16: its outputs' type,
+  /// which its float inputs share): the type of every weight the mapping makes (issue 45).
+  int32_t node_type() const { return node_type_; }
   bool has_input(const onnx::NodeProto& n, int k) const { return k < n.input_size() && !n.input(k).empty(); }
   /// Values of a constant input (initializer or Constant), or nullopt.
   std::optional<std::vector<double>> const_input(const onnx::NodeProto& n, int k);
@@ -73,7 +76,9 @@ class Importer {
   /// Adds an operator node; ShapeError (the mapping does not fit) propagates to the caller.
   ExprId add(OpKind op, std::vector<int64_t> attrs, std::vector<ExprId> kids);
   ExprId broadcast_to(ExprId x, const Shape& target);
+  /// A weight leaf of the node's type (node_type()), or of `type`.
   ExprId weight(const std::string& name, Tensor<float> value);
+  ExprId weight(const std::string& name, Tensor<float> value, int32_t type);
   /// A new 0-d weight holding `v`, named uniquely after `hint`.
   ExprId scalar_weight(const std::string& hint, float v);
   std::string unique_name(const std::string& hint);
@@ -210,6 +215,7 @@ class Importer {
   mutable std::map<std::string, std::shared_ptr<const Tensor<float>>> read_weights_;  // weight_value's reads
   std::vector<Shape> shapes_;
   std::vector<std::pair<std::string, ExprId>> pending_;  // outputs of the node being mapped
+  int32_t node_type_ = onnx::TensorProto::FLOAT;         // node_type()
   /// Nodes with subgraphs (If, Loop, Scan) as the file has them, by first output: shape inference writes the
   /// bound sizes into their subgraphs' value_info, which export must not carry.
   std::unordered_map<std::string, std::string> control_flow_;

@@ -297,26 +297,6 @@ std::vector<OnnxValue> dispatch(const Node& c) {
   return eval_structural(c);
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
-  float f;
-  if (exp == 0) {
-    f = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    f = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else {
-    f = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
-  }
-  return sign ? -f : f;
-}
-
-float bfloat_to_float(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 template <class R>
 std::vector<double> raw_values(const onnx::TensorProto& t, size_t n) {
   const std::string& raw = t.raw_data();

@@ -1,6 +1,8 @@
 #include "optimizer/onnx/detail/proto_util.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "optimizer/onnx/model.h"
@@ -27,10 +29,100 @@ void check_internal(const onnx::TensorProto& t) {
 
 Shape tensor_dims(const onnx::TensorProto& t) { return Shape(t.dims().begin(), t.dims().end()); }
 
+bool is_term_float_type(int32_t type) {
+  return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16;
+}
+
+int64_t float_type_bytes(int32_t type) {
+  return type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16 ? 2 : 4;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  float f;
+  if (exp == 0) f = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31) f = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else f = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+  return (h & 0x8000u) ? -f : f;
+}
+
+float bfloat_to_float(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u);  // NaN, infinity
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to a magnitude beyond 65504: infinity
+  if (abs < 0x38800000u) {
+    // Subnormal in half (or zero): the value in units of 2^-24, rounded to nearest even.
+    const float scaled = std::fabs(f) * 0x1p24f;
+    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
+  }
+  // Normal: rebias the exponent, round the 13 dropped mantissa bits to nearest even.
+  const uint32_t rebased = abs - 0x38000000u;
+  const uint32_t rounded = rebased + 0xfffu + ((rebased >> 13) & 1u);
+  return sign | static_cast<uint16_t>(rounded >> 13);
+}
+
+uint16_t float_to_bfloat(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN stays NaN
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+std::string float_bytes(const std::vector<float>& values, int32_t type) {
+  if (type == onnx::TensorProto::FLOAT)
+    return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = type == onnx::TensorProto::FLOAT16 ? float_to_half(values[i]) : float_to_bfloat(values[i]);
+  return std::string(reinterpret_cast<const char*>(bits.data()), bits.size() * sizeof(uint16_t));
+}
+
+void decode_float_bytes(const char* bytes, size_t size, int32_t type, float* out) {
+  if (type == onnx::TensorProto::FLOAT) {
+    std::memcpy(out, bytes, size);  // little-endian, as ONNX says and this host is
+    return;
+  }
+  const bool half = type == onnx::TensorProto::FLOAT16;
+  for (size_t i = 0; i < size / 2; ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes + 2 * i, 2);
+    out[i] = half ? half_to_float(h) : bfloat_to_float(h);
+  }
+}
+
 std::vector<float> tensor_floats(const onnx::TensorProto& t) {
   check_internal(t);
-  if (t.data_type() != onnx::TensorProto::FLOAT) throw OnnxError("tensor '" + t.name() + "' is not FLOAT");
+  if (!is_term_float_type(t.data_type()))
+    throw OnnxError("tensor '" + t.name() + "' is not FLOAT, FLOAT16 or BFLOAT16");
   size_t n = static_cast<size_t>(num_elements(tensor_dims(t)));
+  if (t.data_type() != onnx::TensorProto::FLOAT) {
+    std::vector<float> out(n);
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != 2 * n)
+        throw OnnxError("tensor '" + t.name() + "': raw_data holds " + std::to_string(t.raw_data().size()) +
+                        " bytes, expected " + std::to_string(2 * n));
+      decode_float_bytes(t.raw_data().data(), t.raw_data().size(), t.data_type(), out.data());
+      return out;
+    }
+    if (static_cast<size_t>(t.int32_data_size()) != n)
+      throw OnnxError("tensor '" + t.name() + "': holds " + std::to_string(t.int32_data_size()) + " values, expected " +
+                      std::to_string(n));
+    for (size_t i = 0; i < n; ++i) {
+      const auto h = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
+      out[i] = t.data_type() == onnx::TensorProto::FLOAT16 ? half_to_float(h) : bfloat_to_float(h);
+    }
+    return out;
+  }
   if (t.has_raw_data()) return from_raw<float>(t, n);
   if (static_cast<size_t>(t.float_data_size()) != n)
     throw OnnxError("tensor '" + t.name() + "': holds " + std::to_string(t.float_data_size()) + " values, expected " +
@@ -65,7 +157,9 @@ std::vector<int64_t> tensor_ints(const onnx::TensorProto& t) {
 std::optional<std::vector<double>> tensor_numbers(const onnx::TensorProto& t) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
   switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT: {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
       auto v = tensor_floats(t);
       return std::vector<double>(v.begin(), v.end());
     }
@@ -83,12 +177,13 @@ std::optional<std::vector<double>> tensor_numbers(const onnx::TensorProto& t) {
   }
 }
 
-onnx::TensorProto make_float_tensor(const std::string& name, const Shape& dims, const std::vector<float>& values) {
+onnx::TensorProto make_float_tensor(const std::string& name, const Shape& dims, const std::vector<float>& values,
+                                    int32_t type) {
   onnx::TensorProto t;
   t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.set_data_type(type);
   for (int64_t d : dims) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  t.set_raw_data(float_bytes(values, type));
   return t;
 }
 

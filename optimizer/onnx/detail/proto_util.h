@@ -17,14 +17,31 @@ namespace teq::onnx_io::detail {
 
 /// Dims of an initializer.
 Shape tensor_dims(const onnx::TensorProto& t);
-/// Values of a FLOAT tensor (raw_data or float_data). Throws OnnxError for other types or external data.
+/// The floating-point element types the vocabulary's terms hold (issue 45): FLOAT, FLOAT16 and BFLOAT16. A
+/// term's values are float in memory whatever its type; the type says how the file stores them.
+bool is_term_float_type(int32_t type);
+/// Bytes of one element of a term float type (4, or 2 for FLOAT16 and BFLOAT16).
+int64_t float_type_bytes(int32_t type);
+/// IEEE binary16 and bfloat16 bits to float and back (round to nearest even; NaN stays NaN).
+float half_to_float(uint16_t h);
+float bfloat_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+uint16_t float_to_bfloat(float f);
+/// `values` as the little-endian bytes of a tensor of `type` (a term float type), as raw_data holds them.
+std::string float_bytes(const std::vector<float>& values, int32_t type);
+/// `bytes` (raw data of a term float type) decoded into `out` (of bytes.size() / float_type_bytes(type)).
+void decode_float_bytes(const char* bytes, size_t size, int32_t type, float* out);
+/// Values of a FLOAT, FLOAT16 or BFLOAT16 tensor (raw_data, float_data or, for the 16-bit types, int32_data),
+/// as float. Throws OnnxError for other types or external data.
 std::vector<float> tensor_floats(const onnx::TensorProto& t);
 /// Values of an INT64/INT32 tensor. Throws OnnxError for other types or external data.
 std::vector<int64_t> tensor_ints(const onnx::TensorProto& t);
-/// Numeric values of FLOAT, DOUBLE, INT32 or INT64 tensors as doubles; nullopt for others.
+/// Numeric values of FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT32 or INT64 tensors as doubles; nullopt for others.
 std::optional<std::vector<double>> tensor_numbers(const onnx::TensorProto& t);
 
-onnx::TensorProto make_float_tensor(const std::string& name, const Shape& dims, const std::vector<float>& values);
+/// A tensor of `type` (a term float type: FLOAT, FLOAT16 or BFLOAT16) holding `values`, rounded to the type.
+onnx::TensorProto make_float_tensor(const std::string& name, const Shape& dims, const std::vector<float>& values,
+                                    int32_t type = onnx::TensorProto::FLOAT);
 onnx::TensorProto make_int_tensor(const std::string& name, const Shape& dims, const std::vector<int64_t>& values);
 
 /// The attribute called `name`, or nullptr.

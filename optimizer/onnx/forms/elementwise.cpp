@@ -96,7 +96,7 @@ bool import_erf_gelu(Importer& im, const onnx::NodeProto& n) {
         auto y = erf_gelu_input(im, one_plus);
         if (!y || *y != factors[x]) continue;
         auto v = im.value(*y);
-        if (!v || im.elem_type(*y) != onnx::TensorProto::FLOAT) return false;
+        if (!v || im.elem_type(*y) != im.node_type()) return false;
         im.set_output(n, im.add(OpKind::Gelu, {}, {*v}));
         return true;
       }
