@@ -244,8 +244,10 @@ std::optional<Cut> cut_of(Exporter& ex, ExprId id) {
 
 /// Slices of one operand that tile one of its axes, end to end, written as one Split, the form exporters
 /// write (GPT-2's fused query/key/value projection cut in three) and one kernel where slices are one each.
-/// Equal parts are written without sizes (opset 13-17: "equal parts"; 18 on: num_outputs, whose parts are
-/// ceil(extent / n) with a smaller last), so that they follow a symbolic extent; other parts with their sizes.
+/// Equal parts are written without sizes (opset 13-17: "equal parts"; 18 on: num_outputs), so that they follow
+/// a symbolic extent; other parts with their sizes. (Split-18's uneven num_outputs, ceil(extent / n) with a
+/// smaller last part, would follow one too, but the import's opset adaptation needs the extent from shape
+/// inference to read it, which a file with a computed shape upstream does not always give: sizes instead.)
 std::optional<std::string> split_tiling_an_axis(Exporter& ex, ExprId id) {
   const std::optional<Cut> own = cut_of(ex, id);
   if (!own || ex.opset() < 2) return std::nullopt;
@@ -268,11 +270,9 @@ std::optional<std::string> split_tiling_an_axis(Exporter& ex, ExprId id) {
   }
   if (at != extent || parts[{own->begin, own->end}] != std::vector<ExprId>{id}) return std::nullopt;
   const auto n = static_cast<int64_t>(sizes.size());
-  const int64_t chunk = (extent + n - 1) / n;
   const bool equal = std::all_of(sizes.begin(), sizes.end(), [&](int64_t s) { return s == sizes[0]; });
-  const bool ceil_parts = std::all_of(sizes.begin(), sizes.end() - 1, [&](int64_t s) { return s == chunk; });
   std::vector<std::string> inputs{ex.emit(x)};
-  if (ex.opset() >= 13 && !(equal || (ex.opset() >= 18 && ceil_parts))) inputs.push_back(ex.int_constant(sizes));
+  if (ex.opset() >= 13 && !equal) inputs.push_back(ex.int_constant(sizes));
   std::vector<ExprId> outputs;
   for (const auto& [range, terms] : parts) outputs.push_back(terms.front());
   onnx::NodeProto* n_proto = nullptr;
