@@ -824,5 +824,22 @@ TEST(OnnxTorchOps, ClipAndPadAttributesBeforeOpset11) {
   EXPECT_EQ(pad->attribute(0).name(), "pads");
 }
 
+/// A zero Pad before an AveragePool whose windows would run past the padded input (a 1-wide input padded (1, 0)
+/// under a 3-wide kernel) is not the pooling's symmetric padding: onnxruntime averages such a window over the
+/// elements there are, so pads (1, 1) with count_include_pad divide by another count (random campaign seed
+/// 202772, written wrong before). The Pad stays its own node.
+TEST(OnnxPoolPads, PadWhoseWindowsRunPastTheInputIsNotFoldedIntoTheAverage) {
+  ModelBuilder b(13);
+  b.input("x", {1, 1, 2, 1});
+  b.ints("p", {0, 0, 2, 1, 0, 0, 1, 0});
+  b.node("Pad", {"x", "p"}, {"t"});
+  auto& pool = b.node("AveragePool", {"t"}, {"y"});
+  set_attr(pool, "kernel_shape", std::vector<int64_t>{3, 3});
+  set_attr(pool, "strides", std::vector<int64_t>{2, 2});
+  b.output("y");
+  onnx::ModelProto p = exported(import_onnx_bytes(b.bytes(), "model.onnx"));
+  EXPECT_NE(find_node(p, "Pad"), nullptr);
+}
+
 }  // namespace
 }  // namespace teq::onnx_io

@@ -17,8 +17,12 @@ std::optional<int64_t> map_padding(int64_t in, int64_t k, int64_t s, int64_t pb,
   int64_t out_same = (in + s - 1) / s, total = std::max<int64_t>((out_same - 1) * s + k - in, 0);
   if (pb == total / 2 && pe == total - total / 2 && (total > 0 || conv)) return -1;
   if (pb == pe) return pb;
-  // Asymmetric padding that produces as many outputs as symmetric pb places every window identically.
-  if (in + 2 * pb >= k && (in + pb + pe - k) / s == (in + 2 * pb - k) / s) return pb;
+  // Asymmetric padding that produces as many outputs as symmetric pb places every window identically, when
+  // every window lies inside both paddings: with in + pb + pe < k the last window runs past the padded input
+  // (C++'s division rounds (in + pb + pe - k) / s up to 0 there), and onnxruntime then divides an average by
+  // fewer elements than the symmetric form's (the random campaign's seed 202772: Pad (1, 0) before a 3-wide
+  // AveragePool of a 1-wide input, written as pads (1, 1), averaged by 3 instead of 2).
+  if (in + 2 * pb >= k && in + pb + pe >= k && (in + pb + pe - k) / s == (in + 2 * pb - k) / s) return pb;
   return std::nullopt;
 }
 
