@@ -11,6 +11,10 @@
 // (it was "the check found a difference", with the wrong model written).
 #include <cstdlib>
 #include <iostream>
+#include <limits>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <map>
 #include <optional>
 
@@ -206,9 +210,23 @@ int run_optimization(const teq::EqsatConfig& c) {
   }
 }
 
+// Large blocks stay with the process once freed. The check widens each weight of a model to doubles at every
+// size it evaluates and frees it after its last reader (hundreds of MB a layer for an LLM), and the export
+// copies tensors a chunk at a time; glibc would map and unmap each such block, and every page of the next one
+// then costs a page fault and a clearing (the 2-layer LLaMA-7B-shaped fp16 model's check: 34 s, 30 s of it
+// system time, against 22 s). Freed blocks are reused by the next ones, which have the same sizes layer after
+// layer, so the peak resident memory stays what it was (1.10 GB on that model).
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_freed_memory();
   teq::EqsatConfig c;
   c.log = &std::cerr;
   CliValues v;

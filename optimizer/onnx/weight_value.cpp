@@ -32,11 +32,7 @@ std::shared_ptr<const Tensor<float>> WeightValue::values() const {
     const size_t n = v.size();
     char* base = reinterpret_cast<char*>(v.data());
     detail::read_external(*external_, std::span<char>(base + 2 * n, external_->length));
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, base + 2 * n + 2 * i, 2);
-      v[i] = elem_type_ == onnx::TensorProto::FLOAT16 ? detail::half_to_float(h) : detail::bfloat_to_float(h);
-    }
+    detail::decode_float_bytes(base + 2 * n, 2 * n, elem_type_, v.data());
   }
   return std::make_shared<const Tensor<float>>(shape_, std::move(v));
 }
@@ -51,14 +47,11 @@ Tensor<double> WeightValue::doubles() const {
   std::vector<double> out(n);
   constexpr size_t kChunk = size_t{1} << 22;  // elements read at a time
   std::vector<char> bytes;
-  std::vector<float> floats;
   for (size_t begin = 0; begin < n; begin += kChunk) {
     const size_t count = std::min(kChunk, n - begin);
     bytes.resize(count * element);
-    floats.resize(count);
     detail::read_external({external_->file, external_->offset + begin * element, count * element}, bytes);
-    detail::decode_float_bytes(bytes.data(), bytes.size(), elem_type_, floats.data());
-    std::copy(floats.begin(), floats.end(), out.begin() + static_cast<std::ptrdiff_t>(begin));
+    detail::decode_float_bytes(bytes.data(), bytes.size(), elem_type_, out.data() + begin);
   }
   return Tensor<double>(shape_, std::move(out));
 }

@@ -95,6 +95,14 @@ TEST(Float16, ConversionsRoundToNearestEvenAndKeepSpecials) {
   EXPECT_EQ(back[0], 1.0f);
   EXPECT_EQ(back[1], -2.5f);
   EXPECT_NEAR(back[2], 0.1f, 1e-4);
+  // Straight to doubles (the check's weights): the same values, for each stored type.
+  for (int32_t type : {kF16, kBF16, kF32}) {
+    const onnx::TensorProto u = detail::make_float_tensor("u", {3}, {1.0f, -2.5f, 0.1f}, type);
+    const std::vector<float> as_floats = detail::tensor_floats(u);
+    std::vector<double> as_doubles(3);
+    detail::decode_float_bytes(u.raw_data().data(), u.raw_data().size(), type, as_doubles.data());
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(as_doubles[i], static_cast<double>(as_floats[i])) << type << " " << i;
+  }
 }
 
 TEST(Float16, NodesAndWeightsOfTheSixteenBitTypesAreTerms) {

@@ -1,5 +1,6 @@
 #include "optimizer/onnx/detail/proto_util.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -37,7 +38,9 @@ int64_t float_type_bytes(int32_t type) {
   return type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16 ? 2 : 4;
 }
 
-float half_to_float(uint16_t h) {
+namespace {
+/// binary16 bits to float by the format's definition (exact: every half is a float).
+float half_to_float_by_definition(uint16_t h) {
   const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
   float f;
   if (exp == 0) f = std::ldexp(static_cast<float>(mant), -24);
@@ -45,6 +48,38 @@ float half_to_float(uint16_t h) {
   else f = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
   return (h & 0x8000u) ? -f : f;
 }
+
+/// All 65,536 halves as floats, made once: --check widens every 16-bit weight of an LLM at every size it
+/// evaluates (billions of elements at 7B parameters), and a lookup costs a fraction of ldexp's call.
+const std::array<float, 65536>& half_table() {
+  static const std::array<float, 65536> table = [] {
+    std::array<float, 65536> t{};
+    for (uint32_t h = 0; h < t.size(); ++h) t[h] = half_to_float_by_definition(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table;
+}
+
+template <class Out>
+void decode_16bit(const char* bytes, size_t count, bool half, Out* out) {
+  if (half) {
+    const float* table = half_table().data();
+    for (size_t i = 0; i < count; ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes + 2 * i, 2);
+      out[i] = static_cast<Out>(table[h]);
+    }
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes + 2 * i, 2);
+      out[i] = static_cast<Out>(bfloat_to_float(h));
+    }
+  }
+}
+}  // namespace
+
+float half_to_float(uint16_t h) { return half_table()[h]; }
 
 float bfloat_to_float(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
@@ -92,12 +127,19 @@ void decode_float_bytes(const char* bytes, size_t size, int32_t type, float* out
     std::memcpy(out, bytes, size);  // little-endian, as ONNX says and this host is
     return;
   }
-  const bool half = type == onnx::TensorProto::FLOAT16;
-  for (size_t i = 0; i < size / 2; ++i) {
-    uint16_t h;
-    std::memcpy(&h, bytes + 2 * i, 2);
-    out[i] = half ? half_to_float(h) : bfloat_to_float(h);
+  decode_16bit(bytes, size / 2, type == onnx::TensorProto::FLOAT16, out);
+}
+
+void decode_float_bytes(const char* bytes, size_t size, int32_t type, double* out) {
+  if (type == onnx::TensorProto::FLOAT) {
+    for (size_t i = 0; i < size / 4; ++i) {
+      float f;
+      std::memcpy(&f, bytes + 4 * i, 4);
+      out[i] = f;
+    }
+    return;
   }
+  decode_16bit(bytes, size / 2, type == onnx::TensorProto::FLOAT16, out);
 }
 
 std::vector<float> tensor_floats(const onnx::TensorProto& t) {

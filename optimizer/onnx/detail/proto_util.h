@@ -31,6 +31,7 @@ uint16_t float_to_bfloat(float f);
 std::string float_bytes(const std::vector<float>& values, int32_t type);
 /// `bytes` (raw data of a term float type) decoded into `out` (of bytes.size() / float_type_bytes(type)).
 void decode_float_bytes(const char* bytes, size_t size, int32_t type, float* out);
+void decode_float_bytes(const char* bytes, size_t size, int32_t type, double* out);
 /// Values of a FLOAT, FLOAT16 or BFLOAT16 tensor (raw_data, float_data or, for the 16-bit types, int32_data),
 /// as float. Throws OnnxError for other types or external data.
 std::vector<float> tensor_floats(const onnx::TensorProto& t);
