@@ -33,9 +33,11 @@ nlohmann::json check_json(const onnx_io::CheckResult& c, const onnx_io::CheckOpt
   if (!c.reason.empty()) j["reason"] = c.reason;
   if (!c.note.empty()) j["note"] = c.note;
   if (!c.not_needed.empty()) j["not_needed"] = c.not_needed;
+  j["identical"] = c.identical;
   for (const onnx_io::SizeCheck& s : c.sizes)
     j["sizes"].push_back({{"dim", s.dim}, {"value", s.value}, {"evaluated", s.evaluated}, {"passed", s.passed},
-                          {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason}});
+                          {"max_abs_diff", s.max_abs_diff}, {"elements", s.elements}, {"reason", s.reason},
+                          {"identical", s.identical}});
   return j;
 }
 
@@ -44,6 +46,8 @@ void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io
     log << "  check: not needed: " << c.not_needed << "\n";
   else if (!c.evaluated)
     log << "  check: could not run: " << c.reason << "\n";
+  else if (c.identical)
+    log << "  check: passed without evaluating, " << fmt("%.2f", c.seconds) << " s\n";
   else
     log << "  check: " << c.elements << " output elements, max abs diff " << fmt("%.3g", c.max_abs_diff)
         << ", max rel diff " << fmt("%.3g", c.max_rel_diff) << ": "
@@ -52,8 +56,9 @@ void print_check(std::ostream& log, const onnx_io::CheckResult& c, const onnx_io
   if (!c.note.empty()) log << "  check: note: " << c.note << "\n";
   for (const onnx_io::SizeCheck& s : c.sizes)
     log << "  check at " << s.dim << "=" << s.value << ": "
-        << (!s.evaluated ? "not checked: " + s.reason
-            : s.passed   ? std::to_string(s.elements) + " output elements, equal within tolerance"
+        << (!s.evaluated  ? "not checked: " + s.reason
+            : s.identical ? std::string("the same graph, passed without evaluating")
+            : s.passed    ? std::to_string(s.elements) + " output elements, equal within tolerance"
                          : "FAILED: " + s.reason)
         << "\n";
 }

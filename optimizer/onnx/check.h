@@ -64,6 +64,8 @@ struct SizeCheck {
   std::string reason;     // why not evaluated, or what differs
   double max_abs_diff = 0, max_rel_diff = 0;
   size_t elements = 0;
+  bool identical = false; // both read back as the same graph (same operators, attributes, weights): passed
+                          // without evaluating (check_models)
 };
 
 struct CheckResult {
@@ -80,7 +82,10 @@ struct CheckResult {
   double seconds = 0;
   std::vector<SizeCheck> sizes;  // one per symbolic dimension, then one for all at once when there are two
                                  // or more (check_optimization)
-  std::string note;         // non-empty when the imported size was checked on the term, not the written file
+  std::string note;         // how the imported size was checked when not by evaluating the written file: on
+                            // the term, or not at all because both graphs are the same (identical)
+  bool identical = false;   // the two models were found to be the same computation (check_models): passed
+                            // with nothing evaluated (elements 0), since the evaluation is deterministic
   /// Non-empty when nothing had to be evaluated, and why: the file written is the input itself, byte for
   /// byte (evaluated and passed are then true, with no elements compared).
   std::string not_needed;
@@ -98,6 +103,9 @@ std::vector<Tensor<double>> evaluate_model(const OnnxModel& model, const std::ma
 
 /// Compares two separately imported models with the same declared graph inputs and outputs (an original
 /// and an optimized export): the same random values for the inputs of `original`, each model its own weights.
+/// Two models with the same Expr whose weights are the same values (the same bytes of the same file, or equal
+/// held tensors) and whose opaque nodes are the same operators (attributes, passed-through inputs) are
+/// passed without evaluating (`identical`): the evaluation is deterministic, so it could only find them equal.
 CheckResult check_models(const OnnxModel& original, const OnnxModel& optimized, const CheckOptions& options = {});
 
 /// The symbolic dimensions of the graph inputs (not weights) that `model` was imported with, in order of

@@ -4,6 +4,9 @@
 // original only works at batch 1 is not checked there, and says so.
 #include <gtest/gtest.h>
 
+#include <onnx/onnx_pb.h>
+
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -87,7 +90,8 @@ TEST(OnnxCheck, SecondBatchSizeCatchesOtherValues) {
   EXPECT_EQ(self.sizes[0].value, 2);
   EXPECT_EQ(self.sizes[0].at, "batch=2");
   EXPECT_TRUE(self.sizes[0].passed) << self.sizes[0].reason;
-  EXPECT_EQ(self.sizes[0].elements, 6u);
+  EXPECT_TRUE(self.sizes[0].identical);  // the same graph read back: passed without evaluating
+  EXPECT_EQ(self.sizes[0].elements, 0u);
 }
 
 // An optimized graph that multiplies by a [1,1] weight is right at batch 1, and its export cannot be
@@ -179,6 +183,74 @@ TEST(OnnxCheck, ReshapeTargetsFollowTheSymbolicBatch) {
   EXPECT_TRUE(symbolic_reshape_targets(import_onnx(TEQ_SOURCE_DIR "/corpus/models/mlp.onnx"),
                                        read_bytes(TEQ_SOURCE_DIR "/corpus/models/mlp.onnx"), {})
                   .empty());
+}
+
+}  // namespace
+}  // namespace teq::onnx_io
+
+namespace teq::onnx_io {
+namespace {
+
+/// x[batch, 4] @ w[4, 3], then CumSum along axis 1 (an operator outside the vocabulary, kept opaque) with
+/// `exclusive`; w's entries from `w0` upward in steps of 0.25.
+std::string matmul_cumsum(float w0, int64_t exclusive) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("g");
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<std::string> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (const std::string& d : dims) {
+      auto* dim = t->mutable_shape()->add_dim();
+      if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+      else dim->set_dim_param(d);
+    }
+  };
+  value(g.add_input(), "x", {"batch", "4"});
+  value(g.add_output(), "y", {"batch", "3"});
+  onnx::TensorProto& w = *g.add_initializer();
+  w.set_name("w");
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  w.add_dims(4), w.add_dims(3);
+  for (int k = 0; k < 12; ++k) w.add_float_data(w0 + 0.25f * static_cast<float>(k));
+  onnx::TensorProto& axis = *g.add_initializer();
+  axis.set_name("axis");
+  axis.set_data_type(onnx::TensorProto::INT64);
+  axis.add_int64_data(1);
+  onnx::NodeProto& mm = *g.add_node();
+  mm.set_op_type("MatMul"), mm.add_input("x"), mm.add_input("w"), mm.add_output("h");
+  onnx::NodeProto& cs = *g.add_node();
+  cs.set_op_type("CumSum"), cs.add_input("h"), cs.add_input("axis"), cs.add_output("y");
+  onnx::AttributeProto& a = *cs.add_attribute();
+  a.set_name("exclusive"), a.set_type(onnx::AttributeProto::INT), a.set_i(exclusive);
+  return m.SerializeAsString();
+}
+
+TEST(OnnxCheck, TheSameComputationPassesWithoutEvaluating) {
+  const OnnxModel a = import_onnx_bytes(matmul_cumsum(0.5f, 0), "a.onnx", batch(2));
+  ASSERT_EQ(a.num_opaque(), 1u);  // the CumSum
+  const CheckResult same = check_models(a, import_onnx_bytes(matmul_cumsum(0.5f, 0), "b.onnx", batch(2)));
+  EXPECT_TRUE(same.evaluated && same.passed && same.identical) << same.reason;
+  EXPECT_EQ(same.elements, 0u);  // nothing evaluated
+  EXPECT_NE(same.note.find("without evaluating"), std::string::npos);
+}
+
+TEST(OnnxCheck, OtherWeightsOrOpaqueAttributesAreEvaluated) {
+  const OnnxModel a = import_onnx_bytes(matmul_cumsum(0.5f, 0), "a.onnx", batch(2));
+  // The same Expr, other weight values: evaluated, and found different.
+  const CheckResult weights = check_models(a, import_onnx_bytes(matmul_cumsum(0.75f, 0), "b.onnx", batch(2)));
+  EXPECT_FALSE(weights.identical);
+  ASSERT_TRUE(weights.evaluated) << weights.reason;
+  EXPECT_FALSE(weights.passed);
+  EXPECT_EQ(weights.elements, 6u);
+  // The same Expr and weights, the opaque CumSum exclusive: evaluated, and found different.
+  const CheckResult attribute = check_models(a, import_onnx_bytes(matmul_cumsum(0.5f, 1), "b.onnx", batch(2)));
+  EXPECT_FALSE(attribute.identical);
+  ASSERT_TRUE(attribute.evaluated) << attribute.reason;
+  EXPECT_FALSE(attribute.passed);
 }
 
 }  // namespace
