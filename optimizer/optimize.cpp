@@ -129,6 +129,10 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
   // alternative in the e-graph they only multiply the extraction's ties.
   const ReshapeFree canonical = remove_reshapes_around_elementwise(graph, config.opaque);
   OptimizeReport report = optimize_round(canonical.graph, rules, cost, config);
+  // A round whose extraction applied no rule returns its own input with common subterms shared, which the
+  // e-graph shares anyway: the next round would build the same e-graph and extract the same graph (on a
+  // 32-layer LLaMA its ILP ran 56 s, into the wall-clock guard at the default limit, for nothing).
+  bool last_round_rewrote = !report.rules_used.empty();
   if (canonical.removed > 0) {
     report.original_cost = graph_cost(graph, cost);
     report.rules_used[kReshapeFreeRule] += canonical.removed;
@@ -139,7 +143,9 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
   // iterations, so pairs that appear only after other rewrites (a batched matmul whose halves meet a second
   // batching) are matched in the next round, on a small e-graph, instead of in one e-graph past its limits.
   // The time limits are shared by all rounds: saturation time and extraction time are each a budget.
-  while (report.rounds < config.rounds && report.optimized_cost < report.original_cost &&
+  if (config.rounds > 1 && !last_round_rewrote && report.optimized_cost < report.original_cost)
+    report.notes.push_back("round 1 applied no rule; rounds stop (the next one would extract the same graph)");
+  while (report.rounds < config.rounds && last_round_rewrote && report.optimized_cost < report.original_cost &&
          report.saturate_seconds < config.saturation.time_limit_s && report.extract_seconds < config.ilp_time_limit_s) {
     OptimizeConfig round_config = config;
     round_config.saturation.time_limit_s = config.saturation.time_limit_s - report.saturate_seconds;
@@ -155,6 +161,7 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
     ++report.rounds;
     if (next.stop.reason == SearchStop::Reason::TimeLimit) report.rounds_stopped_by_clock.push_back(report.rounds);
     const bool improved = next.optimized_cost < report.optimized_cost;
+    last_round_rewrote = !next.rules_used.empty();
     if (improved) {
       report.optimized = std::move(next.optimized);
       report.optimized_cost = next.optimized_cost;
@@ -163,7 +170,9 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
       for (const auto& [rule, count] : next.rules_used) report.rules_used[rule] += count;
     }
     report.notes.push_back("round " + std::to_string(report.rounds) + ": " + to_string(next.stop) +
-                           (improved ? ", cost lowered" : ", no gain; rounds stop"));
+                           (!improved            ? ", no gain; rounds stop"
+                            : last_round_rewrote ? ", cost lowered"
+                                                 : ", cost lowered applying no rule; rounds stop"));
     if (!improved) break;
   }
   return report;
