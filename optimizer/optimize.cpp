@@ -129,10 +129,15 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
   // alternative in the e-graph they only multiply the extraction's ties.
   const ReshapeFree canonical = remove_reshapes_around_elementwise(graph, config.opaque);
   OptimizeReport report = optimize_round(canonical.graph, rules, cost, config);
-  // A round whose extraction applied no rule returns its own input with common subterms shared, which the
-  // e-graph shares anyway: the next round would build the same e-graph and extract the same graph (on a
-  // 32-layer LLaMA its ILP ran 56 s, into the wall-clock guard at the default limit, for nothing).
-  bool last_round_rewrote = !report.rules_used.empty();
+  // Another round only after one that lowered its starting cost by kRoundMinGain with at least one rule: a
+  // round that applied none returns its own input with common subterms shared, which the e-graph shares
+  // anyway (the next round would extract the same graph), and one that gained less than 0.1% has nothing a
+  // further round builds on (a 32-layer LLaMA: 0.01% from re-associated products, then a second round's ILP
+  // ran 56 s, into the 60 s wall-clock guard, and changed nothing).
+  auto worth_another = [](const OptimizeReport& round, double start_cost) {
+    return !round.rules_used.empty() && round.optimized_cost < start_cost * (1 - kRoundMinGain);
+  };
+  bool another_round = worth_another(report, report.original_cost);
   if (canonical.removed > 0) {
     report.original_cost = graph_cost(graph, cost);
     report.rules_used[kReshapeFreeRule] += canonical.removed;
@@ -143,9 +148,9 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
   // iterations, so pairs that appear only after other rewrites (a batched matmul whose halves meet a second
   // batching) are matched in the next round, on a small e-graph, instead of in one e-graph past its limits.
   // The time limits are shared by all rounds: saturation time and extraction time are each a budget.
-  if (config.rounds > 1 && !last_round_rewrote && report.optimized_cost < report.original_cost)
-    report.notes.push_back("round 1 applied no rule; rounds stop (the next one would extract the same graph)");
-  while (report.rounds < config.rounds && last_round_rewrote && report.optimized_cost < report.original_cost &&
+  if (config.rounds > 1 && !another_round && report.optimized_cost < report.original_cost)
+    report.notes.push_back("round 1 lowered the cost by less than 0.1% or by no rule; rounds stop");
+  while (report.rounds < config.rounds && another_round &&
          report.saturate_seconds < config.saturation.time_limit_s && report.extract_seconds < config.ilp_time_limit_s) {
     OptimizeConfig round_config = config;
     round_config.saturation.time_limit_s = config.saturation.time_limit_s - report.saturate_seconds;
@@ -161,7 +166,7 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
     ++report.rounds;
     if (next.stop.reason == SearchStop::Reason::TimeLimit) report.rounds_stopped_by_clock.push_back(report.rounds);
     const bool improved = next.optimized_cost < report.optimized_cost;
-    last_round_rewrote = !next.rules_used.empty();
+    another_round = worth_another(next, report.optimized_cost);
     if (improved) {
       report.optimized = std::move(next.optimized);
       report.optimized_cost = next.optimized_cost;
@@ -170,9 +175,9 @@ OptimizeReport optimize_graph(const Expr& graph, const RuleCorpus& rules, const 
       for (const auto& [rule, count] : next.rules_used) report.rules_used[rule] += count;
     }
     report.notes.push_back("round " + std::to_string(report.rounds) + ": " + to_string(next.stop) +
-                           (!improved            ? ", no gain; rounds stop"
-                            : last_round_rewrote ? ", cost lowered"
-                                                 : ", cost lowered applying no rule; rounds stop"));
+                           (!improved       ? ", no gain; rounds stop"
+                            : another_round ? ", cost lowered"
+                                            : ", cost lowered by less than 0.1% or by no rule; rounds stop"));
     if (!improved) break;
   }
   return report;

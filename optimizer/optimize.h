@@ -30,6 +30,10 @@ enum class ExtractMethod { Greedy, DagGreedy, Ilp };
 /// 40 s at 4). Counts, so the result does not depend on the machine.
 inline constexpr size_t kDefaultRounds = 8;
 inline constexpr size_t kDefaultIterationsPerRound = 3;
+/// A further round runs only after one that lowered its starting cost by at least this fraction, with a rule
+/// (optimize_graph): below it, the round's rewrites set up nothing the next round builds on, and that round's
+/// extraction can cost more than the whole rest of the run.
+inline constexpr double kRoundMinGain = 1e-3;
 
 struct OptimizeConfig {
   // Each round's saturation: limits, scheduler, progress callback. Its time_limit_s, like ilp_time_limit_s,
