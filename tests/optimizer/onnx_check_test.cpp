@@ -241,6 +241,26 @@ TEST(OnnxCheck, TheSameComputationPassesWithoutEvaluating) {
   EXPECT_TRUE(renamed.evaluated && renamed.passed && renamed.identical) << renamed.reason;
 }
 
+// An operator the evaluator lacks (Celu) does not stop the same computation from passing: nothing is evaluated.
+TEST(OnnxCheck, TheSameComputationPassesWithAnOperatorTheEvaluatorLacks) {
+  onnx::ModelProto m = onnx::ModelProto();
+  ASSERT_TRUE(m.ParseFromString(matmul_cumsum(0.5f, 0)));
+  onnx::NodeProto& celu = *m.mutable_graph()->add_node();
+  celu.set_op_type("Celu"), celu.add_input("y"), celu.add_output("z");
+  m.mutable_graph()->mutable_output(0)->set_name("z");
+  const std::string bytes = m.SerializeAsString();
+  const OnnxModel a = import_onnx_bytes(bytes, "a.onnx", batch(2));
+  const CheckResult same = check_models(a, import_onnx_bytes(bytes, "b.onnx", batch(2)));
+  EXPECT_TRUE(same.evaluated && same.passed && same.identical) << same.reason;
+  // The same graph with another CumSum: not the same computation, and Celu cannot be evaluated.
+  onnx::ModelProto other = m;
+  other.mutable_graph()->mutable_node(1)->mutable_attribute(0)->set_i(1);
+  const CheckResult differ = check_models(a, import_onnx_bytes(other.SerializeAsString(), "c.onnx", batch(2)));
+  EXPECT_FALSE(differ.identical);
+  EXPECT_FALSE(differ.evaluated);
+  EXPECT_NE(differ.reason.find("Celu"), std::string::npos) << differ.reason;
+}
+
 TEST(OnnxCheck, OtherWeightsOrOpaqueAttributesAreEvaluated) {
   const OnnxModel a = import_onnx_bytes(matmul_cumsum(0.5f, 0), "a.onnx", batch(2));
   // The same Expr, other weight values: evaluated, and found different.
