@@ -415,7 +415,11 @@ bool same_opaque(const OnnxModel& a, const OpaqueNode& x, const OnnxModel& b, co
   for (int k = 0; k < px.attribute_size(); ++k)
     if (px.attribute(k).SerializeAsString() != py.attribute(k).SerializeAsString()) return false;
   for (int k = 0; k < px.input_size(); ++k) {
-    if (x.input_child[static_cast<size_t>(k)] >= 0 || px.input(k).empty() != py.input(k).empty()) continue;
+    // input_child is the same for both (compared above); shorter than the inputs means passed through.
+    const size_t kk = static_cast<size_t>(k);
+    if (kk < x.input_child.size() && x.input_child[kk] >= 0) continue;
+    if (px.input(k).empty() != py.input(k).empty()) return false;  // an optional input left out in one only
+    if (px.input(k).empty()) continue;
     const auto ta = a.passthrough.find(px.input(k)), tb = b.passthrough.find(py.input(k));
     if ((ta == a.passthrough.end()) != (tb == b.passthrough.end())) return false;
     if (ta != a.passthrough.end()) {
