@@ -178,7 +178,7 @@ def run_overhead(runs, rng):
     return max(one - per_node, 0.0), per_node, per_input
 
 
-# The layer-norm family and GELU as onnxruntime runs them at ORT_ENABLE_ALL, for the units eqsat-run prices as
+# The layer-norm family and GELU (exact and tanh) as onnxruntime runs them at ORT_ENABLE_ALL, for the units eqsat-run prices as
 # one kernel (optimizer/cost/ort_fusions.h): kind -> (domain, per-run inputs of the normalized tensor's shape,
 # initializers over its last axis, attributes).
 NORM_KERNELS = {
@@ -186,6 +186,7 @@ NORM_KERNELS = {
     "LayerNormalization": ("", ["x"], ["gamma", "beta"], {"epsilon": 1e-5, "axis": -1}),
     "SimplifiedLayerNormalization": ("", ["x"], ["gamma"], {"epsilon": 1e-5, "axis": -1}),
     "Gelu": ("com.microsoft", ["x"], [], {}),
+    "FastGelu": ("com.microsoft", ["x"], [], {}),
 }
 
 

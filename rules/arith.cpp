@@ -11,6 +11,7 @@ const char* unary_fn_name(UnaryFn fn) {
     case UnaryFn::Rsqrt: return "rsqrt";
     case UnaryFn::Sqrt: return "sqrt";
     case UnaryFn::Erf: return "erf";
+    case UnaryFn::GeluTanh: return "gelu_tanh";
   }
   return "?";
 }

@@ -14,8 +14,8 @@
 namespace teq {
 
 /// Non-linear point-wise functions. relu and max are not here: they have real meaning everywhere.
-enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt, Sqrt, Erf };
-inline constexpr size_t kNumUnaryFns = 7;
+enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt, Sqrt, Erf, GeluTanh };
+inline constexpr size_t kNumUnaryFns = 8;
 const char* unary_fn_name(UnaryFn fn);
 
 /// An element of Z/pZ with p = 2^61 - 1: exact arithmetic with division, no overflow, no rounding.
@@ -96,6 +96,11 @@ struct FloatArith {
       case UnaryFn::Rsqrt: return F(1) / std::sqrt(x);
       case UnaryFn::Sqrt: return std::sqrt(x);
       case UnaryFn::Erf: return std::erf(x);
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): PyTorch's gelu(approximate='tanh'), GPT-2's gelu_new.
+      case UnaryFn::GeluTanh: {
+        const F k = std::sqrt(F(2) / F(3.14159265358979323846264338327950288L));
+        return F(0.5) * x * (F(1) + std::tanh(k * (x + F(0.044715) * x * x * x)));
+      }
     }
     return x;
   }

@@ -16,7 +16,8 @@ constexpr std::string_view kPrefix = "ort:";
 constexpr std::array kKinds = {OrtFusion::SkipLayerNormalization, OrtFusion::LayerNormalization,
                                OrtFusion::SimplifiedLayerNormalization, OrtFusion::Gelu,
                                OrtFusion::Gemm, OrtFusion::FusedMatMul, OrtFusion::Gemm2d,
-                               OrtFusion::FusedGemmRelu, OrtFusion::FusedGemmTanh, OrtFusion::FusedGemmSigmoid};
+                               OrtFusion::FusedGemmRelu, OrtFusion::FusedGemmTanh, OrtFusion::FusedGemmSigmoid,
+                               OrtFusion::FastGelu};
 
 bool is_2d_gemm(OrtFusion kind) {
   return kind == OrtFusion::Gemm2d || kind == OrtFusion::FusedGemmRelu || kind == OrtFusion::FusedGemmTanh ||
@@ -68,9 +69,10 @@ class Matcher {
 
   /// The unit rooted at a layer norm's division, if `div` is one.
   std::optional<FusedUnit> layer_norm_at(size_t div) const;
+  /// A gelu (exported as the five nodes GeluFusion matches) or gelu_tanh (the nine FastGeluFusion matches).
   std::optional<FusedUnit> gelu_at(size_t i) const {
-    if (op(i) != OpKind::Gelu || pre_[i]) return std::nullopt;
-    return unit(OrtFusion::Gelu, {shapes_[i]}, {i});
+    if ((op(i) != OpKind::Gelu && op(i) != OpKind::GeluTanh) || pre_[i]) return std::nullopt;
+    return unit(op(i) == OpKind::Gelu ? OrtFusion::Gelu : OrtFusion::FastGelu, {shapes_[i]}, {i});
   }
   /// A bias add of a matmul of a rank-3 (or more) tensor by a weight matrix: Reshape, Gemm, Reshape.
   std::optional<FusedUnit> gemm_at(size_t add) const;
@@ -275,6 +277,7 @@ std::string_view ort_fusion_name(OrtFusion kind) {
     case OrtFusion::FusedGemmRelu: return "FusedGemmRelu";
     case OrtFusion::FusedGemmTanh: return "FusedGemmTanh";
     case OrtFusion::FusedGemmSigmoid: return "FusedGemmSigmoid";
+    case OrtFusion::FastGelu: return "FastGelu";
   }
   return "?";
 }

@@ -31,6 +31,7 @@ namespace teq {
 enum class OrtFusion {
   SkipLayerNormalization, LayerNormalization, SimplifiedLayerNormalization, Gelu, Gemm, FusedMatMul,
   Gemm2d, FusedGemmRelu, FusedGemmTanh, FusedGemmSigmoid,  // a 2-d matmul + add, and an activation after it
+  FastGelu,
 };
 
 /// onnxruntime's name of the fused operator, e.g. "SkipLayerNormalization".

@@ -29,6 +29,7 @@ __device__ inline float apply_unary(Unary fn, float x) {
     case Unary::Gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case Unary::Sqrt: return sqrtf(x);
     case Unary::Erf: return erff(x);
+    case Unary::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
   }
   return x;
 }

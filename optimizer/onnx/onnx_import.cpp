@@ -672,6 +672,13 @@ void Importer::compact() {
   std::erase_if(m_.weights, [&](const auto& kv) { return !live.count(kv.first); });
   m_.graph = std::move(out);
   m_.opaque = std::move(opaque);
+  // The notes on opaque nodes that nothing reaches any more (a later node's form took them in) go too.
+  std::vector<bool> stale(m_.notes.size(), false);
+  for (const auto& [note, old_id] : opaque_notes_)
+    if (note < stale.size() && !opaque_ids.contains(old_id)) stale[note] = true;
+  size_t i = 0;
+  std::erase_if(m_.notes, [&](const std::string&) { return stale[i++]; });
+  opaque_notes_.clear();
 }
 
 }  // namespace detail

@@ -130,6 +130,7 @@ template <> struct Semantics<OpKind::Sigmoid> : UnarySemantics<UnaryFn::Sigmoid>
 template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
 template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
 template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
+template <> struct Semantics<OpKind::GeluTanh> : UnarySemantics<UnaryFn::GeluTanh> {};
 template <>
 struct Semantics<OpKind::Smul> : ElementWise {
   template <class S>

@@ -31,6 +31,7 @@ const std::vector<std::string>& operator_cases() {
       "(tanh (input x 2 3 5 7))",
       "(sigmoid (input x 1000))",
       "(gelu (input x 4 33))",
+      "(gelu_tanh (input x 4 33))",
       "(sqrt (input px 4 33))",
       "(erf (input x 1000))",
       "(broadcast 2 3 4 5 (input x 3 1 5))",

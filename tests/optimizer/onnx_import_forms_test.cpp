@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -17,6 +18,7 @@
 
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
+#include "rules/arith.h"
 #include "rules/evaluator.h"
 #include "rules/sexpr.h"
 
@@ -431,30 +433,43 @@ TEST(OnnxOpset18, RefusedByNodeWhenThereIsNoOpset17Form) {
   }
 }
 
-TEST(OnnxOpset20, GeluIsTheVocabularysGeluAndItsTanhFormStaysOpaque) {
+TEST(OnnxOpset20, GeluIsTheVocabularysGeluAndItsTanhFormItsGeluTanh) {
   ModelBuilder b(20, 9);
   b.input("x", {2, 3});
   b.node("Gelu", {"x"}, {"g"});
   set_attr(b.node("Gelu", {"g"}, {"y"}), "approximate", "tanh");
   b.output("y");
   OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
-  EXPECT_EQ(print_graph(m.graph), "(opaque 0 0 2 3 (gelu (input x 2 3)))\n");
-  ASSERT_EQ(m.opaque.size(), 1u);
-  EXPECT_EQ(m.opaque[0].op_type, "Gelu");
-  ASSERT_FALSE(m.notes.empty());
-  EXPECT_NE(m.notes[0].find("approximate='tanh' is not the vocabulary's gelu"), std::string::npos) << m.notes[0];
-  // Export at opset 20: both are Gelu nodes, the opaque one with its attribute, and nothing is an Identity.
+  EXPECT_EQ(print_graph(m.graph), "(gelu_tanh (gelu (input x 2 3)))\n");
+  EXPECT_TRUE(m.opaque.empty());
+  EXPECT_TRUE(m.notes.empty()) << m.notes[0];
+  // Export at opset 20: the exact form as Gelu, the tanh form as the nine nodes onnxruntime fuses into one
+  // FastGelu (Pow 3 ... Tanh ... Mul), and nothing is an Identity.
   onnx::ModelProto p = exported(m);
-  int gelus = 0, tanh = 0;
-  for (const auto& n : p.graph().node()) {
-    EXPECT_NE(n.op_type(), "Identity");
-    gelus += n.op_type() == "Gelu";
-    for (const auto& a : n.attribute()) tanh += a.name() == "approximate" && a.s() == "tanh";
-  }
-  EXPECT_EQ(gelus, 2);
-  EXPECT_EQ(tanh, 1);
+  std::map<std::string, int> ops;
+  for (const auto& n : p.graph().node()) ++ops[n.op_type()];
+  EXPECT_EQ(ops["Gelu"], 1);
+  EXPECT_EQ(ops["Pow"], 1);
+  EXPECT_EQ(ops["Tanh"], 1);
+  EXPECT_EQ(ops["Identity"], 0);
   // The export reads back to the same graph.
   EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "back").graph), print_graph(m.graph));
+}
+
+TEST(OnnxOpset20, AGeluOfAnotherApproximationStaysOpaque) {
+  ModelBuilder b(20, 9);
+  b.input("x", {2, 3});
+  set_attr(b.node("Gelu", {"x"}, {"y"}), "approximate", "sigmoid");
+  b.output("y");
+  try {
+    OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");
+    ASSERT_EQ(m.opaque.size(), 1u);
+    ASSERT_FALSE(m.notes.empty());
+    EXPECT_NE(m.notes[0].find("neither the vocabulary's gelu"), std::string::npos) << m.notes[0];
+  } catch (const OnnxError& e) {
+    // ONNX's own checker may refuse the attribute value first: a clear error, never another meaning.
+    EXPECT_NE(std::string(e.what()).find("approximate"), std::string::npos) << e.what();
+  }
 }
 
 // ---- external data -----------------------------------------------------------------------------------
@@ -794,6 +809,81 @@ TEST(OnnxTorchOps, PyTorchsErfGeluIsTheVocabularysGelu) {
   // An intermediate value that something else reads: the nodes stay as they are.
   EXPECT_EQ(gelu(false, true).find("(gelu "), std::string::npos);
   EXPECT_NE(gelu(false, true).find("(erf "), std::string::npos);
+}
+
+TEST(OnnxTorchOps, PyTorchsTanhGeluIsTheVocabularysGeluTanh) {
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as the dynamo exporter and GPT-2's gelu_new write it
+  // (Pow 3; Mul(x, 0.5) times the sum) and as the TorchScript exporter does (x * (x * x); 0.5 * (x * sum)),
+  // every operand order commuted in the second.
+  enum class Form { Dynamo, TorchScript, TanhReadTwice, OtherCoefficient };
+  auto gelu = [](Form form) {
+    ModelBuilder b(form == Form::Dynamo ? 18 : 17);
+    b.input("x", {2, 3});
+    b.node("Relu", {"x"}, {"r"});
+    scalar_constant(b, "three", 3.0f);
+    scalar_constant(b, "c", form == Form::OtherCoefficient ? 0.045f : 0.044715f);
+    scalar_constant(b, "k", 0.7978845608f);
+    scalar_constant(b, "one", 1.0f);
+    scalar_constant(b, "half", 0.5f);
+    if (form == Form::TorchScript) {
+      b.node("Mul", {"r", "r"}, {"sq"});
+      b.node("Mul", {"r", "sq"}, {"cube"});
+      b.node("Mul", {"c", "cube"}, {"ccube"});
+      b.node("Add", {"ccube", "r"}, {"sum"});
+      b.node("Mul", {"k", "sum"}, {"inner"});
+    } else {
+      b.node("Pow", {"r", "three"}, {"cube"});
+      b.node("Mul", {"cube", "c"}, {"ccube"});
+      b.node("Add", {"r", "ccube"}, {"sum"});
+      b.node("Mul", {"sum", "k"}, {"inner"});
+    }
+    b.node("Tanh", {"inner"}, {"t"});
+    if (form == Form::TorchScript) {
+      b.node("Add", {"one", "t"}, {"a"});
+      b.node("Mul", {"r", "a"}, {"m"});
+      b.node("Mul", {"half", "m"}, {"y"});
+    } else {
+      b.node("Add", {"t", "one"}, {"a"});
+      b.node("Mul", {"r", "half"}, {"m"});
+      b.node("Mul", {"m", "a"}, {"y"});
+    }
+    b.output("y");
+    if (form == Form::TanhReadTwice) {
+      b.node("Relu", {"t"}, {"z"});
+      b.output("z");
+    }
+    return import_round_trip(b);
+  };
+  EXPECT_EQ(print_graph(gelu(Form::Dynamo).graph), "(gelu_tanh (relu (input x 2 3)))\n");
+  // The Pow 3 was read as an opaque node before the last Mul took it in: neither it nor its note is left.
+  EXPECT_TRUE(gelu(Form::Dynamo).opaque.empty());
+  EXPECT_TRUE(gelu(Form::Dynamo).notes.empty()) << gelu(Form::Dynamo).notes[0];
+  EXPECT_EQ(print_graph(gelu(Form::TorchScript).graph), "(gelu_tanh (relu (input x 2 3)))\n");
+  // An intermediate value that something else reads, or another coefficient: the nodes stay as they are.
+  for (Form form : {Form::TanhReadTwice, Form::OtherCoefficient}) {
+    const OnnxModel m = gelu(form);
+    EXPECT_EQ(print_graph(m.graph).find("(gelu_tanh "), std::string::npos) << print_graph(m.graph);
+    EXPECT_NE(print_graph(m.graph).find("(tanh "), std::string::npos) << print_graph(m.graph);
+    if (form == Form::OtherCoefficient) {
+      ASSERT_EQ(m.notes.size(), 1u);  // the Pow 3 that stays opaque says so
+      EXPECT_NE(m.notes[0].find("exponent 3"), std::string::npos) << m.notes[0];
+    }
+  }
+}
+
+TEST(OnnxTorchOps, TheTanhGeluImportedEvaluatesAsItsNodes) {
+  // The vocabulary's gelu_tanh against the nine ONNX nodes evaluated one by one (float32 constants):
+  // the two meanings may differ only by the constants' rounding.
+  const FloatArith<double> arith;
+  for (double x : {-6.0, -2.5, -1.0, -0.3, 0.0, 0.2, 0.9, 1.7, 3.0, 8.0}) {
+    const double c = static_cast<double>(0.044715f), k = static_cast<double>(0.7978845608f);
+    const double nodes = x * 0.5 * (1.0 + std::tanh((x + std::pow(x, 3.0) * c) * k));
+    EXPECT_NEAR(arith.unary(UnaryFn::GeluTanh, x), nodes, 1e-7 * std::max(1.0, std::fabs(x))) << x;
+    // ... and it is not the exact GELU (they differ by up to about 1e-3).
+    if (std::fabs(x) > 0.5 && std::fabs(x) < 4) {
+      EXPECT_GT(std::fabs(arith.unary(UnaryFn::GeluTanh, x) - arith.unary(UnaryFn::Gelu, x)), 1e-6) << x;
+    }
+  }
 }
 
 TEST(OnnxTorchOps, ClipAndPadAttributesBeforeOpset11) {

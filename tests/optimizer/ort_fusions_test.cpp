@@ -87,6 +87,9 @@ TEST(OrtFusions, LayerNormAloneWithoutBetaAndWithASharedSum) {
   EXPECT_TRUE(units_of("(ewsub (input x 2 16 64) (broadcast 2 16 64 (reduce_mean 1 1 (input x 2 16 64))))").empty());
   ASSERT_EQ(units_of("(gelu (input x 2 16 128))").size(), 1u);
   EXPECT_EQ(units_of("(gelu (input x 2 16 128))")[0].key, "ort:Gelu|[2,16,128]");
+  // The tanh approximation is FastGeluFusion's FastGelu.
+  ASSERT_EQ(units_of("(gelu_tanh (input x 2 16 128))").size(), 1u);
+  EXPECT_EQ(units_of("(gelu_tanh (input x 2 16 128))")[0].key, "ort:FastGelu|[2,16,128]");
 }
 
 TEST(OrtFusions, MatmulsAsOnnxruntimeFusesThem) {
@@ -135,7 +138,7 @@ TEST(OrtFusions, A2dMatmulAndItsAddAreOneGemmWithTheActivationAfterIt) {
 }
 
 TEST(OrtFusions, KeysParseBackAndMalformedOnesDoNot) {
-  for (const std::string key : {"ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]", "ort:Gelu|[7]",
+  for (const std::string key : {"ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]", "ort:Gelu|[7]", "ort:FastGelu|[1,64,3072]",
                                 "ort:FusedGemmSigmoid|[1,512],[512,512],[1,512]", "ort:Gemm2d|[4,8],[8,16],[16]"}) {
     const auto parsed = parse_fused_unit_key(key);
     ASSERT_TRUE(parsed) << key;

@@ -127,6 +127,8 @@ def check_model(exe, model_path, rules, work, numeric_check=True, weights_as_inp
              "AveragePool", "GlobalAveragePool", "Concat", "Split", "Slice", "Transpose", "Reshape", "Flatten",
              "BatchNormalization", "Softmax", "Identity", "Dropout", "Constant", "Expand", "Pad", "Erf", "Clip",
              "Squeeze", "Unsqueeze", "Sqrt", "ReduceMean", "LayerNormalization",
+             # Gelu (opset 20) is gelu or gelu_tanh, the latter written as its decomposition.
+             "Gelu",
              # Pow with exponent 2, 0.5 or 1 becomes Mul, Sqrt or nothing; other exponents stay opaque.
              "Pow"}
 

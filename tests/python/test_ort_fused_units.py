@@ -18,7 +18,7 @@ import sys
 from test_ort_fusions import fused_ops  # onnxruntime's graph at ORT_ENABLE_ALL, op counts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KINDS = ["SkipLayerNormalization", "LayerNormalization", "SimplifiedLayerNormalization", "Gelu", "FusedMatMul"]
+KINDS = ["SkipLayerNormalization", "LayerNormalization", "SimplifiedLayerNormalization", "Gelu", "FastGelu", "FusedMatMul"]
 LIMITS = ["--extract", "greedy", "--node-limit", "10000", "--iter-limit", "30", "--rounds", "8"]
 
 

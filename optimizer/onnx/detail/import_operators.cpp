@@ -37,10 +37,10 @@ void Importer::import_node(const onnx::NodeProto& n) {
     onnx::NodeProto original;
     original.ParseFromString(adapted->original);
     try {
-      if (adapted->gelu && import_gelu(n)) return;
+      if (adapted->gelu && import_gelu(n, *adapted->gelu)) return;
       if (original.op_type() == "Gelu")
         note_opaque(original, "approximate='" + attr_string(original, "approximate", "none") +
-                                  "' is not the vocabulary's gelu (the exact erf form)");
+                                  "' is neither the vocabulary's gelu (exact) nor its gelu_tanh");
     } catch (const NotInVocabulary& e) {
       note_opaque(original, e.reason);
     } catch (const ShapeError& e) {
@@ -64,7 +64,9 @@ void Importer::import_node(const onnx::NodeProto& n) {
 }
 
 void Importer::note_opaque(const onnx::NodeProto& n, const std::string& reason) {
-  if (!reason.empty()) m_.notes.push_back(describe(n) + " stays opaque: " + reason);
+  if (reason.empty()) return;
+  m_.notes.push_back(describe(n) + " stays opaque: " + reason);
+  opaque_notes_.emplace_back(m_.notes.size() - 1, static_cast<int64_t>(m_.opaque.size()));  // import_opaque's id
 }
 
 ExprId Importer::in(const onnx::NodeProto& n, int k) {
@@ -190,11 +192,11 @@ const AdaptedNode* Importer::adapted_node(const onnx::NodeProto& n) const {
   return it == adapted_.end() ? nullptr : &it->second;
 }
 
-bool Importer::import_gelu(const onnx::NodeProto& n) {
+bool Importer::import_gelu(const onnx::NodeProto& n, OpKind gelu) {
   pending_.clear();
   node_type_ = elem_type(n.output(0));
   if (!is_term_float_type(node_type_)) throw NotInVocabulary{"not a float tensor (FLOAT, FLOAT16 or BFLOAT16)"};
-  set_output(n, add(OpKind::Gelu, {}, {in(n, 0)}));
+  set_output(n, add(gelu, {}, {in(n, 0)}));
   for (const auto& [name, id] : pending_) values_[name] = id;
   return true;
 }
@@ -266,6 +268,7 @@ void Importer::import_opaque(const onnx::NodeProto& working) {
                                                             : "ONNX cannot infer (an operator of domain '" + n.domain() + "')";
     m_.notes.push_back(describe(n) + " computes '" + out + "', whose shape " + why +
                        ": it and its readers stay as the file has them");
+    opaque_notes_.emplace_back(m_.notes.size() - 1, id);
   }
   m_.opaque.push_back(std::move(node));
 }

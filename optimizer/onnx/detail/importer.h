@@ -168,6 +168,8 @@ class Importer {
 
   void import_node(const onnx::NodeProto& n);
 
+  /// A note on why `n`, about to be imported as an opaque node, stays so; dropped again by compact() when a
+  /// later node's form absorbs that opaque node (a Pow 3 inside GELU's tanh approximation).
   void note_opaque(const onnx::NodeProto& n, const std::string& reason);
 
   /// Maps a default-domain node onto the vocabulary through its family's import form; false when the
@@ -178,8 +180,8 @@ class Importer {
 
   const AdaptedNode* adapted_node(const onnx::NodeProto& n) const;
 
-  /// Gelu (opset 20, exact erf form) -> the vocabulary's gelu.
-  bool import_gelu(const onnx::NodeProto& n);
+  /// Gelu (opset 20) -> the vocabulary's `gelu` (the exact erf form) or `gelu_tanh` (approximate='tanh').
+  bool import_gelu(const onnx::NodeProto& n, OpKind gelu);
 
   void import_opaque(const onnx::NodeProto& working);
 
@@ -203,6 +205,7 @@ class Importer {
   std::unordered_set<std::string> counted_extent_;  // ceil_mode poolings' outputs whose inferred extent onnxruntime drops
   std::unordered_map<std::string, Shape> partial_shapes_;  // tensors of known rank but some unknown dimension (as 1)
   std::unordered_map<std::string, const onnx::TensorProto*> constants_;
+  std::vector<std::pair<size_t, int64_t>> opaque_notes_;  // (index into m_.notes, the opaque id it is about)
   std::vector<std::unique_ptr<onnx::TensorProto>> constant_storage_;
   std::unordered_map<std::string, ExprId> values_;
   /// Outputs of opaque nodes whose shape depends on tensor values (OpaqueNode::dynamic_outputs): operands of

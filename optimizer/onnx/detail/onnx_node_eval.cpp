@@ -13,6 +13,7 @@
 #include "optimizer/onnx/detail/node_eval_common.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "optimizer/onnx/model.h"
+#include "rules/arith.h"
 #include "rules/shape.h"
 
 namespace teq::onnx_io::detail {
@@ -217,13 +218,11 @@ std::optional<std::vector<OnnxValue>> eval_elementwise(const Node& c) {
     return map1(c.type(0), [=](double x) { return gamma * (x <= 0 ? alpha * (std::exp(x) - 1) : x); });
   }
   if (op == "Gelu") {
+    // The vocabulary's definitions of the two forms (rules/arith.h), not a copy of them.
     const std::string approx = c.s("approximate", "none");
-    if (approx == "tanh")
-      return map1(c.type(0), [](double x) {
-        return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-      });
-    if (approx != "none") not_covered(c.n, "approximate='" + approx + "'");
-    return map1(c.type(0), [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); });
+    if (approx != "none" && approx != "tanh") not_covered(c.n, "approximate='" + approx + "'");
+    const UnaryFn fn = approx == "tanh" ? UnaryFn::GeluTanh : UnaryFn::Gelu;
+    return map1(c.type(0), [fn](double x) { return FloatArith<double>{}.unary(fn, x); });
   }
   if (op == "Clip") {
     double lo = -kInf, hi = kInf;

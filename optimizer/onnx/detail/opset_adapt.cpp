@@ -95,7 +95,7 @@ class Adapter {
         if (v <= opset) version = v;
       if (!version) continue;
       const std::string original = n.SerializeAsString();
-      AdaptedNode a{original, false, false};
+      AdaptedNode a{original, false, std::nullopt};
       adapt(n, *version, a);
       // Recorded even when unchanged so far: shape_dependent may still rewrite it.
       adapted_[n.output_size() ? n.output(0) : ""] = a;
@@ -189,9 +189,11 @@ class Adapter {
       return;
     }
     if (op == "Gelu") {
-      // The vocabulary's gelu is the exact erf form (rules/ops/elementwise.h); the tanh approximation is
-      // another function and stays opaque.
-      a.gelu = attr_string(n, "approximate", "none") == "none";
+      // The exact erf form is the vocabulary's gelu, the tanh approximation its gelu_tanh
+      // (rules/ops/elementwise.h); any other value stays opaque.
+      const std::string approximate = attr_string(n, "approximate", "none");
+      if (approximate == "none") a.gelu = OpKind::Gelu;
+      if (approximate == "tanh") a.gelu = OpKind::GeluTanh;
       a.stand_in = true;
       make_identity(n);
       return;

@@ -9,10 +9,13 @@
 // meaning.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include <onnx/onnx_pb.h>
+
+#include "rules/op.h"
 
 namespace teq::onnx_io::detail {
 
@@ -23,9 +26,10 @@ inline constexpr int64_t kLibraryOpset = 17;
 struct AdaptedNode {
   std::string original;  // serialized onnx::NodeProto as in the model: what an opaque node exports
   /// The working node is a stand-in for shape inference only; import must not map it to the vocabulary
-  /// by its stand-in op_type. `gelu` says whether it is the exact (erf) GELU, the vocabulary's `gelu`.
+  /// by its stand-in op_type. `gelu` is the vocabulary's operator a Gelu is (`gelu` for the exact erf form,
+  /// `gelu_tanh` for approximate='tanh'); empty for any other node.
   bool stand_in = false;
-  bool gelu = false;
+  std::optional<OpKind> gelu;
 };
 
 /// Rewrites every default-domain node of `model` (opset 18 to 21) to its opset-17 form and sets the

@@ -1,9 +1,10 @@
 // The element-wise family's ONNX forms (rules/ops/elementwise.h): Add/Sub/Mul/Div, the unary functions, Clip,
-// Pow, PyTorch's exact GELU and Identity/Dropout in; their ONNX operators, Expand and Identity out.
+// Pow, PyTorch's exact GELU and its tanh approximation, and Identity/Dropout in; their ONNX operators, Expand and Identity out.
 #include <cfloat>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <sstream>
 
 #include "optimizer/onnx/detail/exporter.h"
@@ -77,11 +78,54 @@ std::optional<std::string> erf_gelu_input(Importer& im, const std::string& name)
   return std::nullopt;
 }
 
-/// A Mul that ends PyTorch's exact GELU, x * (1 + erf(x / sqrt 2)) * 0.5 with the products grouped and the
-/// operands of each Mul and Add in any order (x / sqrt 2 also as x * (1 / sqrt 2)), whose intermediate
-/// values have no other reader: its output becomes (gelu x), the vocabulary's (UnaryFn::Gelu is
-/// 0.5 x (1 + erf(x / sqrt 2))). False when the node is not such a Mul.
-bool import_erf_gelu(Importer& im, const onnx::NodeProto& n) {
+/// x when `name` is x^3 computed by nodes that nothing else reads: Pow(x, 3), x * (x * x) or (x * x) * x.
+bool is_cube_of(Importer& im, const std::string& name, const std::string& x) {
+  if (const onnx::NodeProto* pow = im.sole_producer(name, "Pow"); pow && pow->input_size() == 2)
+    return pow->input(0) == x && im.is_constant(pow->input(1), 3.0);
+  const onnx::NodeProto* mul = im.sole_producer(name, "Mul");
+  if (!mul || mul->input_size() != 2) return false;
+  for (int k = 0; k < 2; ++k) {
+    if (mul->input(k) != x) continue;
+    const onnx::NodeProto* square = im.sole_producer(mul->input(1 - k), "Mul");
+    if (square && square->input_size() == 2 && square->input(0) == x && square->input(1) == x) return true;
+  }
+  return false;
+}
+
+/// x when `name` is 1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)) computed by nodes that nothing else reads,
+/// the operands of each Add and Mul in any order (the form of PyTorch's gelu(approximate='tanh') in both
+/// exporters and of GPT-2's gelu_new).
+std::optional<std::string> tanh_gelu_input(Importer& im, const std::string& name) {
+  const onnx::NodeProto* add1 = im.sole_producer(name, "Add");
+  if (!add1 || add1->input_size() != 2) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    if (!im.is_constant(add1->input(1 - k), 1.0)) continue;
+    const onnx::NodeProto* tanh = im.sole_producer(add1->input(k), "Tanh");
+    if (!tanh) continue;
+    const onnx::NodeProto* scaled = im.sole_producer(tanh->input(0), "Mul");
+    if (!scaled || scaled->input_size() != 2) continue;
+    for (int j = 0; j < 2; ++j) {
+      if (!im.is_constant(scaled->input(1 - j), std::sqrt(2.0 / std::numbers::pi))) continue;
+      const onnx::NodeProto* sum = im.sole_producer(scaled->input(j), "Add");
+      if (!sum || sum->input_size() != 2) continue;
+      for (int i = 0; i < 2; ++i) {
+        const std::string& x = sum->input(i);
+        const onnx::NodeProto* term = im.sole_producer(sum->input(1 - i), "Mul");
+        if (!term || term->input_size() != 2) continue;
+        for (int m = 0; m < 2; ++m)
+          if (im.is_constant(term->input(1 - m), 0.044715) && is_cube_of(im, term->input(m), x)) return x;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+/// A Mul that ends a GELU, x * 0.5 * one_plus with the products grouped either way and the operands of each
+/// Mul in any order, where `input_of(one_plus)` finds x (1 + erf(x / sqrt 2) for the exact GELU, 1 + tanh(...)
+/// for the tanh approximation) and no intermediate value has another reader: its output becomes (`gelu` x),
+/// the vocabulary's operator of that function. False when the node is not such a Mul.
+bool import_gelu_product(Importer& im, const onnx::NodeProto& n, OpKind gelu,
+                         std::optional<std::string> (*input_of)(Importer&, const std::string&)) {
   if (n.input_size() != 2) return false;
   // The three factors of the two nested products.
   for (int k = 0; k < 2; ++k) {
@@ -93,11 +137,11 @@ bool import_erf_gelu(Importer& im, const onnx::NodeProto& n) {
       for (int x = 0; x < 3; ++x) {
         if (x == half) continue;
         const std::string& one_plus = factors[3 - half - x];
-        auto y = erf_gelu_input(im, one_plus);
+        auto y = input_of(im, one_plus);
         if (!y || *y != factors[x]) continue;
         auto v = im.value(*y);
         if (!v || im.elem_type(*y) != im.node_type()) return false;
-        im.set_output(n, im.add(OpKind::Gelu, {}, {*v}));
+        im.set_output(n, im.add(gelu, {}, {*v}));
         return true;
       }
     }
@@ -106,8 +150,11 @@ bool import_erf_gelu(Importer& im, const onnx::NodeProto& n) {
 }
 
 void import_mul(Importer& im, const onnx::NodeProto& n) {
-  // PyTorch's exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), is the vocabulary's gelu.
-  if (!import_erf_gelu(im, n)) import_binary(im, n);
+  // PyTorch's exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)), is the vocabulary's gelu; its tanh approximation
+  // x * 0.5 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) the vocabulary's gelu_tanh.
+  if (import_gelu_product(im, n, OpKind::Gelu, erf_gelu_input)) return;
+  if (import_gelu_product(im, n, OpKind::GeluTanh, tanh_gelu_input)) return;
+  import_binary(im, n);
 }
 
 /// A float32 value as num / 2^exp with the smallest exp in 0..62 (clip's bound attributes); nullopt when
@@ -275,6 +322,18 @@ std::string write_gelu(Exporter& ex, ExprId id) {
   return ex.finish("Mul", {h, ex.float_scalar(0.5f)}, id);
 }
 
+std::string write_gelu_tanh(Exporter& ex, ExprId id) {
+  // At every opset the decomposition as PyTorch's dynamo exporter writes it, x * 0.5 * (1 + tanh(sqrt(2/pi) *
+  // (x + 0.044715 * Pow(x, 3)))): the form onnxruntime's FastGeluFusion matches (one FastGelu kernel), with
+  // its float32 constants.
+  std::string x = ex.operand(id, 0);
+  std::string cube = ex.add_simple("Pow", {x, ex.float_scalar(3.0f)});
+  std::string sum = ex.add_simple("Add", {x, ex.add_simple("Mul", {cube, ex.float_scalar(0.044715f)})});
+  std::string t = ex.add_simple("Tanh", {ex.add_simple("Mul", {sum, ex.float_scalar(0.7978845608028654f)})});
+  std::string half_x = ex.add_simple("Mul", {x, ex.float_scalar(0.5f)});
+  return ex.finish("Mul", {half_x, ex.add_simple("Add", {t, ex.float_scalar(1.0f)})}, id);
+}
+
 std::string write_erf(Exporter& ex, ExprId id) {
   if (ex.opset() < 9) throw OnnxError("export: erf needs Erf, which opset " + std::to_string(ex.opset()) + " lacks");
   return ex.finish("Erf", {ex.operand(id, 0)}, id);
@@ -315,6 +374,7 @@ constexpr ExportForm kExports[] = {
     {OpKind::Sigmoid, [](Exporter& ex, ExprId id) { return ex.finish("Sigmoid", {ex.operand(id, 0)}, id); }},
     {OpKind::Sqrt, [](Exporter& ex, ExprId id) { return ex.finish("Sqrt", {ex.operand(id, 0)}, id); }},
     {OpKind::Gelu, write_gelu},
+    {OpKind::GeluTanh, write_gelu_tanh},
     {OpKind::Erf, write_erf},
     {OpKind::Clip, write_clip},
     {OpKind::Broadcast, write_broadcast},

@@ -81,6 +81,7 @@ template <> struct ShapeRule<OpKind::Sigmoid> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Gelu> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Sqrt> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Erf> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::GeluTanh> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Noop> : FirstOperandShape {};
 template <>
 struct ShapeRule<OpKind::Smul> {
