@@ -12,6 +12,9 @@ const char* unary_fn_name(UnaryFn fn) {
     case UnaryFn::Sqrt: return "sqrt";
     case UnaryFn::Erf: return "erf";
     case UnaryFn::GeluTanh: return "gelu_tanh";
+    case UnaryFn::ToFloat32: return "to_float32";
+    case UnaryFn::ToFloat16: return "to_float16";
+    case UnaryFn::ToBFloat16: return "to_bfloat16";
   }
   return "?";
 }

@@ -11,11 +11,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rules/float_types.h"
+
 namespace teq {
 
-/// Non-linear point-wise functions. relu and max are not here: they have real meaning everywhere.
-enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt, Sqrt, Erf, GeluTanh };
-inline constexpr size_t kNumUnaryFns = 8;
+/// Non-linear point-wise functions. relu and max are not here: they have real meaning everywhere. The casts
+/// round to float32, float16 and bfloat16 (`cast`): uninterpreted in Z3 like the others.
+enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt, Sqrt, Erf, GeluTanh, ToFloat32, ToFloat16, ToBFloat16 };
+inline constexpr size_t kNumUnaryFns = 11;
 const char* unary_fn_name(UnaryFn fn);
 
 /// An element of Z/pZ with p = 2^61 - 1: exact arithmetic with division, no overflow, no rounding.
@@ -101,6 +104,9 @@ struct FloatArith {
         const F k = std::sqrt(F(2) / F(3.14159265358979323846264338327950288L));
         return F(0.5) * x * (F(1) + std::tanh(k * (x + F(0.044715) * x * x * x)));
       }
+      case UnaryFn::ToFloat32: return static_cast<F>(round_to_float_type(static_cast<double>(x), kFloat32Type));
+      case UnaryFn::ToFloat16: return static_cast<F>(round_to_float_type(static_cast<double>(x), kFloat16Type));
+      case UnaryFn::ToBFloat16: return static_cast<F>(round_to_float_type(static_cast<double>(x), kBFloat16Type));
     }
     return x;
   }

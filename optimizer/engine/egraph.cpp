@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "rules/semantics.h"
+#include "rules/ops/elementwise.h"
 
 namespace teq {
 
@@ -64,7 +65,7 @@ ClassId EGraph::add(ENode node, std::optional<RuleId> origin) {
   if (is_leaf(node.op) || node.op == OpKind::Opaque || node.children.empty())
     elem_type = leaf_type_ ? leaf_type_(node.op, node.attrs, node.name) : 0;
   else
-    elem_type = classes_[find(node.children[0]).value].elem_type;
+    elem_type = ops::result_elem_type(node.op, node.attrs, classes_[find(node.children[0]).value].elem_type);
   parent_.push_back(cid);
   classes_.push_back(EClass{{nid}, {}, std::move(shape), weight_only, elem_type});
   for (size_t i = 0; i < node.children.size(); ++i) {
@@ -90,7 +91,7 @@ std::vector<int32_t> expr_elem_types(const Expr& graph, const LeafElemType& leaf
     if (is_leaf(n.op) || n.op == OpKind::Opaque || n.children.empty())
       types[i] = leaf_type ? leaf_type(n.op, n.attrs, n.name) : 0;
     else
-      types[i] = types[n.children[0].value];
+      types[i] = ops::result_elem_type(n.op, n.attrs, types[n.children[0].value]);
   }
   return types;
 }

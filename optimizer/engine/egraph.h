@@ -44,8 +44,9 @@ struct ENodeHash {
 
 /// The element type of a leaf (input, weight) or opaque node, by its operator, attributes and name, in ONNX's
 /// TensorProto::DataType numbering (1 float32, 10 float16, 16 bfloat16; 0 unknown): how a caller that knows
-/// its file's types gives them to the engine (issue 45). An operator's value has its first operand's type:
-/// the vocabulary is type-generic over the float types and rules never change a type.
+/// its file's types gives them to the engine (issue 45). An operator's value has its first operand's type, a
+/// cast's its target (ops::result_elem_type): the vocabulary is type-generic over the float types and rules
+/// never change a type.
 using LeafElemType = std::function<int32_t(OpKind op, std::span<const int64_t> attrs, const std::string& name)>;
 
 /// The element type of each node of `graph` (indexed by ExprId) as the e-graph assigns it: leaves and opaque

@@ -226,10 +226,8 @@ void add_random_inputs(const OnnxModel& model, uint64_t seed, Leaves& leaves) {
     const bool discrete = detail::is_integer_type(in.elem_type) || in.elem_type == onnx::TensorProto::BOOL;
     for (double& x : v) x = discrete ? static_cast<double>(rng() >> 63) : static_cast<double>(rng() >> 11) * 0x1.0p-52 - 1.0;
     // A FLOAT16 or BFLOAT16 input holds only the values its type has.
-    if (in.elem_type == onnx::TensorProto::FLOAT16)
-      for (double& x : v) x = detail::half_to_float(detail::float_to_half(static_cast<float>(x)));
-    else if (in.elem_type == onnx::TensorProto::BFLOAT16)
-      for (double& x : v) x = detail::bfloat_to_float(detail::float_to_bfloat(static_cast<float>(x)));
+    if (in.elem_type == onnx::TensorProto::FLOAT16 || in.elem_type == onnx::TensorProto::BFLOAT16)
+      for (double& x : v) x = round_to_float_type(x, in.elem_type);
     leaves.insert_or_assign(in.name, Tensor<double>(in.shape, std::move(v)));
   }
 }

@@ -5,6 +5,7 @@
 
 #include "optimizer/onnx/detail/external_data.h"
 #include "optimizer/onnx/detail/proto_util.h"
+#include "rules/ops/elementwise.h"
 #include "optimizer/onnx/model.h"
 #include "rules/ops/opaque.h"
 
@@ -76,9 +77,10 @@ std::vector<int32_t> expr_elem_types(const OnnxModel& model, const Expr& graph) 
         if (a.output >= 0 && static_cast<size_t>(a.output) < ot.size()) t = ot[static_cast<size_t>(a.output)];
       }
     } else if (!n.children.empty()) {
-      t = types[n.children[0].value];
+      t = ops::result_elem_type(n.op, n.attrs, types[n.children[0].value]);
       for (ExprId c : n.children)
-        if (detail::is_term_float_type(types[c.value]) && detail::is_term_float_type(t) && types[c.value] != t)
+        if (n.op != OpKind::Cast && detail::is_term_float_type(types[c.value]) && detail::is_term_float_type(t) &&
+            types[c.value] != t)
           throw OnnxError(model.source + ": operator " + std::string(op_name(n.op)) + " has operands of element types " +
                           std::to_string(t) + " and " + std::to_string(types[c.value]));
     } else {

@@ -1,6 +1,9 @@
 // Element-wise operators: ewadd/ewsub/ewmul/ewdiv (equal shapes), smul (tensor times 0-d scalar),
-// relu/tanh/sigmoid/gelu/sqrt/erf, clip (constant bounds), broadcast (numpy rules, to an explicit shape) and
-// noop.
+// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, clip (constant bounds), cast (to another float type), broadcast
+// (numpy rules, to an explicit shape) and noop.
+//   (cast to x)  x stored in the float type `to` (rules/float_types.h: 1 float32, 10 float16, 16 bfloat16):
+//                its value rounded to that type. The one operator whose result's element type is not its
+//                operand's (result_elem_type); the e-graph never merges classes of different types.
 //   (clip lo_num lo_exp hi_num hi_exp x)  min(max(x, lo), hi) with lo = lo_num / 2^lo_exp and
 //                                          hi = hi_num / 2^hi_exp (every float32 bound is such a dyadic
 //                                          rational); exp in 0..62, written canonically (an odd num when
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "rules/float_types.h"
 #include "rules/ops/common.h"
 
 namespace teq::ops {
@@ -31,6 +35,20 @@ struct ClipBound {
 struct ClipAttrs {
   ClipBound lo, hi;
 };
+/// cast's attribute: the element type it rounds to (rules/float_types.h's numbering).
+inline int32_t cast_target(AttrSpan a) { return static_cast<int32_t>(a[0]); }
+
+/// The element type of an operator's result given its first operand's (0: unknown): a cast's target, any
+/// other operator's operand type (the vocabulary is type-generic and rules never change a type).
+inline int32_t result_elem_type(OpKind op, AttrSpan attrs, int32_t operand_type) {
+  return op == OpKind::Cast && !attrs.empty() ? cast_target(attrs) : operand_type;
+}
+
+/// The rounding function of a cast to `to`.
+inline UnaryFn cast_function(int32_t to) {
+  return to == kFloat16Type ? UnaryFn::ToFloat16 : to == kBFloat16Type ? UnaryFn::ToBFloat16 : UnaryFn::ToFloat32;
+}
+
 inline ClipAttrs clip_attrs(AttrSpan a) { return {{a[0], a[1]}, {a[2], a[3]}}; }
 inline std::vector<int64_t> clip_attr_list(const ClipAttrs& c) { return {c.lo.num, c.lo.exp, c.hi.num, c.hi.exp}; }
 
@@ -131,6 +149,14 @@ template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
 template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
 template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
 template <> struct Semantics<OpKind::GeluTanh> : UnarySemantics<UnaryFn::GeluTanh> {};
+template <>
+struct Semantics<OpKind::Cast> : ElementWise {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan attrs, Args<S> in, const Shape&) {
+    const UnaryFn fn = cast_function(cast_target(attrs));
+    return eval_pointwise(in, [&](const S& x) { return ar.unary(fn, x); });
+  }
+};
 template <>
 struct Semantics<OpKind::Smul> : ElementWise {
   template <class S>

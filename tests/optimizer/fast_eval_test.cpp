@@ -12,6 +12,7 @@
 
 #include "optimizer/onnx/fast_eval.h"
 #include "rules/evaluator.h"
+#include "rules/float_types.h"
 #include "rules/sexpr.h"
 
 namespace teq::onnx_io {
@@ -52,6 +53,10 @@ std::optional<Case> random_case(OpKind op, Rng& rng) {
       // ReLU6, [-1/2, 5/4], an upper bound only, a lower bound only.
       static const std::vector<std::vector<int64_t>> kBounds = {{0, 0, 6, 0}, {-1, 1, 5, 2}, {0, -1, 1, 2}, {-3, 2, 0, -1}};
       return Case{kBounds[static_cast<size_t>(rnd(rng, 0, 3))], {s}};
+    }
+    case OpKind::Cast: {
+      static const std::vector<int64_t> kTargets = {kFloat32Type, kFloat16Type, kBFloat16Type};
+      return Case{{kTargets[static_cast<size_t>(rnd(rng, 0, 2))]}, {s}};
     }
     case OpKind::ReduceMean: {
       Case c{{rnd(rng, 0, 1)}, {s}};

@@ -6,11 +6,14 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
 
 #include "rules/evaluator.h"
+#include "rules/float_types.h"
+#include "rules/ops/elementwise.h"
 #include "rules/sexpr.h"
 
 namespace teq {
@@ -609,6 +612,24 @@ TEST(OpsFloat, SqrtAndErf) {
   EXPECT_EQ(shape_of(OpKind::Sqrt, {}, {{2, 3}}), (Shape{2, 3}));
   EXPECT_SHAPE_ERROR(OpKind::Sqrt, {}, (std::vector<Shape>{{2}, {2}}), "sqrt: expects 1 operands, got 2");
   EXPECT_SHAPE_ERROR(OpKind::Erf, {1}, (std::vector<Shape>{{2}}), "erf: expects 0 integer attributes, got 1");
+}
+
+TEST(OpsFloat, CastRoundsToItsType) {
+  // 1 + 2^-12 is a float32 but not a float16 (10 mantissa bits: rounds to even, 1); 1 + 2^-9 is neither a
+  // bfloat16 (7 bits: 1) ...; 70000 overflows float16 (infinity); 0.1 is rounded to float32 first.
+  const Leaves in{{"x", t({4}, {1 + 0x1p-12, 1 + 0x1p-9, 70000, 0.1})}};
+  T half = eval("(cast 10 ?x)", in);
+  EXPECT_TRUE(std::isinf(half.data.at(2)) && half.data[2] > 0) << half.data[2];
+  half.data[2] = 0;
+  EXPECT_TRUE(same(half, {4}, {1, 1 + 0x1p-9, 0, half_to_float(float_to_half(0.1f))}));
+  EXPECT_TRUE(same(eval("(cast 16 ?x)", in), {4}, {1, 1, 70144, bfloat_to_float(float_to_bfloat(0.1f))}));
+  EXPECT_TRUE(same(eval("(cast 1 ?x)", in), {4}, {1 + 0x1p-12, 1 + 0x1p-9, 70000, static_cast<double>(0.1f)}));
+  EXPECT_EQ(shape_of(OpKind::Cast, {10}, {{2, 3}}), (Shape{2, 3}));
+  EXPECT_SHAPE_ERROR(OpKind::Cast, {7}, (std::vector<Shape>{{2}}), "cast: target type must be 1 (float32), 10 (float16) or 16");
+  EXPECT_SHAPE_ERROR(OpKind::Cast, {}, (std::vector<Shape>{{2}}), "cast: expects 1 integer attributes, got 0");
+  // Its result's element type is its target, any other operator's its operand's.
+  EXPECT_EQ(ops::result_elem_type(OpKind::Cast, std::vector<int64_t>{10}, kFloat32Type), kFloat16Type);
+  EXPECT_EQ(ops::result_elem_type(OpKind::Relu, {}, kBFloat16Type), kBFloat16Type);
 }
 
 TEST(OpsFloat, Clip) {

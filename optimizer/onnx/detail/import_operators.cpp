@@ -69,19 +69,23 @@ void Importer::note_opaque(const onnx::NodeProto& n, const std::string& reason) 
   opaque_notes_.emplace_back(m_.notes.size() - 1, static_cast<int64_t>(m_.opaque.size()));  // import_opaque's id
 }
 
-ExprId Importer::in(const onnx::NodeProto& n, int k) {
+ExprId Importer::in_any_float(const onnx::NodeProto& n, int k) {
   if (k >= n.input_size() || n.input(k).empty()) throw NotInVocabulary{"input " + std::to_string(k) + " missing"};
   const std::string& name = n.input(k);
   auto it = values_.find(name);
   if (it == values_.end() && dynamic_.count(name))
     throw NotInVocabulary{"input '" + name + "' has a shape that depends on tensor values"};
-  const int32_t type = elem_type(name);
-  if (it == values_.end() || !is_term_float_type(type))
+  if (it == values_.end() || !is_term_float_type(elem_type(name)))
     throw NotInVocabulary{"input '" + name + "' is not a float tensor (FLOAT, FLOAT16 or BFLOAT16)"};
-  if (type != node_type_)
-    throw NotInVocabulary{"input '" + name + "' has element type " + std::to_string(type) + ", the node's result " +
-                          std::to_string(node_type_)};
   return it->second;
+}
+
+ExprId Importer::in(const onnx::NodeProto& n, int k) {
+  const ExprId id = in_any_float(n, k);
+  if (const int32_t type = elem_type(n.input(k)); type != node_type_)
+    throw NotInVocabulary{"input '" + n.input(k) + "' has element type " + std::to_string(type) +
+                          ", the node's result " + std::to_string(node_type_)};
+  return id;
 }
 
 std::optional<std::vector<double>> Importer::const_input(const onnx::NodeProto& n, int k) {

@@ -57,6 +57,8 @@ class Importer {
 
   /// The Expr value of input k, which the mapping needs as a float tensor of the node's type (node_type()).
   ExprId in(const onnx::NodeProto& n, int k);
+  /// The same for an input of any of the three float types (a Cast's).
+  ExprId in_any_float(const onnx::NodeProto& n, int k);
   /// The floating-point element type of the node being mapped (FLOAT, FLOAT16 or BFLOAT16: its outputs' type,
   /// which its float inputs share): the type of every weight the mapping makes (issue 45).
   int32_t node_type() const { return node_type_; }

@@ -11,6 +11,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "rules/float_types.h"
 #include "rules/shape.h"
 
 namespace teq::onnx_io::detail {
@@ -22,11 +23,12 @@ Shape tensor_dims(const onnx::TensorProto& t);
 bool is_term_float_type(int32_t type);
 /// Bytes of one element of a term float type (4, or 2 for FLOAT16 and BFLOAT16).
 int64_t float_type_bytes(int32_t type);
-/// IEEE binary16 and bfloat16 bits to float and back (round to nearest even; NaN stays NaN).
-float half_to_float(uint16_t h);
-float bfloat_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-uint16_t float_to_bfloat(float f);
+/// IEEE binary16 and bfloat16 bits to float and back: rules/float_types.h's, named here for the ONNX code.
+using ::teq::bfloat_to_float;
+using ::teq::float_to_bfloat;
+using ::teq::float_to_half;
+using ::teq::half_to_float;
+using ::teq::half_to_float_table;
 /// `values` as the little-endian bytes of a tensor of `type` (a term float type), as raw_data holds them.
 std::string float_bytes(const std::vector<float>& values, int32_t type);
 /// `bytes` (raw data of a term float type) decoded into `out` (of bytes.size() / float_type_bytes(type)).

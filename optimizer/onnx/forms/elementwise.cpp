@@ -1,5 +1,5 @@
 // The element-wise family's ONNX forms (rules/ops/elementwise.h): Add/Sub/Mul/Div, the unary functions, Clip,
-// Pow, PyTorch's exact GELU and its tanh approximation, and Identity/Dropout in; their ONNX operators, Expand and Identity out.
+// Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types, and Identity/Dropout in; their ONNX operators, Expand and Identity out.
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -219,6 +219,16 @@ void import_pow(Importer& im, const onnx::NodeProto& n) {
   throw NotInVocabulary{what.str()};
 }
 
+/// Cast (from opset 6, where `to` became an integer) and CastLike (15) from one float type to another: the
+/// vocabulary's cast, or the input itself when the types are equal. A cast to or from an integer or boolean
+/// type stays opaque (import_vocabulary refuses an output that is not a float tensor, in_any_float an input).
+void import_cast(Importer& im, const onnx::NodeProto& n) {
+  const ExprId x = im.in_any_float(n, 0);
+  const int32_t to = im.node_type();
+  if (im.elem_type(n.input(0)) == to) return im.set_output(n, x);
+  im.set_output(n, im.add(OpKind::Cast, {to}, {x}));
+}
+
 constexpr ImportForm kImports[] = {
     {"Identity", 1, kLatestOpset, import_identity},
     {"Dropout", 1, kLatestOpset, import_dropout},
@@ -234,6 +244,8 @@ constexpr ImportForm kImports[] = {
     {"Mul", 1, kLatestOpset, import_mul},
     {"Div", 1, kLatestOpset, import_binary},
     {"Pow", 1, kLatestOpset, import_pow},
+    {"Cast", 6, kLatestOpset, import_cast},
+    {"CastLike", 15, kLatestOpset, import_cast},
 };
 
 // ---- export ------------------------------------------------------------------------------------------
@@ -334,6 +346,13 @@ std::string write_gelu_tanh(Exporter& ex, ExprId id) {
   return ex.finish("Mul", {half_x, ex.add_simple("Add", {t, ex.float_scalar(1.0f)})}, id);
 }
 
+std::string write_cast(Exporter& ex, ExprId id) {
+  onnx::NodeProto* n = nullptr;
+  std::string y = ex.finish("Cast", {ex.operand(id, 0)}, id, Activation::None, &n);
+  add_attr(*n, "to", static_cast<int64_t>(ops::cast_target(ex.graph()[id].attrs)));
+  return y;
+}
+
 std::string write_erf(Exporter& ex, ExprId id) {
   if (ex.opset() < 9) throw OnnxError("export: erf needs Erf, which opset " + std::to_string(ex.opset()) + " lacks");
   return ex.finish("Erf", {ex.operand(id, 0)}, id);
@@ -375,6 +394,7 @@ constexpr ExportForm kExports[] = {
     {OpKind::Sqrt, [](Exporter& ex, ExprId id) { return ex.finish("Sqrt", {ex.operand(id, 0)}, id); }},
     {OpKind::Gelu, write_gelu},
     {OpKind::GeluTanh, write_gelu_tanh},
+    {OpKind::Cast, write_cast},
     {OpKind::Erf, write_erf},
     {OpKind::Clip, write_clip},
     {OpKind::Broadcast, write_broadcast},

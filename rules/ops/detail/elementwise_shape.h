@@ -98,6 +98,16 @@ struct ShapeRule<OpKind::Clip> {
   }
 };
 template <>
+struct ShapeRule<OpKind::Cast> {
+  template <DimPolicy P>
+  static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
+    TEQ_REQUIRE(p, is_float_term_type(cast_target(attrs)), "cast",
+                "target type must be 1 (float32), 10 (float16) or 16 (bfloat16), got " +
+                    std::to_string(cast_target(attrs)));
+    return in[0];
+  }
+};
+template <>
 struct ShapeRule<OpKind::Broadcast> {
   template <DimPolicy P>
   static ShapeOf<P> infer(P& p, const OpInfo&, AttrSpan attrs, ShapesOf<P> in) {
