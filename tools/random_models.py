@@ -880,6 +880,45 @@ def m_layernorm(b: Builder):
                                          b.weight([d], scale=0.1)], axis=-1, epsilon=1e-5)
 
 
+def m_gelu_tanh(b: Builder):
+    """GELU's tanh approximation as the exporters write it: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    with the cube as Pow(x, 3) (dynamo, GPT-2's gelu_new) or x * (x * x) (TorchScript), the products grouped
+    either way; its intermediate values join the pool, so another motif may read one (then it is not one GELU)."""
+    x = _pick(b, lambda s: True)
+    r = b.rng
+    const = lambda v: b.weight([], values=v, prefix="c")  # noqa: E731
+    if r.random() < 0.5:
+        cube = b.node("Pow", [x, const(3.0)])
+        form = "pow"
+    else:
+        cube = b.node("Mul", [x, b.node("Mul", [x, x])])
+        form = "mul"
+    inner = b.node("Mul", [b.node("Add", [x, b.node("Mul", [cube, const(0.044715)])]), const(math.sqrt(2 / math.pi))])
+    one_plus = b.node("Add", [b.node("Tanh", [inner]), const(1.0)])
+    b.motifs.append(f"gelu-tanh({form})")
+    if r.random() < 0.5:
+        return b.node("Mul", [b.node("Mul", [x, const(0.5)]), one_plus])
+    return b.node("Mul", [const(0.5), b.node("Mul", [x, one_plus])])
+
+
+def m_cast_fp16(b: Builder):
+    """A step in float16 between two Casts (the mixed precision exporters write, here the other way round): an
+    activation, or a product or sum with a float16 weight; the float16 tensors stay out of the pool."""
+    x = _pick(b, lambda s: True)
+    r = b.rng
+    h = b.node("Cast", [x], shape_value=True, to=TensorProto.FLOAT16)
+    op = _choice(b, ["Relu", "Sigmoid", "Mul", "Add"])
+    if op in ("Mul", "Add"):
+        shape = _broadcast_shape(b, b.shapes[x])
+        n = b.name("h")
+        b.inits.append(numpy_helper.from_array(np.asarray(0.5 + r.random(shape), dtype=np.float16), n))
+        y = b.node(op, [h, n], shape_value=True)
+    else:
+        y = b.node(op, [h], shape_value=True)
+    b.motifs.append(f"cast-fp16-{op.lower()}")
+    return b.node("Cast", [y], to=TensorProto.FLOAT)
+
+
 def m_constant(b: Builder):
     """A constant operand for the ops that follow: an initializer or a Constant node, shaped like a tensor of
     the graph (batch 1) or small and random, sometimes with all elements equal (folding paths)."""
@@ -1371,7 +1410,7 @@ MOTIFS = [
     (m_batchnorm, 2), (m_conv_bn_relu, 3), (m_matmul, 5), (m_parallel_matmul, 5), (m_matmul_pair, 1.5),
     (m_gemm, 2), (m_activation, 4), (m_binary, 7), (m_scale_algebra, 2), (m_concat, 5), (m_concat_split, 3),
     (m_split, 3), (m_slice, 2), (m_transpose, 3), (m_reshape, 4), (m_reduce_mean, 2), (m_softmax, 2),
-    (m_layernorm, 1), (m_constant, 1.5),
+    (m_layernorm, 1), (m_constant, 1.5), (m_gelu_tanh, 1.5), (m_cast_fp16, 1.5),
 ]
 
 

@@ -3,6 +3,7 @@
 // its term's type, the e-class type guard, the check's tolerance by type, and bytes by type in the cost models.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -155,6 +156,69 @@ TEST(Float16, ConstantsTheExporterMakesHaveTheirTermsType) {
   EXPECT_EQ(back.num_opaque(), 0u);
   CheckResult c = check_equivalent(m, optimized);
   EXPECT_TRUE(c.evaluated) << c.reason;
+}
+
+TEST(Float16, CastsBetweenFloatTypesAreTheVocabularysCast) {
+  // x (float32) -> Cast float16 -> Relu -> Cast float32 -> Cast float32 (a no-op) -> Cast int64 -> y.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto declare = [](onnx::ValueInfoProto* v, const std::string& name, int32_t t) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(t);
+    for (int64_t d : {2, 3}) v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  declare(g->add_input(), "x", kF32);
+  declare(g->add_output(), "y", kF32);
+  declare(g->add_output(), "i", onnx::TensorProto::INT64);
+  auto cast = [&](const std::string& in, const std::string& out, int64_t to) {
+    auto* n = g->add_node();
+    n->set_op_type("Cast");
+    n->add_input(in);
+    n->add_output(out);
+    detail::add_attr(*n, "to", to);
+  };
+  cast("x", "h", kF16);
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("h");
+  relu->add_output("r");
+  cast("r", "f", kF32);
+  cast("f", "y", kF32);
+  cast("f", "i", onnx::TensorProto::INT64);
+  const OnnxModel model = import_onnx_bytes(m.SerializeAsString(), "model.onnx");
+  const std::string text = print_graph(model.graph);
+  EXPECT_NE(text.find("(cast 1 (relu (cast 10 (input x 2 3))))"), std::string::npos) << text;
+  EXPECT_EQ(model.num_opaque(), 1u) << text;  // the Cast to int64 only; the float32 -> float32 one is gone
+  // Each node's type: the cast's target, its readers' the same.
+  const std::vector<int32_t> types = expr_elem_types(model, model.graph);
+  for (size_t i = 0; i < model.graph.size(); ++i) {
+    const ExprNode& n = model.graph.nodes()[i];
+    if (n.op == OpKind::Relu) EXPECT_EQ(types[i], kF16);
+    if (n.op == OpKind::Cast) EXPECT_EQ(types[i], static_cast<int32_t>(n.attrs[0]));
+  }
+  // Written back as Casts with their targets, read back as the same graph, and computing what it did.
+  onnx::ModelProto p;
+  ASSERT_TRUE(p.ParseFromString(export_onnx_bytes(model, model.graph)));
+  std::vector<int64_t> targets;
+  for (const auto& n : p.graph().node())
+    if (n.op_type() == "Cast")
+      for (const auto& a : n.attribute()) targets.push_back(a.i());
+  std::sort(targets.begin(), targets.end());
+  EXPECT_EQ(targets, (std::vector<int64_t>{kF32, onnx::TensorProto::INT64, kF16}));
+  EXPECT_EQ(print_graph(import_onnx_bytes(p.SerializeAsString(), "back").graph), text);
+  // A graph that rounds x to bfloat16 instead (2^-9 relative against float16's 2^-11) computes something else,
+  // and the check, which evaluates each cast's rounding, says so.
+  std::string bfloat = text;
+  bfloat.replace(bfloat.find("(cast 10 (input x 2 3))"), 23, "(cast 16 (input x 2 3))");
+  const CheckResult c = check_equivalent(model, parse_expr(bfloat));
+  EXPECT_TRUE(c.evaluated) << c.reason;
+  EXPECT_FALSE(c.passed) << "bfloat16's rounding exceeds the float32 tolerance; max abs diff "
+                         << c.max_abs_diff << ", rtol " << c.rtol << ", atol " << c.atol << ", " << c.reason;
 }
 
 TEST(Float16, CheckToleranceFollowsTheOutputType) {
