@@ -1,6 +1,6 @@
 // Element-wise operators: ewadd/ewsub/ewmul/ewdiv (equal shapes), smul (tensor times 0-d scalar),
-// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, clip (constant bounds), cast (to another float type), broadcast
-// (numpy rules, to an explicit shape) and noop.
+// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, neg/reciprocal, clip (constant bounds), cast (to another float
+// type), broadcast (numpy rules, to an explicit shape) and noop.
 //   (cast to x)  x stored in the float type `to` (rules/float_types.h: 1 float32, 10 float16, 16 bfloat16):
 //                its value rounded to that type. The one operator whose result's element type is not its
 //                operand's (result_elem_type); the e-graph never merges classes of different types.
@@ -149,6 +149,20 @@ template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
 template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
 template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
 template <> struct Semantics<OpKind::GeluTanh> : UnarySemantics<UnaryFn::GeluTanh> {};
+/// -x and 1 / x: real arithmetic in every instantiation (Z3 reasons with them; they are not uninterpreted).
+template <> struct Semantics<OpKind::Neg> : ElementWise {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>&, AttrSpan, Args<S> in, const Shape&) {
+    return eval_pointwise(in, [](const S& x) { return -x; });
+  }
+};
+template <> struct Semantics<OpKind::Reciprocal> : ElementWise {
+  template <class S>
+  static Tensor<S> eval(const Arith<S>& ar, AttrSpan, Args<S> in, const Shape&) {
+    const S one = ar.constant(1);
+    return eval_pointwise(in, [&](const S& x) { return one / x; });
+  }
+};
 template <>
 struct Semantics<OpKind::Cast> : ElementWise {
   template <class S>

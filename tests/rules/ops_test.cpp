@@ -614,6 +614,13 @@ TEST(OpsFloat, SqrtAndErf) {
   EXPECT_SHAPE_ERROR(OpKind::Erf, {1}, (std::vector<Shape>{{2}}), "erf: expects 0 integer attributes, got 1");
 }
 
+TEST(OpsFloat, NegAndReciprocal) {
+  EXPECT_TRUE(same(eval("(neg ?x)", {{"x", t({3}, {0, 4, -2.5})}}), {3}, {0, -4, 2.5}));
+  EXPECT_TRUE(same(eval("(reciprocal ?x)", {{"x", t({3}, {4, -0.5, 3})}}), {3}, {0.25, -2, 1.0 / 3}));
+  EXPECT_EQ(shape_of(OpKind::Neg, {}, {{2, 3}}), (Shape{2, 3}));
+  EXPECT_SHAPE_ERROR(OpKind::Reciprocal, {}, (std::vector<Shape>{{2}, {2}}), "reciprocal: expects 1 operands, got 2");
+}
+
 TEST(OpsFloat, CastRoundsToItsType) {
   // 1 + 2^-12 is a float32 but not a float16 (10 mantissa bits: rounds to even, 1); 1 + 2^-9 is neither a
   // bfloat16 (7 bits: 1) ...; 70000 overflows float16 (infinity); 0.1 is rounded to float32 first.

@@ -1,5 +1,6 @@
 // The element-wise family's ONNX forms (rules/ops/elementwise.h): Add/Sub/Mul/Div, the unary functions, Clip,
-// Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types, and Identity/Dropout in; their ONNX operators, Expand and Identity out.
+// Neg, Reciprocal, Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types, and
+// Identity/Dropout in; their ONNX operators, Expand and Identity out.
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -236,6 +237,8 @@ constexpr ImportForm kImports[] = {
     {"Sigmoid", 1, kLatestOpset, import_unary<OpKind::Sigmoid>},
     {"Tanh", 1, kLatestOpset, import_unary<OpKind::Tanh>},
     {"Sqrt", 1, kLatestOpset, import_unary<OpKind::Sqrt>},
+    {"Neg", 1, kLatestOpset, import_unary<OpKind::Neg>},
+    {"Reciprocal", 1, kLatestOpset, import_unary<OpKind::Reciprocal>},
     {"Erf", 1, kLatestOpset, import_unary<OpKind::Erf>},
     {"Clip", 1, 10, import_clip_attributes},
     {"Clip", 11, kLatestOpset, import_clip_inputs},
@@ -392,6 +395,8 @@ constexpr ExportForm kExports[] = {
     {OpKind::Tanh, [](Exporter& ex, ExprId id) { return ex.finish("Tanh", {ex.operand(id, 0)}, id); }},
     {OpKind::Sigmoid, [](Exporter& ex, ExprId id) { return ex.finish("Sigmoid", {ex.operand(id, 0)}, id); }},
     {OpKind::Sqrt, [](Exporter& ex, ExprId id) { return ex.finish("Sqrt", {ex.operand(id, 0)}, id); }},
+    {OpKind::Neg, [](Exporter& ex, ExprId id) { return ex.finish("Neg", {ex.operand(id, 0)}, id); }},
+    {OpKind::Reciprocal, [](Exporter& ex, ExprId id) { return ex.finish("Reciprocal", {ex.operand(id, 0)}, id); }},
     {OpKind::Gelu, write_gelu},
     {OpKind::GeluTanh, write_gelu_tanh},
     {OpKind::Cast, write_cast},

@@ -82,6 +82,8 @@ template <> struct ShapeRule<OpKind::Gelu> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Sqrt> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Erf> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::GeluTanh> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Neg> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Reciprocal> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Noop> : FirstOperandShape {};
 template <>
 struct ShapeRule<OpKind::Smul> {
