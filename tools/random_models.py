@@ -583,8 +583,9 @@ def m_gemm(b: Builder):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _activation(b: Builder, x):
-    op = _choice(b, ["Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "Erf", "SqrtSig", "Pow2", "Identity"],
-                 [6, 3, 3, 1.5, 0.7, 0.5, 0.5, 0.5, 0.3])
+    op = _choice(b, ["Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "Erf", "SqrtSig", "Pow2", "Identity", "Neg",
+                     "RecipSig"],
+                 [6, 3, 3, 1.5, 0.7, 0.5, 0.5, 0.5, 0.3, 0.5, 0.5])
     if op == "Clip":
         lo, hi = _choice(b, [(0.0, 6.0), (-1.0, 1.0), (0.0, None), (-0.5, 0.75), (0.1, 0.9)])
         ins = [x, b.weight([], values=lo, prefix="c")]
@@ -595,6 +596,8 @@ def _activation(b: Builder, x):
         return b.node("LeakyRelu", [x], alpha=0.1)
     if op == "SqrtSig":
         return b.node("Sqrt", [b.node("Sigmoid", [x])])
+    if op == "RecipSig":  # 1 / sigmoid(x): bounded away from 1/0
+        return b.node("Reciprocal", [b.node("Sigmoid", [x])])
     if op == "Pow2":
         return b.node("Pow", [x, b.weight([], values=2.0, prefix="c")])
     return b.node(op, [x])
