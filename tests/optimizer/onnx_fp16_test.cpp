@@ -28,20 +28,28 @@ constexpr int32_t kF32 = onnx::TensorProto::FLOAT;
 constexpr int32_t kF16 = onnx::TensorProto::FLOAT16;
 constexpr int32_t kBF16 = onnx::TensorProto::BFLOAT16;
 
-/// x[2, 4] (type) -> MatMul w[4, 4] -> Add b[4] -> Relu -> y, weights of `type`, opset 17.
-onnx::ModelProto block(int32_t type, int32_t bias_type) {
+/// An empty model of opset 17 whose graph `g` the caller fills.
+onnx::ModelProto empty_model() {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* op = m.add_opset_import();
   op->set_domain("");
   op->set_version(17);
+  m.mutable_graph()->set_name("g");
+  return m;
+}
+
+/// Declares a graph input or output: its name, element type and static dimensions.
+void declare(onnx::ValueInfoProto* v, const std::string& name, int32_t type, const std::vector<int64_t>& dims) {
+  v->set_name(name);
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  for (int64_t d : dims) v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+/// x[2, 4] (type) -> MatMul w[4, 4] -> Add b[4] -> Relu -> y, weights of `type`, opset 17.
+onnx::ModelProto block(int32_t type, int32_t bias_type) {
+  onnx::ModelProto m = empty_model();
   auto* g = m.mutable_graph();
-  g->set_name("g");
-  auto declare = [](onnx::ValueInfoProto* v, const std::string& name, int32_t t, std::vector<int64_t> dims) {
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(t);
-    for (int64_t d : dims) v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  };
   declare(g->add_input(), "x", type, {2, 4});
   declare(g->add_output(), "y", type, {2, 4});
   std::vector<float> w(16), b(4);
@@ -160,21 +168,11 @@ TEST(Float16, ConstantsTheExporterMakesHaveTheirTermsType) {
 
 TEST(Float16, CastsBetweenFloatTypesAreTheVocabularysCast) {
   // x (float32) -> Cast float16 -> Relu -> Cast float32 -> Cast float32 (a no-op) -> Cast int64 -> y.
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(17);
+  onnx::ModelProto m = empty_model();
   auto* g = m.mutable_graph();
-  g->set_name("g");
-  auto declare = [](onnx::ValueInfoProto* v, const std::string& name, int32_t t) {
-    v->set_name(name);
-    v->mutable_type()->mutable_tensor_type()->set_elem_type(t);
-    for (int64_t d : {2, 3}) v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  declare(g->add_input(), "x", kF32);
-  declare(g->add_output(), "y", kF32);
-  declare(g->add_output(), "i", onnx::TensorProto::INT64);
+  declare(g->add_input(), "x", kF32, {2, 3});
+  declare(g->add_output(), "y", kF32, {2, 3});
+  declare(g->add_output(), "i", onnx::TensorProto::INT64, {2, 3});
   auto cast = [&](const std::string& in, const std::string& out, int64_t to) {
     auto* n = g->add_node();
     n->set_op_type("Cast");
