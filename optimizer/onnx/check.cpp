@@ -643,26 +643,30 @@ SecondSizeModels import_at_second_size(const OnnxModel& model, const SizeAssignm
 
 }  // namespace
 
-std::map<std::pair<Shape, Shape>, std::vector<int64_t>> symbolic_reshape_targets(const OnnxModel& model,
-                                                                                std::string_view original_bytes,
-                                                                                const ImportOptions& import) {
-  std::map<std::pair<Shape, Shape>, std::vector<int64_t>> targets;
+ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view original_bytes,
+                                        const ImportOptions& import) {
+  ReshapeTargets targets;
   if (original_bytes.empty() || model.reshapes.empty()) return targets;
   // Per (input, target) at the bound sizes: which output dimensions change with some symbolic dimension, and
-  // which are a copy of the input's dimension at the same axis at every size tried.
+  // for each, which of the input's axes it equals at every size tried (copies[d][a]).
   struct Flow {
-    std::vector<bool> varies, copies;
+    std::vector<bool> varies;
+    std::vector<std::vector<bool>> copies;
     bool known = true;
+    void copy_where_equal(const Shape& input, const Shape& target) {
+      for (size_t d = 0; d < target.size(); ++d)
+        for (size_t a = 0; a < copies[d].size(); ++a)
+          copies[d][a] = copies[d][a] && a < input.size() && target[d] == input[a];
+    }
   };
   std::map<std::pair<Shape, Shape>, Flow> flows;
   for (const ReshapeSite& site : model.reshapes) {
     Flow& f = flows[{site.input, site.target}];
     if (f.varies.empty()) {
       f.varies.assign(site.target.size(), false);
-      f.copies.assign(site.target.size(), true);
+      f.copies.assign(site.target.size(), std::vector<bool>(site.input.size(), true));
     }
-    for (size_t d = 0; d < site.target.size(); ++d)
-      f.copies[d] = f.copies[d] && d < site.input.size() && site.target[d] == site.input[d];
+    f.copy_where_equal(site.input, site.target);
   }
   for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
     ImportOptions second = import;
@@ -687,22 +691,24 @@ std::map<std::pair<Shape, Shape>, std::vector<int64_t>> symbolic_reshape_targets
         continue;
       }
       const ReshapeSite& at = *it->second;
-      for (size_t d = 0; d < site.target.size(); ++d) {
-        f.varies[d] = f.varies[d] || at.target[d] != site.target[d];
-        f.copies[d] = f.copies[d] && d < at.input.size() && at.target[d] == at.input[d];
-      }
+      for (size_t d = 0; d < site.target.size(); ++d) f.varies[d] = f.varies[d] || at.target[d] != site.target[d];
+      f.copy_where_equal(at.input, at.target);
     }
   }
   for (const auto& [key, f] : flows) {
     if (!f.known) continue;
-    std::vector<int64_t> target(key.second.begin(), key.second.end());
+    ReshapeTarget target{std::vector<int64_t>(key.second.begin(), key.second.end()),
+                         std::vector<int64_t>(key.second.size(), -1)};
     size_t inferred = 0;
-    for (size_t d = 0; d < target.size(); ++d) {
+    for (size_t d = 0; d < key.second.size(); ++d) {
       if (!f.varies[d]) continue;
-      if (f.copies[d]) {
-        target[d] = 0;
+      const std::vector<bool>& equal = f.copies[d];
+      if (d < equal.size() && equal[d]) {
+        target.values[d] = 0;  // Reshape's own copy of the same axis
+      } else if (auto a = std::find(equal.begin(), equal.end(), true); a != equal.end()) {
+        target.from_axis[d] = a - equal.begin();
       } else {
-        target[d] = -1;
+        target.values[d] = -1;
         ++inferred;
       }
     }

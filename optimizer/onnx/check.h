@@ -145,11 +145,11 @@ OriginalFile read_original_file(const std::filesystem::path& path, const ImportO
 
 /// Reshape targets that follow the symbolic dimensions (ExportOptions::reshape_targets): the original
 /// imported again at the second value of each symbolic dimension shows, for each of its reshapes, which output
-/// dimensions change with it; those are written as 0 (a copy of the input's dimension at that axis) or -1
-/// (inferred, at most one). Empty for a model without symbolic dimensions or reshapes.
-std::map<std::pair<Shape, Shape>, std::vector<int64_t>> symbolic_reshape_targets(const OnnxModel& model,
-                                                                                std::string_view original_bytes,
-                                                                                const ImportOptions& import);
+/// dimensions change with it; those are written as 0 (a copy of the input's dimension at that axis), as a copy
+/// of the input's dimension at another axis (equal to it at every size tried), or -1 (inferred, at most one).
+/// Empty for a model without symbolic dimensions or reshapes.
+ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view original_bytes,
+                                        const ImportOptions& import);
 
 /// Why the optimized export `optimized_bytes` is valid only at the size it was optimized for: the reason for
 /// the first second size (as check_optimization tries them) at which the original imports and the export

@@ -62,6 +62,18 @@ struct ReshapeSite {
   Shape input, target;  // at the sizes bound at import
 };
 
+/// How an exported Reshape's target follows the symbolic dimensions (symbolic_reshape_targets in check.h):
+/// `values` as Reshape reads them (an extent; 0, the input's extent at the same axis; -1, inferred, once),
+/// except where `from_axis[d]` >= 0: output dimension d is the input's extent at that other axis, written
+/// through a Shape of the input (PyTorch's [b, h, s, d] -> [b * h, s, d] around a batched MatMul).
+struct ReshapeTarget {
+  std::vector<int64_t> values;
+  std::vector<int64_t> from_axis;  // one per output dimension, -1 where `values` says it
+  bool operator==(const ReshapeTarget&) const = default;
+};
+/// By (input shape, output shape) at the sizes bound at import.
+using ReshapeTargets = std::map<std::pair<Shape, Shape>, ReshapeTarget>;
+
 /// Where a tensor's bytes lie in an external data file.
 struct ExternalBytes {
   std::filesystem::path file;

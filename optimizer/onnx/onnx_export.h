@@ -24,10 +24,10 @@ struct ExportOptions {
   /// export_onnx only: write initializers of at least detail::kExternalDataThreshold (1 KiB) bytes to
   /// PATH.data beside the model file (ONNX external data). nullopt: when the imported model did.
   std::optional<bool> external_data = std::nullopt;
-  /// Targets to write for reshapes, by (input shape, output shape) as in the graph: with 0 (copy) and -1
-  /// (infer) where a symbolic dimension flows, so the export keeps working at every size
-  /// (symbolic_reshape_targets in check.h). A reshape not listed keeps its leading copied dimensions as 0.
-  std::map<std::pair<Shape, Shape>, std::vector<int64_t>> reshape_targets = {};
+  /// Targets to write for reshapes, by (input shape, output shape) as in the graph: with 0 (copy), -1
+  /// (infer) or another axis's extent where a symbolic dimension flows, so the export keeps working at every
+  /// size (symbolic_reshape_targets in check.h). A reshape not listed keeps its leading copied dimensions as 0.
+  ReshapeTargets reshape_targets = {};
 };
 
 /// The serialized onnx::ModelProto of `graph`. Throws OnnxError when `graph` does not fit `model` (a leaf

@@ -239,12 +239,19 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
   // A Reshape whose target changes with the sizes can still be the vocabulary's reshape: the export writes
   // each dimension that changes as 0 (the input's extent at that axis) or -1 (inferred, once), and the
   // driver's checks at other sizes vouch for the file. Here: at most one changing dimension (a -1 of the
-  // file's target counts as one) that is not the input's extent at the same axis.
+  // file's target counts as one) that is not an extent of the input, at the same axis (written as 0) or at
+  // another (written through a Shape of the input: symbolic_reshape_targets finds which at every size).
   if (n.op_type() != "Reshape" || n.input_size() < 2 || size_dependent_input(n) != n.input(1)) return false;
-  if (attr_int(n, "allowzero", 0) != 0) return false;
   auto b = folded_.find(n.input(1)), p = probe_folded_.find(n.input(1));
   if (b == folded_.end() || p == probe_folded_.end() || b->second.values.size() != p->second.values.size() ||
       b->second.varies.size() != b->second.values.size())
+    return false;
+  // PyTorch's dynamo exporter writes every view with allowzero=1 (a 0 is a zero extent, not a copy). Its targets
+  // are the input's own sizes and constants, none 0 at the bound sizes: then allowzero changes nothing, and the
+  // export's Reshape (allowzero 0, copies written as 0) computes the same shape at every size where the file's
+  // does. A 0 in the target at the bound sizes is a zero extent there: not followed.
+  if (attr_int(n, "allowzero", 0) != 0 &&
+      std::find(b->second.values.begin(), b->second.values.end(), int64_t{0}) != b->second.values.end())
     return false;
   auto x = types_.find(n.input(0));
   if (x == types_.end() || !x->second.shape) return false;
@@ -255,6 +262,7 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
     const int64_t base = b->second.values[k];
     if (!b->second.varies[k] || base == 0 || base == -1) continue;
     if (k < in.size() && in[k] == base) continue;  // written as 0 (checked at the other sizes)
+    if (std::find(in.begin(), in.end(), base) != in.end()) continue;  // another axis's extent, through a Shape
     ++inferred;
   }
   return inferred <= 1;

@@ -168,10 +168,11 @@ TEST(OnnxCheck, ReshapeTargetsFollowTheSymbolicBatch) {
   const std::string bytes = read_bytes(path);
   const auto targets = symbolic_reshape_targets(m, bytes, batch(1));
   using Key = std::pair<Shape, Shape>;
-  const std::map<Key, std::vector<int64_t>> want = {
-      {{{4, 1, 8}, {4, 4, 2}}, {4, -1, 2}},
-      {{{4, 4, 2}, {4, 1, 8}}, {4, -1, 8}},
-      {{{4, 1, 8}, {4, 8}}, {-1, 8}},
+  const std::vector<int64_t> none3 = {-1, -1, -1}, none2 = {-1, -1};
+  const std::map<Key, ReshapeTarget> want = {
+      {{{4, 1, 8}, {4, 4, 2}}, {{4, -1, 2}, none3}},
+      {{{4, 4, 2}, {4, 1, 8}}, {{4, -1, 8}, none3}},
+      {{{4, 1, 8}, {4, 8}}, {{-1, 8}, none2}},
   };
   EXPECT_EQ(targets, want);
   ExportOptions follow;
@@ -274,6 +275,109 @@ TEST(OnnxCheck, OtherWeightsOrOpaqueAttributesAreEvaluated) {
   EXPECT_FALSE(attribute.identical);
   ASSERT_TRUE(attribute.evaluated) << attribute.reason;
   EXPECT_FALSE(attribute.passed);
+}
+
+
+/// PyTorch's dynamo export of attention's reshapes, in small: x[batch, seq, 8] viewed as [batch, seq, 2, 4]
+/// (allowzero=1, its target Concat(Shape(x)[0], Shape(x)[1], -1, 4)), heads first, folded into a batched
+/// MatMul's [batch * 2, seq, 4] (target Concat(-1, Shape(p)[2], 4): the seq moves from axis 2 to axis 1) and
+/// unfolded to [batch, 2, seq, 4] (target Concat(Shape(x)[0], 2, Shape(x)[1], 4)).
+std::string dynamo_head_reshapes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("heads");
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<std::string> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (const std::string& d : dims) {
+      auto* dim = t->mutable_shape()->add_dim();
+      if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+      else dim->set_dim_param(d);
+    }
+  };
+  value(g.add_input(), "x", {"batch", "seq", "8"});
+  value(g.add_output(), "y", {"batch", "2", "seq", "4"});
+  auto ints = [&](const std::string& name, std::vector<int64_t> values) {
+    onnx::TensorProto& t = *g.add_initializer();
+    t.set_name(name), t.set_data_type(onnx::TensorProto::INT64), t.add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t.add_int64_data(v);
+  };
+  ints("minus_one", {-1}), ints("two", {2}), ints("four", {4});
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) -> onnx::NodeProto& {
+    onnx::NodeProto& n = *g.add_node();
+    n.set_op_type(op), n.set_name("node_" + out), n.add_output(out);
+    for (const std::string& i : in) n.add_input(i);
+    return n;
+  };
+  auto attr = [](onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v) {
+    onnx::AttributeProto& a = *n.add_attribute();
+    a.set_name(name);
+    if (v.size() == 1 && name != "perm") {
+      a.set_type(onnx::AttributeProto::INT), a.set_i(v[0]);
+    } else {
+      a.set_type(onnx::AttributeProto::INTS);
+      for (int64_t e : v) a.add_ints(e);
+    }
+  };
+  onnx::NodeProto& b = node("Shape", {"x"}, "b");
+  attr(b, "start", {0}), attr(b, "end", {1});
+  onnx::NodeProto& s = node("Shape", {"x"}, "s");
+  attr(s, "start", {1}), attr(s, "end", {2});
+  attr(node("Concat", {"b", "s", "minus_one", "four"}, "view_target"), "axis", {0});
+  attr(node("Reshape", {"x", "view_target"}, "v"), "allowzero", {1});
+  attr(node("Transpose", {"v"}, "p"), "perm", {0, 2, 1, 3});
+  onnx::NodeProto& ps = node("Shape", {"p"}, "ps");
+  attr(ps, "start", {2}), attr(ps, "end", {3});
+  attr(node("Concat", {"minus_one", "ps", "four"}, "fold_target"), "axis", {0});
+  node("Reshape", {"p", "fold_target"}, "r");
+  node("Relu", {"r"}, "h");
+  attr(node("Concat", {"b", "two", "s", "four"}, "unfold_target"), "axis", {0});
+  node("Reshape", {"h", "unfold_target"}, "y");
+  return m.SerializeAsString();
+}
+
+ImportOptions batch_seq(int64_t batch, int64_t seq) {
+  ImportOptions o;
+  o.dims["batch"] = batch;
+  o.dims["seq"] = seq;
+  return o;
+}
+
+// The reshapes PyTorch's dynamo exporter writes are the vocabulary's (no opaque node: allowzero=1 without a 0
+// in the target, a dimension that is another axis's extent); the export writes them so that they follow both
+// symbolic dimensions, and computes the original's values at other sizes.
+TEST(OnnxCheck, DynamoReshapesAreTheVocabularysAndFollowTheSymbolicSizes) {
+  const std::string bytes = dynamo_head_reshapes();
+  const OnnxModel m = import_onnx_bytes(bytes, "heads.onnx", batch_seq(1, 5));
+  EXPECT_EQ(m.num_opaque(), 0u) << print_graph(m.graph);
+  const ReshapeTargets targets = symbolic_reshape_targets(m, bytes, batch_seq(1, 5));
+  using Key = std::pair<Shape, Shape>;
+  const ReshapeTargets want = {
+      {Key{{1, 5, 8}, {1, 5, 2, 4}}, {{0, 0, 2, 4}, {-1, -1, -1, -1}}},
+      {Key{{1, 2, 5, 4}, {2, 5, 4}}, {{-1, 5, 4}, {-1, 2, -1}}},      // the seq from axis 2
+      {Key{{2, 5, 4}, {1, 2, 5, 4}}, {{-1, 2, 5, 4}, {-1, -1, 1, -1}}},  // the batch inferred, the seq from axis 1
+  };
+  EXPECT_EQ(targets, want);
+  ExportOptions follow;
+  follow.reshape_targets = targets;
+  const std::string exported = export_onnx_bytes(m, m.graph, follow);
+  EXPECT_EQ(fixed_size_reason(m, bytes, exported, batch_seq(1, 5)), "");
+  EXPECT_NE(fixed_size_reason(m, bytes, export_onnx_bytes(m, m.graph), batch_seq(1, 5)), "");
+  // At sizes neither the import nor the second-size check used, the export computes the original's values.
+  for (auto [b, s] : {std::pair{3, 7}, std::pair{2, 1}}) {
+    std::vector<double> x(static_cast<size_t>(b * s * 8));
+    for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<double>((k * 7) % 11) - 5.0;
+    const std::map<std::string, Tensor<double>> inputs = {{"x", Tensor<double>({b, s, 8}, x)}};
+    const auto want = evaluate_model(import_onnx_bytes(bytes, "heads.onnx", batch_seq(b, s)), inputs);
+    const auto got = evaluate_model(import_onnx_bytes(exported, "exported.onnx", batch_seq(b, s)), inputs);
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].shape, (Shape{b, 2, s, 4}));
+    EXPECT_EQ(got[0].data, want[0].data) << b << "x" << s;
+  }
 }
 
 }  // namespace

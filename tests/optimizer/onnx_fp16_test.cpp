@@ -196,8 +196,12 @@ TEST(Float16, CastsBetweenFloatTypesAreTheVocabularysCast) {
   const std::vector<int32_t> types = expr_elem_types(model, model.graph);
   for (size_t i = 0; i < model.graph.size(); ++i) {
     const ExprNode& n = model.graph.nodes()[i];
-    if (n.op == OpKind::Relu) EXPECT_EQ(types[i], kF16);
-    if (n.op == OpKind::Cast) EXPECT_EQ(types[i], static_cast<int32_t>(n.attrs[0]));
+    if (n.op == OpKind::Relu) {
+      EXPECT_EQ(types[i], kF16);
+    }
+    if (n.op == OpKind::Cast) {
+      EXPECT_EQ(types[i], static_cast<int32_t>(n.attrs[0]));
+    }
   }
   // Written back as Casts with their targets, read back as the same graph, and computing what it did.
   onnx::ModelProto p;

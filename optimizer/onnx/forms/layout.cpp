@@ -208,6 +208,33 @@ std::string write_transpose(Exporter& ex, ExprId id) {
   return y;
 }
 
+/// The target of a reshape whose dimensions copy other axes of its input `x` (ReshapeTarget::from_axis):
+/// Concat of Gathers from Shape(x) and constant runs of `target.values`.
+std::string computed_reshape_target(Exporter& ex, const std::string& x, const ReshapeTarget& target) {
+  const std::string shape = ex.add_simple("Shape", {x});
+  std::vector<std::string> pieces;
+  std::vector<int64_t> run;
+  auto end_run = [&] {
+    if (!run.empty()) pieces.push_back(ex.int_constant(run));
+    run.clear();
+  };
+  for (size_t d = 0; d < target.values.size(); ++d) {
+    if (target.from_axis[d] < 0) {
+      run.push_back(target.values[d]);
+      continue;
+    }
+    end_run();
+    onnx::NodeProto* gather = nullptr;
+    pieces.push_back(ex.add_simple("Gather", {shape, ex.int_constant({target.from_axis[d]})}, &gather));
+    add_attr(*gather, "axis", int64_t{0});
+  }
+  end_run();
+  onnx::NodeProto* concat = nullptr;
+  std::string out = ex.add_simple("Concat", pieces, &concat);
+  add_attr(*concat, "axis", int64_t{0});
+  return out;
+}
+
 std::string write_reshape(Exporter& ex, ExprId id) {
   const ExprNode& node = ex.graph()[id];
   const std::vector<int64_t>& a = node.attrs;
@@ -216,13 +243,16 @@ std::string write_reshape(Exporter& ex, ExprId id) {
   // that a symbolic batch bound at import (a Flatten to [1, 2048], say) still follows the input.
   std::vector<int64_t> target(a.begin(), a.end());
   const Shape& x = ex.shape(node.children[0]);
+  std::string arg = ex.operand(id, 0);
   const auto& known_targets = ex.options().reshape_targets;
   if (auto known = known_targets.find({x, Shape(a.begin(), a.end())}); known != known_targets.end()) {
-    target = known->second;  // how the original's reshape follows a symbolic dimension
+    const ReshapeTarget& follows = known->second;  // how the original's reshape follows a symbolic dimension
+    if (std::any_of(follows.from_axis.begin(), follows.from_axis.end(), [](int64_t axis) { return axis >= 0; }))
+      return ex.finish("Reshape", {arg, computed_reshape_target(ex, arg, follows)}, id);
+    target = follows.values;
   } else {
     for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
   }
-  std::string arg = ex.operand(id, 0);
   return ex.finish("Reshape", {arg, ex.int_constant(target)}, id);
 }
 
