@@ -497,6 +497,7 @@ struct SymbolicDim {
   std::string label;
   int64_t value = 0;
   std::optional<InputAxis> axis;  // the key in ImportOptions::axis_dims
+  InputAxis carrier;              // the first graph input axis that has it (axis counted from 0)
 };
 
 std::vector<SymbolicDim> symbolic_dims_of(const OnnxModel& model, const ImportOptions& import) {
@@ -517,13 +518,13 @@ std::vector<SymbolicDim> symbolic_dims_of(const OnnxModel& model, const ImportOp
       for (InputAxis key : {InputAxis{in.name(), k}, InputAxis{in.name(), k - rank}})
         if (import.axis_dims.count(key)) axis = key;
       if (axis) {
-        dims.push_back({in.name() + ":" + std::to_string(k), import.axis_dims.at(*axis), axis});
+        dims.push_back({in.name() + ":" + std::to_string(k), import.axis_dims.at(*axis), axis, {in.name(), k}});
         continue;
       }
       if (!d.has_dim_param() || !seen.insert(d.dim_param()).second) continue;
       auto it = import.dims.find(d.dim_param());
       int64_t value = it != import.dims.end() ? it->second : import.default_dim;
-      if (value > 0) dims.push_back({d.dim_param(), value, std::nullopt});
+      if (value > 0) dims.push_back({d.dim_param(), value, std::nullopt, {in.name(), k}});
     }
   }
   return dims;
@@ -647,28 +648,37 @@ ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view
                                         const ImportOptions& import) {
   ReshapeTargets targets;
   if (original_bytes.empty() || model.reshapes.empty()) return targets;
-  // Per (input, target) at the bound sizes: which output dimensions change with some symbolic dimension, and
-  // for each, which of the input's axes it equals at every size tried (copies[d][a]).
+  const std::vector<SymbolicDim> symbols = symbolic_dims_of(model, import);
+  // Per (input, target) at the bound sizes: which output dimensions change with some symbolic dimension, which
+  // are a copy of the input's dimension at the same axis at every size tried (copies), and which equal a
+  // symbolic dimension itself at every size tried (is_symbol[d][s]).
   struct Flow {
-    std::vector<bool> varies;
-    std::vector<std::vector<bool>> copies;
+    std::vector<bool> varies, copies;
+    std::vector<std::vector<bool>> is_symbol;
     bool known = true;
-    void copy_where_equal(const Shape& input, const Shape& target) {
-      for (size_t d = 0; d < target.size(); ++d)
-        for (size_t a = 0; a < copies[d].size(); ++a)
-          copies[d][a] = copies[d][a] && a < input.size() && target[d] == input[a];
+    /// One size tried: the site there, and each symbol's value there.
+    void see(const ReshapeSite& at, const std::vector<int64_t>& symbol_values) {
+      for (size_t d = 0; d < at.target.size(); ++d) {
+        copies[d] = copies[d] && d < at.input.size() && at.target[d] == at.input[d];
+        for (size_t s = 0; s < symbol_values.size(); ++s)
+          is_symbol[d][s] = is_symbol[d][s] && at.target[d] == symbol_values[s];
+      }
     }
   };
+  std::vector<int64_t> bound_values;
+  for (const SymbolicDim& sym : symbols) bound_values.push_back(sym.value);
   std::map<std::pair<Shape, Shape>, Flow> flows;
   for (const ReshapeSite& site : model.reshapes) {
     Flow& f = flows[{site.input, site.target}];
     if (f.varies.empty()) {
       f.varies.assign(site.target.size(), false);
-      f.copies.assign(site.target.size(), std::vector<bool>(site.input.size(), true));
+      f.copies.assign(site.target.size(), true);
+      f.is_symbol.assign(site.target.size(), std::vector<bool>(symbols.size(), true));
     }
-    f.copy_where_equal(site.input, site.target);
+    f.see(site, bound_values);
   }
-  for (const SymbolicDim& sym : symbolic_dims_of(model, import)) {
+  for (size_t changed = 0; changed < symbols.size(); ++changed) {
+    const SymbolicDim& sym = symbols[changed];
     ImportOptions second = import;
     const int64_t value = second_value(sym.value);
     if (sym.axis)
@@ -683,6 +693,8 @@ ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view
     }
     std::map<std::string, const ReshapeSite*> by_output;
     for (const ReshapeSite& site : other->reshapes) by_output[site.output] = &site;
+    std::vector<int64_t> symbol_values = bound_values;
+    symbol_values[changed] = value;
     for (const ReshapeSite& site : model.reshapes) {
       Flow& f = flows[{site.input, site.target}];
       auto it = by_output.find(site.output);
@@ -692,29 +704,40 @@ ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view
       }
       const ReshapeSite& at = *it->second;
       for (size_t d = 0; d < site.target.size(); ++d) f.varies[d] = f.varies[d] || at.target[d] != site.target[d];
-      f.copy_where_equal(at.input, at.target);
+      f.see(at, symbol_values);
     }
   }
   for (const auto& [key, f] : flows) {
     if (!f.known) continue;
     ReshapeTarget target{std::vector<int64_t>(key.second.begin(), key.second.end()),
-                         std::vector<int64_t>(key.second.size(), -1)};
-    size_t inferred = 0;
+                         std::vector<InputAxis>(key.second.size())};
+    // A changing dimension is a copy (0), inferred (-1, once) or a symbolic dimension read from the graph
+    // input that has it (a Shape node: only where the -1 is taken). The -1 goes to the one dimension that is
+    // no symbolic dimension, else to the first.
+    std::vector<std::pair<size_t, std::optional<size_t>>> open;  // (dimension, its symbol)
     for (size_t d = 0; d < key.second.size(); ++d) {
       if (!f.varies[d]) continue;
-      const std::vector<bool>& equal = f.copies[d];
-      if (d < equal.size() && equal[d]) {
-        target.values[d] = 0;  // Reshape's own copy of the same axis
-      } else if (auto a = std::find(equal.begin(), equal.end(), true); a != equal.end()) {
-        target.from_axis[d] = a - equal.begin();
-      } else {
-        target.values[d] = -1;
-        ++inferred;
+      if (f.copies[d]) {
+        target.values[d] = 0;
+        continue;
       }
+      const auto s = std::find(f.is_symbol[d].begin(), f.is_symbol[d].end(), true);
+      open.emplace_back(d, s == f.is_symbol[d].end() ? std::nullopt
+                                                     : std::optional<size_t>(s - f.is_symbol[d].begin()));
     }
+    const auto unread = std::count_if(open.begin(), open.end(), [](const auto& o) { return !o.second; });
     // More than one dimension to infer has no Reshape form; such a reshape stays concrete (and the export
     // fails the second-size guard, which keeps the original).
-    if (inferred <= 1) targets[key] = std::move(target);
+    if (unread > 1) continue;
+    const auto minus_one = unread == 1 ? std::find_if(open.begin(), open.end(), [](const auto& o) { return !o.second; })
+                                       : open.begin();
+    for (auto o = open.begin(); o != open.end(); ++o) {
+      if (o == minus_one)
+        target.values[o->first] = -1;
+      else
+        target.from_input[o->first] = symbols[*o->second].carrier;
+    }
+    targets[key] = std::move(target);
   }
   return targets;
 }

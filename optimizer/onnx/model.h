@@ -64,11 +64,12 @@ struct ReshapeSite {
 
 /// How an exported Reshape's target follows the symbolic dimensions (symbolic_reshape_targets in check.h):
 /// `values` as Reshape reads them (an extent; 0, the input's extent at the same axis; -1, inferred, once),
-/// except where `from_axis[d]` >= 0: output dimension d is the input's extent at that other axis, written
-/// through a Shape of the input (PyTorch's [b, h, s, d] -> [b * h, s, d] around a batched MatMul).
+/// except where `from_input[d]` names a graph input: output dimension d is that input's extent at that axis,
+/// a symbolic dimension, read with a Shape of the graph input (PyTorch's [b, h, s, d] -> [b * h, s, d] around
+/// a batched MatMul: the seq moved from axis 2 to axis 1, which 0 cannot say).
 struct ReshapeTarget {
   std::vector<int64_t> values;
-  std::vector<int64_t> from_axis;  // one per output dimension, -1 where `values` says it
+  std::vector<InputAxis> from_input;  // one per output dimension; an empty input name where `values` says it
   bool operator==(const ReshapeTarget&) const = default;
 };
 /// By (input shape, output shape) at the sizes bound at import.

@@ -238,6 +238,22 @@ std::string Exporter::int_constant(const std::vector<int64_t>& values) {
   return int_constants_[values] = name;
 }
 
+std::string Exporter::input_extent(const InputAxis& at) {
+  std::string& written = written_once("extent " + at.input + ":" + std::to_string(at.axis));
+  if (!written.empty()) return written;
+  onnx::NodeProto* shape = nullptr;
+  if (m_.opset >= 15) {
+    written = add_simple("Shape", {at.input}, &shape);
+    add_attr(*shape, "start", at.axis);
+    add_attr(*shape, "end", at.axis + 1);
+    return written;
+  }
+  onnx::NodeProto* gather = nullptr;
+  written = add_simple("Gather", {add_simple("Shape", {at.input}), int_constant({at.axis})}, &gather);
+  add_attr(*gather, "axis", int64_t{0});
+  return written;
+}
+
 std::string Exporter::float_scalar(float v) {
   auto it = float_scalars_.find({writing_type_, v});
   if (it != float_scalars_.end()) return it->second;

@@ -240,7 +240,8 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
   // each dimension that changes as 0 (the input's extent at that axis) or -1 (inferred, once), and the
   // driver's checks at other sizes vouch for the file. Here: at most one changing dimension (a -1 of the
   // file's target counts as one) that is not an extent of the input, at the same axis (written as 0) or at
-  // another (written through a Shape of the input: symbolic_reshape_targets finds which at every size).
+  // another (a symbolic dimension moved, written through a Shape of the graph input that has it:
+  // symbolic_reshape_targets finds which at every size; the export's second-size guard refuses the rest).
   if (n.op_type() != "Reshape" || n.input_size() < 2 || size_dependent_input(n) != n.input(1)) return false;
   auto b = folded_.find(n.input(1)), p = probe_folded_.find(n.input(1));
   if (b == folded_.end() || p == probe_folded_.end() || b->second.values.size() != p->second.values.size() ||
@@ -262,7 +263,7 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
     const int64_t base = b->second.values[k];
     if (!b->second.varies[k] || base == 0 || base == -1) continue;
     if (k < in.size() && in[k] == base) continue;  // written as 0 (checked at the other sizes)
-    if (std::find(in.begin(), in.end(), base) != in.end()) continue;  // another axis's extent, through a Shape
+    if (std::find(in.begin(), in.end(), base) != in.end()) continue;  // another axis's: a symbolic dimension?
     ++inferred;
   }
   return inferred <= 1;

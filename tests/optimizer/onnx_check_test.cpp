@@ -18,6 +18,18 @@
 #include "rules/sexpr.h"
 
 namespace teq::onnx_io {
+
+// For gtest's messages: a target as Reshape would read it, with "INPUT:AXIS" where an extent is read.
+void PrintTo(const ReshapeTarget& t, std::ostream* os) {
+  *os << "[";
+  for (size_t d = 0; d < t.values.size(); ++d)
+    *os << (d ? ", " : "")
+        << (d < t.from_input.size() && !t.from_input[d].input.empty()
+                ? t.from_input[d].input + ":" + std::to_string(t.from_input[d].axis)
+                : std::to_string(t.values[d]));
+  *os << "]";
+}
+
 namespace {
 
 const std::filesystem::path kData = std::filesystem::path(TEQ_SOURCE_DIR) / "tests" / "python" / "data";
@@ -168,7 +180,7 @@ TEST(OnnxCheck, ReshapeTargetsFollowTheSymbolicBatch) {
   const std::string bytes = read_bytes(path);
   const auto targets = symbolic_reshape_targets(m, bytes, batch(1));
   using Key = std::pair<Shape, Shape>;
-  const std::vector<int64_t> none3 = {-1, -1, -1}, none2 = {-1, -1};
+  const std::vector<InputAxis> none3(3), none2(2);
   const std::map<Key, ReshapeTarget> want = {
       {{{4, 1, 8}, {4, 4, 2}}, {{4, -1, 2}, none3}},
       {{{4, 4, 2}, {4, 1, 8}}, {{4, -1, 8}, none3}},
@@ -281,11 +293,12 @@ TEST(OnnxCheck, OtherWeightsOrOpaqueAttributesAreEvaluated) {
 /// PyTorch's dynamo export of attention's reshapes, in small: x[batch, seq, 8] viewed as [batch, seq, 2, 4]
 /// (allowzero=1, its target Concat(Shape(x)[0], Shape(x)[1], -1, 4)), heads first, folded into a batched
 /// MatMul's [batch * 2, seq, 4] (target Concat(-1, Shape(p)[2], 4): the seq moves from axis 2 to axis 1) and
-/// unfolded to [batch, 2, seq, 4] (target Concat(Shape(x)[0], 2, Shape(x)[1], 4)).
-std::string dynamo_head_reshapes() {
+/// unfolded to [batch, 2, seq, 4] (target Concat(Shape(x)[0], 2, Shape(x)[1], 4)). Opset 17, or 14 (Shape
+/// without start and end: the export reads an extent with a Gather).
+std::string dynamo_head_reshapes(int64_t opset) {
   onnx::ModelProto m;
   m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  m.add_opset_import()->set_version(opset);
   onnx::GraphProto& g = *m.mutable_graph();
   g.set_name("heads");
   auto value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<std::string> dims) {
@@ -305,7 +318,7 @@ std::string dynamo_head_reshapes() {
     t.set_name(name), t.set_data_type(onnx::TensorProto::INT64), t.add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) t.add_int64_data(v);
   };
-  ints("minus_one", {-1}), ints("two", {2}), ints("four", {4});
+  ints("minus_one", {-1}), ints("zero", {0}), ints("one", {1}), ints("two", {2}), ints("four", {4});
   auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) -> onnx::NodeProto& {
     onnx::NodeProto& n = *g.add_node();
     n.set_op_type(op), n.set_name("node_" + out), n.add_output(out);
@@ -322,15 +335,22 @@ std::string dynamo_head_reshapes() {
       for (int64_t e : v) a.add_ints(e);
     }
   };
-  onnx::NodeProto& b = node("Shape", {"x"}, "b");
-  attr(b, "start", {0}), attr(b, "end", {1});
-  onnx::NodeProto& s = node("Shape", {"x"}, "s");
-  attr(s, "start", {1}), attr(s, "end", {2});
+  // Tensor t's extent at `axis` (a constant "zero", "one" or "two" names the index), as the exporters write it.
+  auto extent = [&](const std::string& t, int64_t axis, const std::string& index, const std::string& out) {
+    if (opset >= 15) {
+      onnx::NodeProto& n = node("Shape", {t}, out);
+      attr(n, "start", {axis}), attr(n, "end", {axis + 1});
+    } else {
+      node("Shape", {t}, out + "_shape");
+      attr(node("Gather", {out + "_shape", index}, out), "axis", {0});
+    }
+  };
+  extent("x", 0, "zero", "b");
+  extent("x", 1, "one", "s");
   attr(node("Concat", {"b", "s", "minus_one", "four"}, "view_target"), "axis", {0});
   attr(node("Reshape", {"x", "view_target"}, "v"), "allowzero", {1});
   attr(node("Transpose", {"v"}, "p"), "perm", {0, 2, 1, 3});
-  onnx::NodeProto& ps = node("Shape", {"p"}, "ps");
-  attr(ps, "start", {2}), attr(ps, "end", {3});
+  extent("p", 2, "two", "ps");
   attr(node("Concat", {"minus_one", "ps", "four"}, "fold_target"), "axis", {0});
   node("Reshape", {"p", "fold_target"}, "r");
   node("Relu", {"r"}, "h");
@@ -350,15 +370,18 @@ ImportOptions batch_seq(int64_t batch, int64_t seq) {
 // in the target, a dimension that is another axis's extent); the export writes them so that they follow both
 // symbolic dimensions, and computes the original's values at other sizes.
 TEST(OnnxCheck, DynamoReshapesAreTheVocabularysAndFollowTheSymbolicSizes) {
-  const std::string bytes = dynamo_head_reshapes();
+ for (int64_t opset : {17, 14}) {
+  SCOPED_TRACE("opset " + std::to_string(opset));
+  const std::string bytes = dynamo_head_reshapes(opset);
   const OnnxModel m = import_onnx_bytes(bytes, "heads.onnx", batch_seq(1, 5));
   EXPECT_EQ(m.num_opaque(), 0u) << print_graph(m.graph);
   const ReshapeTargets targets = symbolic_reshape_targets(m, bytes, batch_seq(1, 5));
   using Key = std::pair<Shape, Shape>;
+  const InputAxis none, seq{"x", 1};  // the seq, read from the graph input that has it
   const ReshapeTargets want = {
-      {Key{{1, 5, 8}, {1, 5, 2, 4}}, {{0, 0, 2, 4}, {-1, -1, -1, -1}}},
-      {Key{{1, 2, 5, 4}, {2, 5, 4}}, {{-1, 5, 4}, {-1, 2, -1}}},      // the seq from axis 2
-      {Key{{2, 5, 4}, {1, 2, 5, 4}}, {{-1, 2, 5, 4}, {-1, -1, 1, -1}}},  // the batch inferred, the seq from axis 1
+      {Key{{1, 5, 8}, {1, 5, 2, 4}}, {{0, 0, 2, 4}, {none, none, none, none}}},
+      {Key{{1, 2, 5, 4}, {2, 5, 4}}, {{-1, 5, 4}, {none, seq, none}}},             // the seq from axis 2 to 1
+      {Key{{2, 5, 4}, {1, 2, 5, 4}}, {{-1, 2, 5, 4}, {none, none, seq, none}}},  // the batch inferred
   };
   EXPECT_EQ(targets, want);
   ExportOptions follow;
@@ -378,6 +401,18 @@ TEST(OnnxCheck, DynamoReshapesAreTheVocabularysAndFollowTheSymbolicSizes) {
     EXPECT_EQ(got[0].shape, (Shape{b, 2, s, 4}));
     EXPECT_EQ(got[0].data, want[0].data) << b << "x" << s;
   }
+  // The seq is read once from the graph input (a Shape, with a Gather before opset 15), for both targets.
+  onnx::ModelProto written;
+  ASSERT_TRUE(written.ParseFromString(exported));
+  int shapes = 0;
+  for (const onnx::NodeProto& n : written.graph().node())
+    if (n.op_type() == "Shape") {
+      ++shapes;
+      EXPECT_EQ(n.input(0), "x");
+      EXPECT_EQ(n.attribute_size(), opset >= 15 ? 2 : 0);
+    }
+  EXPECT_EQ(shapes, 1);
+ }
 }
 
 }  // namespace

@@ -77,6 +77,12 @@ class Exporter {
   std::string float_scalar(float v);
   /// compacted(c) as an initializer (emit(c) when no axis repeats).
   std::string compact_constant(ExprId c);
+  /// Graph input `at.input`'s extent at `at.axis` as a 1-d INT64 tensor of one element, written once: a Shape
+  /// with start and end from opset 15, a Shape and a Gather before.
+  std::string input_extent(const InputAxis& at);
+  /// The name a form wrote for `key` before, to write a value once however many nodes read it; empty the first
+  /// time, when the form assigns it.
+  std::string& written_once(const std::string& key) { return written_once_[key]; }
   /// [begin, end) of `axis` of x as a Slice computing `id` (starts/ends/axes inputs from opset 10, attributes before).
   std::string slice(const std::string& x, int64_t axis, int64_t begin, int64_t end, ExprId id);
   /// A zero Pad (ONNX order: begins, then ends) computing `id`: pads as an input from opset 11, an attribute before.
@@ -115,6 +121,7 @@ class Exporter {
   mutable std::map<std::string, std::shared_ptr<const Tensor<float>>> read_weights_;
   std::set<std::string> taken_, claimed_, node_names_, initializers_;
   std::map<std::vector<int64_t>, std::string> int_constants_;
+  std::map<std::string, std::string> written_once_;
   std::map<std::pair<int32_t, float>, std::string> float_scalars_;
   size_t counter_ = 0, node_counter_ = 0;
 };

@@ -208,10 +208,16 @@ std::string write_transpose(Exporter& ex, ExprId id) {
   return y;
 }
 
-/// The target of a reshape whose dimensions copy other axes of its input `x` (ReshapeTarget::from_axis):
-/// Concat of Gathers from Shape(x) and constant runs of `target.values`.
-std::string computed_reshape_target(Exporter& ex, const std::string& x, const ReshapeTarget& target) {
-  const std::string shape = ex.add_simple("Shape", {x});
+/// The target of a reshape with dimensions read from graph inputs (ReshapeTarget::from_input): one Concat of
+/// the constant runs of `target.values` and those extents (Exporter::input_extent), written once per target.
+std::string computed_reshape_target(Exporter& ex, const ReshapeTarget& target) {
+  std::string key = "reshape target";
+  for (size_t d = 0; d < target.values.size(); ++d)
+    key += target.from_input[d].input.empty() ? " " + std::to_string(target.values[d])
+                                              : " " + target.from_input[d].input + ":" +
+                                                    std::to_string(target.from_input[d].axis);
+  std::string& written = ex.written_once(key);
+  if (!written.empty()) return written;
   std::vector<std::string> pieces;
   std::vector<int64_t> run;
   auto end_run = [&] {
@@ -219,20 +225,18 @@ std::string computed_reshape_target(Exporter& ex, const std::string& x, const Re
     run.clear();
   };
   for (size_t d = 0; d < target.values.size(); ++d) {
-    if (target.from_axis[d] < 0) {
+    if (target.from_input[d].input.empty()) {
       run.push_back(target.values[d]);
       continue;
     }
     end_run();
-    onnx::NodeProto* gather = nullptr;
-    pieces.push_back(ex.add_simple("Gather", {shape, ex.int_constant({target.from_axis[d]})}, &gather));
-    add_attr(*gather, "axis", int64_t{0});
+    pieces.push_back(ex.input_extent(target.from_input[d]));
   }
   end_run();
   onnx::NodeProto* concat = nullptr;
-  std::string out = ex.add_simple("Concat", pieces, &concat);
+  written = ex.add_simple("Concat", pieces, &concat);
   add_attr(*concat, "axis", int64_t{0});
-  return out;
+  return written;
 }
 
 std::string write_reshape(Exporter& ex, ExprId id) {
@@ -247,8 +251,9 @@ std::string write_reshape(Exporter& ex, ExprId id) {
   const auto& known_targets = ex.options().reshape_targets;
   if (auto known = known_targets.find({x, Shape(a.begin(), a.end())}); known != known_targets.end()) {
     const ReshapeTarget& follows = known->second;  // how the original's reshape follows a symbolic dimension
-    if (std::any_of(follows.from_axis.begin(), follows.from_axis.end(), [](int64_t axis) { return axis >= 0; }))
-      return ex.finish("Reshape", {arg, computed_reshape_target(ex, arg, follows)}, id);
+    if (std::any_of(follows.from_input.begin(), follows.from_input.end(),
+                    [](const InputAxis& at) { return !at.input.empty(); }))
+      return ex.finish("Reshape", {arg, computed_reshape_target(ex, follows)}, id);
     target = follows.values;
   } else {
     for (size_t d = 0; d < target.size() && d < x.size() && target[d] == x[d]; ++d) target[d] = 0;
