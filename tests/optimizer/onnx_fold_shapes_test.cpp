@@ -10,6 +10,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/check.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "rules/evaluator.h"
@@ -124,6 +125,51 @@ TEST(OnnxFoldShapes, ArithmeticOnOverridableInitializersStays) {
   EXPECT_TRUE(slice_dynamic) << print_graph(imported.graph);
   const OnnxModel again = import_onnx_bytes(export_onnx_bytes(imported, imported.graph), "again", {.dims = {{"batch", 2}}});
   EXPECT_EQ(again.opaque.size(), imported.opaque.size());
+}
+
+// A ceil_mode pooling whose last window would start in the end padding: ONNX's shape inference counts that
+// window, onnxruntime drops it (8 rows, stride 2: 4 windows, not 5). A shape read from its output must not fold
+// to the counted extent (random_models.py seed 1040 of a campaign: an If on `extent > 4` took the wrong branch in
+// the written file). x[batch, 1, rows, 4] pooled, then Where(Shape(pool)[2] > 4, pool, 0): zeros at 8 rows.
+onnx::ModelProto ceil_pool_condition(int64_t rows) {
+  GraphBuilder b(13);
+  b.input("x", "batch", {1, rows, 4});
+  auto* pool = b.node("MaxPool", {"x"}, "pool");
+  for (auto [name, v] : {std::pair{"kernel_shape", std::vector<int64_t>{1, 1}}, std::pair{"strides", std::vector<int64_t>{2, 2}}}) {
+    auto* a = pool->add_attribute();
+    a->set_name(name), a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t e : v) a->add_ints(e);
+  }
+  auto* ceil = pool->add_attribute();
+  ceil->set_name("ceil_mode"), ceil->set_type(onnx::AttributeProto::INT), ceil->set_i(1);
+  b.node("Shape", {"pool"}, "pool_shape");
+  b.ints("two", {2}, true);
+  b.node("Gather", {"pool_shape", "two"}, "extent");
+  b.ints("four", {4}, true);
+  b.node("Greater", {"extent", "four"}, "wide");
+  auto* zero = b.g->add_initializer();
+  zero->set_name("zero"), zero->set_data_type(onnx::TensorProto::FLOAT), zero->add_float_data(0.0f);
+  b.node("Where", {"wide", "pool", "zero"}, "y");
+  b.output("y");
+  return b.m;
+}
+
+TEST(OnnxFoldShapes, AShapeOfACeilModePoolThatDropsAWindowIsNotFoldedToTheCountedExtent) {
+  for (int64_t rows : {8, 9}) {  // 8: the fifth window is dropped (4 > 4 is false); 9: it is not (5 > 4)
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    const OnnxModel m = import_onnx_bytes(ceil_pool_condition(rows).SerializeAsString(), "pool.onnx",
+                                          {.dims = {{"batch", 1}}});
+    std::vector<double> x(static_cast<size_t>(rows * 4));
+    for (size_t k = 0; k < x.size(); ++k) x[k] = 1.0 + static_cast<double>(k);
+    const auto y = evaluate_model(m, {{"x", Tensor<double>({1, 1, rows, 4}, x)}});
+    ASSERT_EQ(y.size(), 1u);
+    const int64_t windows = rows == 8 ? 4 : 5;
+    ASSERT_EQ(y[0].shape, (Shape{1, 1, windows, 2}));
+    // Rows 0, 2, 4, ... and columns 0 and 2 of x where the condition holds, zeros where it does not.
+    for (int64_t r = 0; r < windows; ++r)
+      for (int64_t c = 0; c < 2; ++c)
+        EXPECT_EQ(y[0].data[static_cast<size_t>(r * 2 + c)], rows == 8 ? 0.0 : x[static_cast<size_t>(2 * r * 4 + 2 * c)]);
+  }
 }
 
 TEST(OnnxFoldShapes, MalformedConstantsAreNotFolded) {

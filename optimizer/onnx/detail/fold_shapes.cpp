@@ -156,7 +156,49 @@ class Folder {
         }
         types_[vi.name()] = k;
       }
+    forget_counted_pool_extents();
     return true;
+  }
+
+  /// ONNX's shape inference counts a ceil_mode window that would start in the end padding; onnxruntime drops
+  /// it (pool_extent), so the extent it gives such a pooling's outputs, and every shape computed from them, is
+  /// not the file's: those shapes are forgotten (a Shape of them stays a node, evaluated by what runs it).
+  /// The importer then gives the pooling its true extent (Importer::adapt_ceil_mode_pools).
+  void forget_counted_pool_extents() {
+    std::unordered_set<std::string> miscounted;
+    for (const auto& n : m_.graph().node()) {
+      bool tainted = false;
+      for (const auto& in : n.input()) tainted = tainted || miscounted.count(in) > 0;
+      for (const auto& in : outer_references(n)) tainted = tainted || miscounted.count(in) > 0;
+      tainted = tainted || counts_a_dropped_window(n);
+      if (tainted)
+        for (const auto& out : n.output()) miscounted.insert(out);
+    }
+    for (const std::string& name : miscounted)
+      if (auto it = types_.find(name); it != types_.end()) it->second.dims.reset();
+  }
+
+  /// Whether `n` is a ceil_mode pooling whose extent ONNX's inference counts one window more than it has.
+  bool counts_a_dropped_window(const onnx::NodeProto& n) const {
+    const std::string& op = n.op_type();
+    if (!is_default_domain(n.domain()) || (op != "MaxPool" && op != "AveragePool" && op != "LpPool")) return false;
+    if (attr_int(n, "ceil_mode", 0) == 0 || n.input_size() < 1) return false;
+    if (attr_string(n, "auto_pad", "NOTSET") != "NOTSET") return false;  // SAME/VALID: no explicit end padding
+    auto x = types_.find(n.input(0));
+    auto kernel = attr_ints(n, "kernel_shape");
+    if (x == types_.end() || !x->second.dims || !kernel) return true;  // unknown: not trusted either
+    const Shape& in = *x->second.dims;
+    const size_t spatial = kernel->size();
+    if (in.size() != spatial + 2) return true;
+    const std::vector<int64_t> ones(spatial, 1);
+    const std::vector<int64_t> strides = attr_ints(n, "strides").value_or(ones), dil = attr_ints(n, "dilations").value_or(ones);
+    const std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+    if (strides.size() != spatial || dil.size() != spatial || pads.size() != 2 * spatial) return true;
+    for (size_t k = 0; k < spatial; ++k)
+      if (pool_extent(in[k + 2], (*kernel)[k], strides[k], dil[k], pads[k], pads[k + spatial], true) !=
+          pool_extent(in[k + 2], (*kernel)[k], strides[k], dil[k], pads[k], pads[k + spatial], true, false))
+        return true;
+    return false;
   }
 
   int pass() {
