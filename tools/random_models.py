@@ -142,15 +142,16 @@ class Builder:
         return n
 
     # nodes ------------------------------------------------------------------------------------------------------
-    def node(self, op, inputs, n_out=1, shape_value=False, shape=None, implicit=(), **attrs):
+    def node(self, op, inputs, n_out=1, shape_value=False, shape=None, implicit=(), hidden=False, **attrs):
         """Adds a node if ONNX shape inference gives its outputs a known shape; returns the outputs or raises.
         shape_value: an integer or bool node (a shape computation: Shape, Gather, Concat of int64; a condition),
         not a pool tensor. shape: the one output's shape where ONNX cannot infer it (Range, Where of a computed
         mask, Expand to a Where): declared to the generator's shape inference only. implicit: outer tensors
-        that the node's subgraphs read by name."""
+        that the node's subgraphs read by name. hidden: a float tensor inside a motif whose shape the generator
+        cannot name (a product of symbolic dimensions, [batch * heads, seq, d]): checked, not a pool tensor."""
         outs = [self.name(op.lower() + "_") for _ in range(n_out)]
         nd = helper.make_node(op, inputs, outs, **attrs)
-        if shape_value:
+        if shape_value or hidden:
             self._check(nd)
             shapes = [None] * n_out
         elif shape is not None:
@@ -163,7 +164,7 @@ class Builder:
         for i in list(inputs) + list(implicit):
             if i:
                 self.consumers[i] = self.consumers.get(i, 0) + 1
-        if shape_value:
+        if shape_value or hidden:
             return outs if n_out > 1 else outs[0]
         for o, s in zip(outs, shapes):
             self.shapes[o] = s
@@ -1174,10 +1175,27 @@ def m_heads_reshape(b: Builder):
     r = b.rng
     tgt = b.node("Concat", [_dim1(b, x, 0), _dim1(b, x, 1), b.ints([h, -1 if r.random() < 0.5 else d // h])],
                  shape_value=True, axis=0)
-    y = b.node("Reshape", [x, tgt])
+    # PyTorch's dynamo exporter writes its views with allowzero=1 (no 0 in these targets, so the same shape).
+    y = b.node("Reshape", [x, tgt], **({"allowzero": 1} if b.opset >= 14 and r.random() < 0.5 else {}))
     y = b.node("Transpose", [y], perm=[0, 2, 1, 3])
     if r.random() < 0.5:
         y = b.node(_choice(b, ["Relu", "Tanh", "Sigmoid"]), [y])
+    if r.random() < 0.5:
+        # Around a batched MatMul, as the dynamo exporter writes attention: [B, h, S, dh] folded to [B*h, S, dh]
+        # (the sequence moves from axis 2 to 1, read from a Shape), scores [B*h, S, S] or a projection, unfolded
+        # to [B, h, S, .] (the batch from the input's Shape or -1).
+        dh = d // h
+        fold = b.node("Reshape", [y, b.node("Concat", [b.ints([-1]), _dim1(b, y, 2), b.ints([dh])],
+                                             shape_value=True, axis=0)], hidden=True)
+        if r.random() < 0.5:
+            scores = b.node("MatMul", [fold, b.node("Transpose", [fold], hidden=True, perm=[0, 2, 1])], hidden=True)
+            ctx = b.node("MatMul", [b.node("Softmax", [scores], hidden=True, axis=-1), fold], hidden=True)
+        else:
+            ctx = b.node("MatMul", [fold, b.weight([dh, dh], prefix="wh")], hidden=True)
+        lead = _dim1(b, x, 0) if r.random() < 0.5 else b.ints([-1])
+        y = b.node("Reshape", [ctx, b.node("Concat", [lead, b.ints([h]), _dim1(b, ctx, 1), b.ints([dh])],
+                                            shape_value=True, axis=0)], shape=[s[0], h, s[1], dh])
+        b.motifs.append("heads-fold")
     y = b.node("Transpose", [y], perm=[0, 2, 1, 3])
     u = r.random()
     if u < 0.5:
