@@ -15,6 +15,7 @@ const char* unary_fn_name(UnaryFn fn) {
     case UnaryFn::ToFloat32: return "to_float32";
     case UnaryFn::ToFloat16: return "to_float16";
     case UnaryFn::ToBFloat16: return "to_bfloat16";
+    case UnaryFn::NanToZero: return "nan_to_zero";
   }
   return "?";
 }

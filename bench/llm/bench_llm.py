@@ -15,7 +15,9 @@ with the priority-based execution order and no CPU arena. Both matter at 32 laye
 onnxruntime runs many weight Casts (which read no input) ahead of their MatMuls, so their float32 copies live
 together, and its arena keeps what it once held (8-layer fp16 model at (1, 8): peak RSS 7.27 GB with the
 defaults, 5.94 GB without the arena, 3.51 GB with both, of which 3.2 GB are the memory-mapped weights). With the
-defaults the 32-layer fp16 model was killed at 24.3 GB of anonymous memory on this 24 GB machine.
+defaults the 32-layer fp16 model was killed at 24.3 GB of anonymous memory on this 24 GB machine. It also turns off
+the pre-packing of constant MatMul weights (session.disable_prepacking): pre-packed, the 32-layer float32 model's
+26 GB of weights became anonymous copies and the kernel killed the run at 24 GB.
 
 Usage: .venv/bin/python bench/llm/bench_llm.py [--eqsat-run build/bin/eqsat-run] [--no-peers] [--no-run]
        [--ort-level all|disable] [--timeout S] [--peer-memory-gb G] [--work DIR] MODEL...
@@ -79,6 +81,9 @@ def run_outputs(path, feeds, level="all"):
     if level == "disable":  # the low-memory setting: each weight Cast next to its MatMul, freed memory given back
         options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
         options.enable_cpu_mem_arena = False
+        # No pre-packed copies of the MatMul weights: they stay the memory-mapped file's pages (a 32-layer
+        # float32 model was killed at 24 GB of anonymous memory with pre-packing).
+        options.add_session_config_entry("session.disable_prepacking", "1")
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, feeds)
 
 

@@ -32,6 +32,7 @@ __device__ inline float apply_unary(Unary fn, float x) {
     case Unary::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     case Unary::Neg: return -x;
     case Unary::Reciprocal: return 1.0f / x;
+    case Unary::NanToZero: return isnan(x) ? 0.0f : x;
   }
   return x;
 }

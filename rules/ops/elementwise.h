@@ -1,5 +1,5 @@
 // Element-wise operators: ewadd/ewsub/ewmul/ewdiv (equal shapes), smul (tensor times 0-d scalar),
-// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, neg/reciprocal, clip (constant bounds), cast (to another float
+// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, neg/reciprocal, nan_to_zero, clip (constant bounds), cast (to another float
 // type), broadcast (numpy rules, to an explicit shape) and noop.
 //   (cast to x)  x stored in the float type `to` (rules/float_types.h: 1 float32, 10 float16, 16 bfloat16):
 //                its value rounded to that type. The one operator whose result's element type is not its
@@ -149,6 +149,9 @@ template <> struct Semantics<OpKind::Gelu> : UnarySemantics<UnaryFn::Gelu> {};
 template <> struct Semantics<OpKind::Sqrt> : UnarySemantics<UnaryFn::Sqrt> {};
 template <> struct Semantics<OpKind::Erf> : UnarySemantics<UnaryFn::Erf> {};
 template <> struct Semantics<OpKind::GeluTanh> : UnarySemantics<UnaryFn::GeluTanh> {};
+/// x with 0 where x is NaN: ONNX Where(IsNaN(x), 0, x), what PyTorch's exporters write after the softmax of
+/// a masked attention (a row masked whole is NaN there).
+template <> struct Semantics<OpKind::NanToZero> : UnarySemantics<UnaryFn::NanToZero> {};
 /// -x and 1 / x: real arithmetic in every instantiation (Z3 reasons with them; they are not uninterpreted).
 template <> struct Semantics<OpKind::Neg> : ElementWise {
   template <class S>

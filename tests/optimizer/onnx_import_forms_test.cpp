@@ -871,6 +871,49 @@ TEST(OnnxTorchOps, PyTorchsTanhGeluIsTheVocabularysGeluTanh) {
   }
 }
 
+TEST(OnnxTorchOps, WhereIsNaNOfASoftmaxIsTheVocabularysNanToZero) {
+  // Where(IsNaN(s), 0, s) after a softmax, as PyTorch's exporters write scaled_dot_product_attention with a
+  // mask, is one nan_to_zero; the IsNaN (a boolean result, read as an opaque node first) goes with its note.
+  // Another zero, another value kept, or an IsNaN with a second reader: the nodes stay as they are.
+  enum class Form { Attention, NotZero, OtherValue, IsNaNReadTwice };
+  auto where = [](Form form, int64_t opset) {
+    ModelBuilder b(opset);
+    b.input("x", {2, 3});
+    b.node("Softmax", {"x"}, {"s"});
+    b.node("IsNaN", {"s"}, {"nan"});
+    scalar_constant(b, "zero", form == Form::NotZero ? 1.0f : 0.0f);
+    b.node("Where", {"nan", "zero", form == Form::OtherValue ? "x" : "s"}, {"y"});
+    b.output("y");
+    if (form == Form::IsNaNReadTwice) {
+      b.node("Not", {"nan"}, {"finite"});
+      b.output("finite");
+    }
+    return import_round_trip(b);
+  };
+  for (int64_t opset : {13, 17, 20}) {
+    const OnnxModel m = where(Form::Attention, opset);
+    EXPECT_EQ(print_graph(m.graph), "(nan_to_zero (softmax 1 (input x 2 3)))\n") << opset;
+    EXPECT_TRUE(m.opaque.empty()) << opset;
+    EXPECT_TRUE(m.notes.empty()) << m.notes[0];
+    // Written back as IsNaN and Where with a zero of the value's type.
+    const onnx::ModelProto p = exported(m);
+    ASSERT_NE(find_node(p, "IsNaN"), nullptr);
+    const onnx::NodeProto* w = find_node(p, "Where");
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->input(0), find_node(p, "IsNaN")->output(0));
+    EXPECT_EQ(w->input(2), find_node(p, "IsNaN")->input(0));
+  }
+  for (Form form : {Form::NotZero, Form::OtherValue, Form::IsNaNReadTwice}) {
+    const OnnxModel m = where(form, 17);
+    EXPECT_EQ(print_graph(m.graph).find("nan_to_zero"), std::string::npos) << print_graph(m.graph);
+    EXPECT_GE(m.opaque.size(), 2u);  // the IsNaN and the Where
+    const bool said = std::any_of(m.notes.begin(), m.notes.end(), [](const std::string& n) {
+      return n.find("only Where(IsNaN(x), 0, x) is in the vocabulary") != std::string::npos;
+    });
+    EXPECT_TRUE(said) << static_cast<int>(form);
+  }
+}
+
 TEST(OnnxTorchOps, TheTanhGeluImportedEvaluatesAsItsNodes) {
   // The vocabulary's gelu_tanh against the nine ONNX nodes evaluated one by one (float32 constants):
   // the two meanings may differ only by the constants' rounding.

@@ -621,6 +621,13 @@ TEST(OpsFloat, NegAndReciprocal) {
   EXPECT_SHAPE_ERROR(OpKind::Reciprocal, {}, (std::vector<Shape>{{2}, {2}}), "reciprocal: expects 1 operands, got 2");
 }
 
+TEST(OpsFloat, NanToZeroZeroesOnlyNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(same(eval("(nan_to_zero ?x)", {{"x", t({4}, {nan, -7e30, 2.5, -0.0})}}), {4}, {0, -7e30, 2.5, 0}));
+  EXPECT_EQ(shape_of(OpKind::NanToZero, {}, {{2, 3}}), (Shape{2, 3}));
+  EXPECT_SHAPE_ERROR(OpKind::NanToZero, {}, (std::vector<Shape>{{2}, {2}}), "nan_to_zero: expects 1 operands, got 2");
+}
+
 TEST(OpsFloat, CastRoundsToItsType) {
   // 1 + 2^-12 is a float32 but not a float16 (10 mantissa bits: rounds to even, 1); 1 + 2^-9 is neither a
   // bfloat16 (7 bits: 1) ...; 70000 overflows float16 (infinity); 0.1 is rounded to float32 first.

@@ -1,6 +1,6 @@
 // The element-wise family's ONNX forms (rules/ops/elementwise.h): Add/Sub/Mul/Div, the unary functions, Clip,
-// Neg, Reciprocal, Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types, and
-// Identity/Dropout in; their ONNX operators, Expand and Identity out.
+// Neg, Reciprocal, Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types,
+// Where(IsNaN(x), 0, x) and Identity/Dropout in; their ONNX operators, Expand and Identity out.
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -230,6 +230,16 @@ void import_cast(Importer& im, const onnx::NodeProto& n) {
   im.set_output(n, im.add(OpKind::Cast, {to}, {x}));
 }
 
+/// Where(IsNaN(x), 0, x), whose IsNaN has no other reader, is the vocabulary's nan_to_zero: what PyTorch's
+/// exporters write after the softmax of scaled_dot_product_attention with a mask. The IsNaN, an opaque node
+/// of a boolean result, is left without a reader and dropped. Any other Where stays opaque.
+void import_where(Importer& im, const onnx::NodeProto& n) {
+  const onnx::NodeProto* isnan = n.input_size() == 3 ? im.sole_producer(n.input(0), "IsNaN") : nullptr;
+  if (!isnan || isnan->input_size() != 1 || isnan->input(0) != n.input(2) || !im.constant_all(n, 1, 0.0))
+    throw NotInVocabulary{"only Where(IsNaN(x), 0, x) is in the vocabulary (nan_to_zero)"};
+  im.set_output(n, im.add(OpKind::NanToZero, {}, {im.in(n, 2)}));
+}
+
 constexpr ImportForm kImports[] = {
     {"Identity", 1, kLatestOpset, import_identity},
     {"Dropout", 1, kLatestOpset, import_dropout},
@@ -249,6 +259,7 @@ constexpr ImportForm kImports[] = {
     {"Pow", 1, kLatestOpset, import_pow},
     {"Cast", 6, kLatestOpset, import_cast},
     {"CastLike", 15, kLatestOpset, import_cast},
+    {"Where", 9, kLatestOpset, import_where},
 };
 
 // ---- export ------------------------------------------------------------------------------------------
@@ -356,6 +367,13 @@ std::string write_cast(Exporter& ex, ExprId id) {
   return y;
 }
 
+std::string write_nan_to_zero(Exporter& ex, ExprId id) {
+  if (ex.opset() < 9)
+    throw OnnxError("export: nan_to_zero needs IsNaN and Where, which opset " + std::to_string(ex.opset()) + " lacks");
+  const std::string x = ex.operand(id, 0);
+  return ex.finish("Where", {ex.add_simple("IsNaN", {x}), ex.float_scalar(0.0f), x}, id);
+}
+
 std::string write_erf(Exporter& ex, ExprId id) {
   if (ex.opset() < 9) throw OnnxError("export: erf needs Erf, which opset " + std::to_string(ex.opset()) + " lacks");
   return ex.finish("Erf", {ex.operand(id, 0)}, id);
@@ -399,6 +417,7 @@ constexpr ExportForm kExports[] = {
     {OpKind::Reciprocal, [](Exporter& ex, ExprId id) { return ex.finish("Reciprocal", {ex.operand(id, 0)}, id); }},
     {OpKind::Gelu, write_gelu},
     {OpKind::GeluTanh, write_gelu_tanh},
+    {OpKind::NanToZero, write_nan_to_zero},
     {OpKind::Cast, write_cast},
     {OpKind::Erf, write_erf},
     {OpKind::Clip, write_clip},

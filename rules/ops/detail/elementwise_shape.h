@@ -84,6 +84,7 @@ template <> struct ShapeRule<OpKind::Erf> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::GeluTanh> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Neg> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Reciprocal> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::NanToZero> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Noop> : FirstOperandShape {};
 template <>
 struct ShapeRule<OpKind::Smul> {
