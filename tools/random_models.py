@@ -1462,17 +1462,44 @@ def _start(b: Builder, extended: bool = False):
         b.add_input(list(b.shapes[b.pool[0]]))
 
 
-def generate(seed: int, extended: bool = False, max_attempts: int = 50) -> onnx.ModelProto:
+def motif_weights(overrides=None, extended: bool = False):
+    """(motif functions, their weights): MOTIFS (and EXTENDED) with `overrides` ({"heads_reshape": 80}, the
+    name without its m_) in place of the tables' weights, to aim a campaign at some motifs."""
+    table = MOTIFS + (EXTENDED if extended else [])
+    names = {fn.__name__[2:] for fn, _ in table}
+    unknown = sorted(set(overrides or {}) - names)
+    if unknown:
+        raise ValueError(f"unknown motif {', '.join(unknown)} (motifs{' with --extended' if extended else ''}: "
+                         f"{', '.join(sorted(names))})")
+    return zip(*((fn, (overrides or {}).get(fn.__name__[2:], w)) for fn, w in table))
+
+
+def parse_motif_weights(items):
+    """--motif-weight NAME=W (repeatable) as a dict."""
+    out = {}
+    for item in items or []:
+        name, sep, w = item.partition("=")
+        try:
+            out[name] = float(w)
+        except ValueError:
+            sep = ""
+        if not sep or out[name] < 0:
+            raise ValueError(f"--motif-weight {item!r}: expected NAME=W with W >= 0")
+    return out
+
+
+def generate(seed: int, extended: bool = False, max_attempts: int = 50, weights=None) -> onnx.ModelProto:
     """The model of this seed: deterministic; tries sub-seeds until a candidate is valid in onnx and ORT.
-    extended: also constructs eqsat-run refused when this was written (shapes computed from tensors)."""
+    extended: also constructs eqsat-run refused when this was written (shapes computed from tensors).
+    weights: motif weights overriding the tables' (motif_weights)."""
     for attempt in range(max_attempts):
         rng = np.random.default_rng([seed, attempt])
         opset = int(_choice_rng(rng, [13, 17, 18], [1, 3, 1]))
         b = Builder(rng, opset)
         _start(b, extended)
         steps = int(rng.integers(2, 9))
-        fns, weights = zip(*(MOTIFS + (EXTENDED if extended else [])))
-        p = np.asarray(weights, dtype=float)
+        fns, table_weights = motif_weights(weights, extended)
+        p = np.asarray(table_weights, dtype=float)
         p /= p.sum()
         done = 0
         for _ in range(steps * 4):
@@ -1667,7 +1694,7 @@ def run_one(task):
     seed, cfg_index, cfg, a = task
     row = {"seed": seed, "config": cfg_index, "options": " ".join(cfg), "class": "", "rc": None, "seconds": 0.0,
            "speedup": None, "rules_used": "", "motifs": "", "nodes": 0, "symbolic": "", "detail": ""}
-    m = generate(seed, a["extended"])
+    m = generate(seed, a["extended"], weights=a["motif_weights"])
     row["motifs"] = next((p.value for p in m.metadata_props if p.key == "eqsat.motifs"), "")
     row["nodes"] = len(m.graph.node)
     syms = symbolic_dims(m)
@@ -1774,7 +1801,8 @@ def campaign(args):
     a = {"binary": os.path.abspath(args.binary), "cwd": args.cwd, "timeout": args.timeout,
          "sizes": parse_sizes(args.sizes), "rtol": args.rtol, "atol": args.atol,
          "auto_dim": None if args.no_auto_dim else args.auto_dim, "out": os.path.abspath(args.out),
-         "work": os.path.abspath(work), "save_refused": args.save_refused, "extended": args.extended}
+         "work": os.path.abspath(work), "save_refused": args.save_refused, "extended": args.extended,
+         "motif_weights": args.motif_weights}
     tasks = [(s, ci, cfg, a) for s in seeds for ci, cfg in enumerate(configs)]
     rows, counts = [], {c: 0 for c in CLASSES}
     t0 = time.monotonic()
@@ -1850,7 +1878,7 @@ def campaign(args):
 def cmd_generate(args):
     os.makedirs(args.out, exist_ok=True)
     for s in parse_seeds(args.seeds):
-        m = generate(s, args.extended)
+        m = generate(s, args.extended, weights=args.motif_weights)
         path = os.path.join(args.out, f"seed-{s}.onnx")
         onnx.save(m, path)
         if args.verbose:
@@ -1871,7 +1899,11 @@ def main(argv=None):
     g.add_argument("-v", "--verbose", action="store_true")
     g.add_argument("--extended", action="store_true", help="also If (nested, outer-scope reads) and computed shapes (Expand, ConstantOfShape, Range, CumSum, "
                         "Where, Reshape from Shape/Gather/Concat), token-id inputs, more symbolic batch/seq")
+    weight_help = ("NAME=W: motif NAME (its function's name without m_, e.g. heads_reshape) drawn with weight W "
+                   "instead of its table's (repeatable): a campaign aimed at some motifs")
+    g.add_argument("--motif-weight", action="append", help=weight_help)
     c = sub.add_parser("campaign", help="generate, optimize with eqsat-run, compare in onnxruntime")
+    c.add_argument("--motif-weight", action="append", help=weight_help)
     c.add_argument("--binary", required=True, help="the eqsat-run executable")
     c.add_argument("-n", type=int, default=100, help="number of seeds (from --start)")
     c.add_argument("--start", type=int, default=0)
@@ -1900,6 +1932,11 @@ def main(argv=None):
     c.add_argument("--progress", type=int, default=25, help="a progress line every N runs")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress lines: only failures and the summary")
     args = ap.parse_args(argv)
+    try:
+        args.motif_weights = parse_motif_weights(args.motif_weight)
+        list(motif_weights(args.motif_weights, args.extended))
+    except ValueError as e:
+        ap.error(str(e))
     if args.cmd == "generate":
         return cmd_generate(args)
     args.cwd = os.path.abspath(args.cwd)
