@@ -17,6 +17,14 @@ std::map<std::string, size_t> rules_used(const EqsatResult& result) {
   return result.output.kept_original ? std::map<std::string, size_t>{} : result.report.rules_used;
 }
 
+/// The ONNX nodes the import kept opaque, counted by type ("domain.Type" outside the default domain): what a
+/// user reads to see which operators keep a model from the optimizer.
+std::map<std::string, size_t> opaque_by_type(const onnx_io::OnnxModel& model) {
+  std::map<std::string, size_t> counts;
+  for (const onnx_io::OpaqueNode& n : model.opaque) ++counts[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type];
+  return counts;
+}
+
 const char* method_name(ExtractMethod m) {
   switch (m) {
     case ExtractMethod::Greedy: return "greedy";
@@ -101,6 +109,7 @@ nlohmann::json report_json(const EqsatConfig& config, const EqsatResult& result,
                         {"status", r.extraction.status}}},
                       {"operators", {{"original", result.model.graph.num_ops()}, {"optimized", out.graph.num_ops()}}},
                       {"opaque_operators", result.model.opaque.size()},
+                      {"opaque_by_type", opaque_by_type(result.model)},
                       {"import_folded", result.model.folded},
                       {"unfused_cost", {{"original", out.original_detail.unfused}, {"exported", out.exported_detail.unfused}}},
                       {"fused_units", {{"original", out.original_detail.units}, {"exported", out.exported_detail.units}}},

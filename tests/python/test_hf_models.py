@@ -167,6 +167,12 @@ def main():
         failures.append(f"inputs {[i.name for i in graph_inputs(written)]}, original "
                         f"{[i.name for i in graph_inputs(original)]}")
 
+    by_type = report.get("opaque_by_type", {})
+    if report and sum(by_type.values()) != report.get("opaque_operators"):
+        failures.append(f"opaque_by_type {by_type} does not add up to opaque_operators {report.get('opaque_operators')}")
+    if set(by_type) - {n.op_type for n in original.graph.node}:
+        failures.append(f"opaque_by_type names types the model does not have: {sorted(set(by_type) - {n.op_type for n in original.graph.node})}")
+
     reference, candidate = session(a.model), session(out)
     diffs = []
     for k, (batch, seq) in enumerate(shapes(original, seqs)):
