@@ -68,12 +68,13 @@ std::vector<std::string> device_profile_names(const std::filesystem::path& devic
 }
 
 OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
-               double bytes_per_element) {
+               double bytes_per_element, double operand_bytes_per_element) {
   OpWork w;
   const double out = elements(output);
-  double moved = out;
-  for (const Shape& s : inputs) moved += elements(s);
-  w.bytes = moved * bytes_per_element;
+  double read = 0;
+  for (const Shape& s : inputs) read += elements(s);
+  if (operand_bytes_per_element <= 0) operand_bytes_per_element = bytes_per_element;
+  w.bytes = out * bytes_per_element + read * operand_bytes_per_element;
   // op_flops (rules/work.h) counts multiply-adds for matmul and conv2d and one operation per
   // element elsewhere; a multiply-add is two FLOPs against the data sheets' peaks.
   const double ops = op_flops(op, attrs, inputs, output);
@@ -128,7 +129,8 @@ double AnalyticalCostModel::node_cost(const NodeContext& node) const {
   const AttrSpan attrs = node.attrs;
   const std::span<const Shape> inputs = node.inputs;
   const Shape& output = node.output;
-  OpWork w = op_work(op, attrs, inputs, output, element_bytes(node.elem_type, bytes_per_element_));
+  OpWork w = op_work(op, attrs, inputs, output, element_bytes(node.elem_type, bytes_per_element_),
+                     element_bytes(node.operand_type(), bytes_per_element_));
   if (!w.launches_kernel) return 0;
   const auto [tensor_peak, scalar_peak] = peaks(node.elem_type);
   const double peak = w.tensor_core ? tensor_peak : scalar_peak;
@@ -165,11 +167,12 @@ double AnalyticalCostModel::weight_stream_penalty(const NodeContext& node) const
   const std::span<const OperandFacts> operands = node.operands;
   double streamed = 0;
   for (size_t k = 0; k < inputs.size() && k < operands.size(); ++k) {
-    const double bytes = elements(inputs[k]) * element_bytes(node.elem_type, bytes_per_element_);
+    const double bytes = elements(inputs[k]) * element_bytes(node.operand_type(), bytes_per_element_);
     if (operands[k].precomputable && bytes >= kStreamedWeightMinBytes) streamed += bytes;
   }
   if (streamed == 0) return 0;
-  const OpWork w = op_work(op, node.attrs, inputs, node.output, element_bytes(node.elem_type, bytes_per_element_));
+  const OpWork w = op_work(op, node.attrs, inputs, node.output, element_bytes(node.elem_type, bytes_per_element_),
+                           element_bytes(node.operand_type(), bytes_per_element_));
   if (!w.launches_kernel) return 0;
   const auto [tensor_peak, scalar_peak] = peaks(node.elem_type);
   const double compute = w.flops / (w.tensor_core ? tensor_peak : scalar_peak);

@@ -58,8 +58,11 @@ struct OpWork {
   bool tensor_core = false;     // matmul and conv2d, the operators tensor cores accelerate
 };
 
+/// The work of one node whose result has elements of `bytes_per_element` bytes and whose operands have
+/// `operand_bytes_per_element` (0: the same; they differ only for a cast, which reads one float type and
+/// writes another).
 OpWork op_work(OpKind op, AttrSpan attrs, std::span<const Shape> inputs, const Shape& output,
-               double bytes_per_element = 4);
+               double bytes_per_element = 4, double operand_bytes_per_element = 0);
 
 class AnalyticalCostModel final : public CostModel {
  public:

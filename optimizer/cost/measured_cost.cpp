@@ -223,7 +223,8 @@ RuntimePolicy MeasuredCostModel::runtime_policy(RuntimePolicy fallback) const {
         if (const std::optional<size_t> k = weight_operand(node.op, node.inputs); k && *k < uncovered.size())
           uncovered[*k].precomputable = false;
     }
-    return penalty(NodeContext{node.op, node.attrs, node.inputs, node.output, uncovered, node.elem_type});
+    return penalty(NodeContext{node.op, node.attrs, node.inputs, node.output, uncovered, node.elem_type,
+                               node.operand_elem_type});
   };
   return policy;
 }

@@ -40,6 +40,9 @@ struct NodeContext {
   /// The element type of the node's operands and result (LeafElemType's numbering, egraph.h: 1 float32, 10
   /// float16, 16 bfloat16; 0 unknown, priced as float32): what models that count bytes moved multiply by.
   int32_t elem_type = 0;
+  /// The element type of its operands when it differs from the result's (a cast's; 0: the same).
+  int32_t operand_elem_type = 0;
+  int32_t operand_type() const { return operand_elem_type != 0 ? operand_elem_type : elem_type; }
 };
 
 /// Bytes of one element of type `elem_type` (NodeContext::elem_type): 2 for float16 and bfloat16, else

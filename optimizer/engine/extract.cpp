@@ -64,7 +64,8 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
       in.push_back(egraph.shape(d));
       operands.push_back(facts[egraph.find(d).value]);
     }
-    return NodeContext{e.op, e.attrs, in, egraph.eclass(c).shape, operands, egraph.eclass(c).elem_type};
+    const int32_t operand_type = e.children.empty() ? 0 : egraph.eclass(egraph.find(e.children[0])).elem_type;
+    return NodeContext{e.op, e.attrs, in, egraph.eclass(c).shape, operands, egraph.eclass(c).elem_type, operand_type};
   };
   for (bool changed = true; changed;) {
     changed = false;
@@ -192,7 +193,8 @@ GraphCost graph_cost_detail(const Expr& graph, const CostModel& cost, const Leaf
       in.push_back(shapes[c.value]);
       operands.push_back({precomputable[c.value], marks[c.value]});
     }
-    const NodeContext node{n.op, n.attrs, in, shapes[i], operands, types[i]};
+    const NodeContext node{n.op, n.attrs, in, shapes[i], operands, types[i],
+                           n.children.empty() ? 0 : types[n.children[0].value]};
     marks[i] = cost.marks(node);
     if (needed[i] && !precomputable[i]) node_costs[i] = node_cost_in_context(cost, node);
   }

@@ -265,6 +265,25 @@ TEST(Float16, CostModelsCountTwoBytesAnElement) {
   EXPECT_EQ(graph_cost(m32.graph, flops, leaf_elem_types(m32)), graph_cost(m32.graph, flops));
 }
 
+TEST(Float16, ACastReadsItsOperandsTypeAndWritesItsOwn) {
+  // float16 -> float32 and float32 -> float16 move the same bytes (2 read + 4 written, or 4 + 2 an element):
+  // the same cost either way, between an all-float16 and an all-float32 element-wise copy. Priced at the
+  // result's type alone, the widening cast would cost what a float32 copy does and the narrowing one half.
+  const std::filesystem::path devices = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus" / "devices";
+  const AnalyticalCostModel h200(load_device_profile(devices / "h200.json"), Precision::Fp32);
+  const FlopCostModel flops;
+  const Shape s{4096, 4096};
+  const Shape in[] = {s};
+  const std::vector<int64_t> to32{kF32}, to16{kF16};
+  for (const CostModel* m : {static_cast<const CostModel*>(&h200), static_cast<const CostModel*>(&flops)}) {
+    const double widen = m->node_cost(NodeContext{OpKind::Cast, to32, in, s, {}, kF32, kF16});
+    const double narrow = m->node_cost(NodeContext{OpKind::Cast, to16, in, s, {}, kF16, kF32});
+    EXPECT_DOUBLE_EQ(widen, narrow) << m->name();
+    EXPECT_LT(widen, m->node_cost(NodeContext{OpKind::Relu, {}, in, s, {}, kF32})) << m->name();
+    EXPECT_GT(widen, m->node_cost(NodeContext{OpKind::Relu, {}, in, s, {}, kF16})) << m->name();
+  }
+}
+
 TEST(Float16, TheAnalyticalModelUsesTheDevicesSixteenBitRates) {
   const std::filesystem::path devices = std::filesystem::path(TEQ_SOURCE_DIR) / "corpus" / "devices";
   const AnalyticalCostModel h200(load_device_profile(devices / "h200.json"), Precision::Fp32);
