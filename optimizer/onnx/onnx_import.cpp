@@ -216,9 +216,34 @@ void Importer::fold_at_probe_sizes(onnx::ModelProto unbound) {
     // A model whose shapes do not fit at the probe sizes (a sequence longer than its position table) stops
     // folding there, and what did not fold counts as size-dependent.
     fold_shape_arithmetic(unbound, &probe_folded_);
+    record_probe_expand_inputs(unbound);
   } catch (const std::exception&) {
     probe_folded_.clear();  // the model does not fold at the probe sizes: every folded value counts as size-dependent
+    probe_shapes_.clear();
   }
+}
+
+void Importer::record_probe_expand_inputs(onnx::ModelProto& probe) {
+  std::set<std::string> wanted;
+  for (const auto& n : probe.graph().node())
+    if (n.op_type() == "Expand" && n.input_size() == 2) wanted.insert(n.input(0));
+  if (wanted.empty()) return;
+  try {
+    onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(), inference_options(false));
+  } catch (const std::exception&) {
+    return;  // no probe shapes: no Expand follows the sizes
+  }
+  const auto& g = probe.graph();
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list) {
+      if (!wanted.count(vi.name()) || !vi.type().tensor_type().has_shape()) continue;
+      Shape dims;
+      for (const auto& d : vi.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) break;
+        dims.push_back(d.dim_value());
+      }
+      if (static_cast<int>(dims.size()) == vi.type().tensor_type().shape().dim_size()) probe_shapes_[vi.name()] = dims;
+    }
 }
 
 void Importer::find_size_dependent() {
@@ -267,6 +292,36 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
     ++inferred;
   }
   return inferred <= 1;
+}
+
+bool Importer::expand_follows_sizes(const onnx::NodeProto& n) const {
+  // An Expand whose target changes with the sizes only where it equals the input's own extent at that axis
+  // (grouped-query attention's repeat of the key/value heads: [batch, kv, 1, seq, d] to [batch, kv, rep, seq,
+  // d]) is the vocabulary's broadcast: the export writes 1 there (Expand keeps the input's extent) and the
+  // constant extents elsewhere, which holds at every size; the driver's checks at other sizes vouch for it.
+  if (n.op_type() != "Expand" || n.input_size() != 2 || size_dependent_.count(n.input(0)) ||
+      size_dependent_input(n) != n.input(1))
+    return false;
+  auto b = folded_.find(n.input(1)), p = probe_folded_.find(n.input(1));
+  if (b == folded_.end() || p == probe_folded_.end() || b->second.values.size() != p->second.values.size() ||
+      b->second.varies.size() != b->second.values.size())
+    return false;
+  auto x = types_.find(n.input(0));
+  auto px = probe_shapes_.find(n.input(0));
+  if (x == types_.end() || !x->second.shape || px == probe_shapes_.end() || px->second.size() != x->second.shape->size())
+    return false;
+  // At the bound sizes and at the probe sizes alike (an input extent of 1 at a batch of 1 is no copy of the
+  // batch unless it is 2 where the batch is).
+  const Shape& in = *x->second.shape;
+  const Shape& probe_in = px->second;
+  const size_t rank = b->second.values.size();
+  for (size_t k = 0; k < rank; ++k) {
+    if (!b->second.varies[k]) continue;
+    if (k + in.size() < rank) return false;  // a leading axis the input lacks: its extent would be fixed
+    const size_t axis = k + in.size() - rank;
+    if (in[axis] != b->second.values[k] || probe_in[axis] != p->second.values[k]) return false;
+  }
+  return true;
 }
 
 void Importer::check_nodes() {

@@ -290,18 +290,18 @@ TEST(OnnxCheck, OtherWeightsOrOpaqueAttributesAreEvaluated) {
 }
 
 
-/// PyTorch's dynamo export of attention's reshapes, in small: x[batch, seq, 8] viewed as [batch, seq, 2, 4]
-/// (allowzero=1, its target Concat(Shape(x)[0], Shape(x)[1], -1, 4)), heads first, folded into a batched
-/// MatMul's [batch * 2, seq, 4] (target Concat(-1, Shape(p)[2], 4): the seq moves from axis 2 to axis 1) and
-/// unfolded to [batch, 2, seq, 4] (target Concat(Shape(x)[0], 2, Shape(x)[1], 4)). Opset 17, or 14 (Shape
-/// without start and end: the export reads an extent with a Gather).
-std::string dynamo_head_reshapes(int64_t opset) {
+/// A float model with symbolic dimensions, built node by node as PyTorch's exporters write shape arithmetic.
+struct SymbolicGraph {
   onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(opset);
-  onnx::GraphProto& g = *m.mutable_graph();
-  g.set_name("heads");
-  auto value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<std::string> dims) {
+  onnx::GraphProto& g;
+  int64_t opset;
+  explicit SymbolicGraph(int64_t opset_version) : g(*m.mutable_graph()), opset(opset_version) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    g.set_name("symbolic");
+  }
+  /// dims: a number, or a dim_param.
+  static void value(onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::string>& dims) {
     v->set_name(name);
     auto* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(onnx::TensorProto::FLOAT);
@@ -310,33 +310,33 @@ std::string dynamo_head_reshapes(int64_t opset) {
       if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
       else dim->set_dim_param(d);
     }
-  };
-  value(g.add_input(), "x", {"batch", "seq", "8"});
-  value(g.add_output(), "y", {"batch", "2", "seq", "4"});
-  auto ints = [&](const std::string& name, std::vector<int64_t> values) {
+  }
+  void input(const std::string& name, const std::vector<std::string>& dims) { value(g.add_input(), name, dims); }
+  void output(const std::string& name, const std::vector<std::string>& dims) { value(g.add_output(), name, dims); }
+  void ints(const std::string& name, const std::vector<int64_t>& values) {
     onnx::TensorProto& t = *g.add_initializer();
     t.set_name(name), t.set_data_type(onnx::TensorProto::INT64), t.add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) t.add_int64_data(v);
-  };
-  ints("minus_one", {-1}), ints("zero", {0}), ints("one", {1}), ints("two", {2}), ints("four", {4});
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) -> onnx::NodeProto& {
+  }
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::string& out) {
     onnx::NodeProto& n = *g.add_node();
     n.set_op_type(op), n.set_name("node_" + out), n.add_output(out);
     for (const std::string& i : in) n.add_input(i);
     return n;
-  };
-  auto attr = [](onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v) {
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
     onnx::AttributeProto& a = *n.add_attribute();
     a.set_name(name);
-    if (v.size() == 1 && name != "perm") {
+    if (v.size() == 1 && name != "perm" && name != "axes") {
       a.set_type(onnx::AttributeProto::INT), a.set_i(v[0]);
     } else {
       a.set_type(onnx::AttributeProto::INTS);
       for (int64_t e : v) a.add_ints(e);
     }
-  };
-  // Tensor t's extent at `axis` (a constant "zero", "one" or "two" names the index), as the exporters write it.
-  auto extent = [&](const std::string& t, int64_t axis, const std::string& index, const std::string& out) {
+  }
+  /// Tensor t's extent at `axis` (a constant `index` of it names the axis before opset 15), as the exporters
+  /// write it.
+  void extent(const std::string& t, int64_t axis, const std::string& index, const std::string& out) {
     if (opset >= 15) {
       onnx::NodeProto& n = node("Shape", {t}, out);
       attr(n, "start", {axis}), attr(n, "end", {axis + 1});
@@ -344,19 +344,65 @@ std::string dynamo_head_reshapes(int64_t opset) {
       node("Shape", {t}, out + "_shape");
       attr(node("Gather", {out + "_shape", index}, out), "axis", {0});
     }
-  };
-  extent("x", 0, "zero", "b");
-  extent("x", 1, "one", "s");
-  attr(node("Concat", {"b", "s", "minus_one", "four"}, "view_target"), "axis", {0});
-  attr(node("Reshape", {"x", "view_target"}, "v"), "allowzero", {1});
-  attr(node("Transpose", {"v"}, "p"), "perm", {0, 2, 1, 3});
-  extent("p", 2, "two", "ps");
-  attr(node("Concat", {"minus_one", "ps", "four"}, "fold_target"), "axis", {0});
-  node("Reshape", {"p", "fold_target"}, "r");
-  node("Relu", {"r"}, "h");
-  attr(node("Concat", {"b", "two", "s", "four"}, "unfold_target"), "axis", {0});
-  node("Reshape", {"h", "unfold_target"}, "y");
-  return m.SerializeAsString();
+  }
+  std::string bytes() const { return m.SerializeAsString(); }
+};
+
+/// PyTorch's dynamo export of attention's reshapes, in small: x[batch, seq, 8] viewed as [batch, seq, 2, 4]
+/// (allowzero=1, its target Concat(Shape(x)[0], Shape(x)[1], -1, 4)), heads first, folded into a batched
+/// MatMul's [batch * 2, seq, 4] (target Concat(-1, Shape(p)[2], 4): the seq moves from axis 2 to axis 1) and
+/// unfolded to [batch, 2, seq, 4] (target Concat(Shape(x)[0], 2, Shape(x)[1], 4)). Opset 17, or 14 (Shape
+/// without start and end: the export reads an extent with a Gather).
+std::string dynamo_head_reshapes(int64_t opset) {
+  SymbolicGraph b(opset);
+  b.input("x", {"batch", "seq", "8"});
+  b.output("y", {"batch", "2", "seq", "4"});
+  b.ints("minus_one", {-1}), b.ints("zero", {0}), b.ints("one", {1}), b.ints("two", {2}), b.ints("four", {4});
+  b.extent("x", 0, "zero", "b");
+  b.extent("x", 1, "one", "s");
+  b.attr(b.node("Concat", {"b", "s", "minus_one", "four"}, "view_target"), "axis", {0});
+  b.attr(b.node("Reshape", {"x", "view_target"}, "v"), "allowzero", {1});
+  b.attr(b.node("Transpose", {"v"}, "p"), "perm", {0, 2, 1, 3});
+  b.extent("p", 2, "two", "ps");
+  b.attr(b.node("Concat", {"minus_one", "ps", "four"}, "fold_target"), "axis", {0});
+  b.node("Reshape", {"p", "fold_target"}, "r");
+  b.node("Relu", {"r"}, "h");
+  b.attr(b.node("Concat", {"b", "two", "s", "four"}, "unfold_target"), "axis", {0});
+  b.node("Reshape", {"h", "unfold_target"}, "y");
+  return b.bytes();
+}
+
+/// Grouped-query attention's repeat of the key/value heads as PyTorch's exporters write it: k[batch, 2, seq, 4]
+/// unsqueezed to [batch, 2, 1, seq, 4], expanded to Concat(Shape(k)[0], 2, 3, Shape(k)[2], 4) and viewed as
+/// [batch, 6, seq, 4]. With `expand_a_one`, the Expand instead broadcasts a [1, 1, 4] weight to [batch, 1, 4]:
+/// a target that follows the batch where the input has a fixed 1 (1 at a batch of 1 too: no copy of its extent).
+std::string gqa_repeat_kv(int64_t opset, bool expand_a_one = false) {
+  SymbolicGraph b(opset);
+  b.input("k", {"batch", "2", "seq", "4"});
+  b.ints("zero", {0}), b.ints("two", {2}), b.ints("three", {3}), b.ints("four", {4}), b.ints("six", {6});
+  b.extent("k", 0, "zero", "b");
+  b.extent("k", 2, "two", "s");
+  if (expand_a_one) {
+    b.output("y", {"batch", "1", "4"});
+    onnx::TensorProto& w = *b.g.add_initializer();
+    w.set_name("w"), w.set_data_type(onnx::TensorProto::FLOAT), w.add_dims(1), w.add_dims(1), w.add_dims(4);
+    for (float v : {0.5f, -1.0f, 2.0f, 0.25f}) w.add_float_data(v);
+    b.ints("one", {1});
+    b.attr(b.node("Concat", {"b", "one", "four"}, "target"), "axis", {0});  // only the batch varies
+    b.node("Expand", {"w", "target"}, "e");
+    b.attr(b.node("ReduceMean", {"k"}, "mk"), "axes", {1, 2});  // [batch, 1, 1, 4]
+    b.node("Squeeze", {"mk", "one"}, "sk");
+    b.node("Add", {"sk", "e"}, "y");
+    return b.bytes();
+  }
+  b.output("y", {"batch", "6", "seq", "4"});
+  b.node("Unsqueeze", {"k", "two"}, "u");
+  b.attr(b.node("Concat", {"b", "two", "three", "s", "four"}, "target"), "axis", {0});
+  b.node("Expand", {"u", "target"}, "e");
+  b.attr(b.node("Concat", {"b", "six", "s", "four"}, "view"), "axis", {0});
+  b.attr(b.node("Reshape", {"e", "view"}, "r"), "allowzero", {1});
+  b.node("Relu", {"r"}, "y");
+  return b.bytes();
 }
 
 ImportOptions batch_seq(int64_t batch, int64_t seq) {
@@ -412,6 +458,48 @@ TEST(OnnxCheck, DynamoReshapesAreTheVocabularysAndFollowTheSymbolicSizes) {
       EXPECT_EQ(n.attribute_size(), opset >= 15 ? 2 : 0);
     }
   EXPECT_EQ(shapes, 1);
+ }
+}
+
+// Grouped-query attention's Expand of the key/value heads is the vocabulary's broadcast: its target follows the
+// batch and the sequence where it is the input's own extent, so the export writes 1 there and the constant 3,
+// which holds at every size. An Expand of a fixed 1 to the batch stays opaque (written back as it is).
+TEST(OnnxCheck, AnExpandThatKeepsTheInputsSymbolicExtentsIsTheVocabularysBroadcast) {
+ for (int64_t opset : {17, 14}) {
+  SCOPED_TRACE("opset " + std::to_string(opset));
+  const std::string bytes = gqa_repeat_kv(opset);
+  const OnnxModel m = import_onnx_bytes(bytes, "gqa.onnx", batch_seq(1, 5));
+  EXPECT_EQ(m.num_opaque(), 0u) << print_graph(m.graph);
+  EXPECT_NE(print_graph(m.graph).find("(broadcast 1 2 3 5 4 "), std::string::npos) << print_graph(m.graph);
+  ExportOptions follow;
+  follow.reshape_targets = symbolic_reshape_targets(m, bytes, batch_seq(1, 5));
+  const std::string exported = export_onnx_bytes(m, m.graph, follow);
+  EXPECT_EQ(fixed_size_reason(m, bytes, exported, batch_seq(1, 5)), "");
+  for (auto [b, s] : {std::pair{3, 7}, std::pair{2, 1}}) {
+    std::vector<double> k(static_cast<size_t>(b * 2 * s * 4));
+    for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<double>((i * 5) % 13) - 6.0;
+    const std::map<std::string, Tensor<double>> inputs = {{"k", Tensor<double>({b, 2, s, 4}, k)}};
+    const auto want = evaluate_model(import_onnx_bytes(bytes, "gqa.onnx", batch_seq(b, s)), inputs);
+    const auto got = evaluate_model(import_onnx_bytes(exported, "exported.onnx", batch_seq(b, s)), inputs);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].shape, (Shape{b, 6, s, 4}));
+    EXPECT_EQ(got[0].data, want[0].data) << b << "x" << s;
+  }
+  // The written Expand's target: 1 for the batch and the sequence, the 3 heads' repeat.
+  onnx::ModelProto written;
+  ASSERT_TRUE(written.ParseFromString(exported));
+  std::vector<int64_t> target;
+  for (const onnx::NodeProto& n : written.graph().node())
+    if (n.op_type() == "Expand")
+      for (const onnx::TensorProto& t : written.graph().initializer())
+        if (t.name() == n.input(1)) target.assign(t.int64_data().begin(), t.int64_data().end());
+  EXPECT_EQ(target, (std::vector<int64_t>{1, 1, 3, 1, 1}));
+
+  // A fixed 1 expanded to the batch (1 at the bound size too): not a copy of the input's extent.
+  const OnnxModel one = import_onnx_bytes(gqa_repeat_kv(opset, true), "one.onnx", batch_seq(1, 5));
+  size_t expands = 0;
+  for (const OpaqueNode& n : one.opaque) expands += n.op_type == "Expand";
+  EXPECT_EQ(expands, 1u) << print_graph(one.graph);
  }
 }
 

@@ -27,7 +27,7 @@ void Importer::import_node(const onnx::NodeProto& n) {
     if (!original.ParseFromString(folded_.at(n.output(0)).original_node)) fail(describe(n) + ": folded node is corrupt");
     return import_opaque(original);
   }
-  if (auto dependent = size_dependent_input(n); dependent && !reshape_follows_sizes(n)) {
+  if (auto dependent = size_dependent_input(n); dependent && !reshape_follows_sizes(n) && !expand_follows_sizes(n)) {
     note_opaque(n, "reads '" + *dependent + "', which is computed from the symbolic input dimensions");
     return import_opaque(n);
   }

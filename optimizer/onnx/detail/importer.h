@@ -125,6 +125,9 @@ class Importer {
   /// `unbound` (the model before binding, float data stripped) bound at the probe values and folded, into
   /// probe_folded_: the sizes the bound fold compares its Shape/Size elements with.
   void fold_at_probe_sizes(onnx::ModelProto unbound);
+  /// The shapes at the probe sizes of the tensors Expand nodes expand (probe_shapes_): whether an extent of the
+  /// target that follows the sizes is the input's own extent at both sizes (expand_follows_sizes).
+  void record_probe_expand_inputs(onnx::ModelProto& probe);
   /// The folded values that change with the symbolic dimensions: those with an element traced from a varying
   /// Shape/Size element (FoldedValue::varies), and those the probe computes otherwise or not at all. Such a
   /// value stays the computation the file has (opaque nodes), and so does each node that reads it, but a
@@ -141,6 +144,7 @@ class Importer {
   /// Whether `n` reads a size-dependent value (and which), and whether it still maps onto the vocabulary.
   std::optional<std::string> size_dependent_input(const onnx::NodeProto& n) const;
   bool reshape_follows_sizes(const onnx::NodeProto& n) const;
+  bool expand_follows_sizes(const onnx::NodeProto& n) const;
 
   /// Before shape inference: nodes in topological order (which also rules out cycles), and every node of the
   /// default domain an operator of the model's opset with inputs, outputs and attributes its schema allows.
@@ -224,6 +228,7 @@ class Importer {
   /// Nodes with subgraphs (If, Loop, Scan) as the file has them, by first output: shape inference writes the
   /// bound sizes into their subgraphs' value_info, which export must not carry.
   std::unordered_map<std::string, std::string> control_flow_;
+  std::map<std::string, Shape> probe_shapes_;  // record_probe_expand_inputs
   FoldRecord folded_, probe_folded_;  // shape arithmetic folded at the bound sizes and at the probe sizes
   std::set<std::string> size_dependent_;  // folded outputs whose value changes with a symbolic dimension
 };

@@ -1,6 +1,6 @@
 // The element-wise family's ONNX forms (rules/ops/elementwise.h): Add/Sub/Mul/Div, the unary functions, Clip,
 // Neg, Reciprocal, Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types,
-// Where(IsNaN(x), 0, x) and Identity/Dropout in; their ONNX operators, Expand and Identity out.
+// Where(IsNaN(x), 0, x), Expand and Identity/Dropout in; their ONNX operators, Expand and Identity out.
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -240,6 +240,14 @@ void import_where(Importer& im, const onnx::NodeProto& n) {
   im.set_output(n, im.add(OpKind::NanToZero, {}, {im.in(n, 2)}));
 }
 
+/// Expand of a float tensor (opset 8 on) is the vocabulary's broadcast to the shape ONNX infers for it: a
+/// constant target, or one that follows the sizes where it equals the input's extent
+/// (Importer::expand_follows_sizes); the input itself when nothing is expanded.
+void import_expand(Importer& im, const onnx::NodeProto& n) {
+  const ExprId x = im.in(n, 0);
+  im.set_output(n, im.broadcast_to(x, im.out_shape(n)));
+}
+
 constexpr ImportForm kImports[] = {
     {"Identity", 1, kLatestOpset, import_identity},
     {"Dropout", 1, kLatestOpset, import_dropout},
@@ -260,6 +268,7 @@ constexpr ImportForm kImports[] = {
     {"Cast", 6, kLatestOpset, import_cast},
     {"CastLike", 15, kLatestOpset, import_cast},
     {"Where", 9, kLatestOpset, import_where},
+    {"Expand", 8, kLatestOpset, import_expand},
 };
 
 // ---- export ------------------------------------------------------------------------------------------
@@ -398,9 +407,19 @@ std::string write_clip(Exporter& ex, ExprId id) {
   return y;
 }
 
+/// Expand to the broadcast's shape with 1 wherever the operand already has the output's extent: the same
+/// result at the bound sizes, and at any other size an operand extent that follows a symbolic dimension (a
+/// batch, a sequence) is kept rather than fixed to the bound value.
 std::string write_broadcast(Exporter& ex, ExprId id) {
   if (ex.opset() < 8) throw OnnxError("export: broadcast needs Expand, which opset " + std::to_string(ex.opset()) + " lacks");
-  return ex.finish("Expand", {ex.operand(id, 0), ex.int_constant(ex.graph()[id].attrs)}, id);
+  const ExprId x = ex.graph()[id].children[0];
+  const Shape& in = ex.shape(x);
+  std::vector<int64_t> target = ex.graph()[id].attrs;
+  for (size_t k = 0; k < in.size() && k < target.size(); ++k) {
+    int64_t& t = target[target.size() - in.size() + k];
+    if (t == in[k]) t = 1;
+  }
+  return ex.finish("Expand", {ex.operand(id, 0), ex.int_constant(target)}, id);
 }
 
 constexpr ExportForm kExports[] = {
