@@ -16,6 +16,7 @@
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "rules/sexpr.h"
+#include "tests/optimizer/symbolic_graph.h"
 
 namespace teq::onnx_io {
 
@@ -212,18 +213,8 @@ std::string matmul_cumsum(float w0, int64_t exclusive, const std::string& weight
   m.add_opset_import()->set_version(17);
   onnx::GraphProto& g = *m.mutable_graph();
   g.set_name("g");
-  auto value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<std::string> dims) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (const std::string& d : dims) {
-      auto* dim = t->mutable_shape()->add_dim();
-      if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
-      else dim->set_dim_param(d);
-    }
-  };
-  value(g.add_input(), "x", {"batch", "4"});
-  value(g.add_output(), "y", {"batch", "3"});
+  SymbolicGraph::value(g.add_input(), "x", {"batch", "4"});
+  SymbolicGraph::value(g.add_output(), "y", {"batch", "3"});
   onnx::TensorProto& w = *g.add_initializer();
   w.set_name(weight);
   w.set_data_type(onnx::TensorProto::FLOAT);
@@ -290,64 +281,6 @@ TEST(OnnxCheck, OtherWeightsOrOpaqueAttributesAreEvaluated) {
 }
 
 
-/// A float model with symbolic dimensions, built node by node as PyTorch's exporters write shape arithmetic.
-struct SymbolicGraph {
-  onnx::ModelProto m;
-  onnx::GraphProto& g;
-  int64_t opset;
-  explicit SymbolicGraph(int64_t opset_version) : g(*m.mutable_graph()), opset(opset_version) {
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(opset);
-    g.set_name("symbolic");
-  }
-  /// dims: a number, or a dim_param.
-  static void value(onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::string>& dims) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (const std::string& d : dims) {
-      auto* dim = t->mutable_shape()->add_dim();
-      if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
-      else dim->set_dim_param(d);
-    }
-  }
-  void input(const std::string& name, const std::vector<std::string>& dims) { value(g.add_input(), name, dims); }
-  void output(const std::string& name, const std::vector<std::string>& dims) { value(g.add_output(), name, dims); }
-  void ints(const std::string& name, const std::vector<int64_t>& values) {
-    onnx::TensorProto& t = *g.add_initializer();
-    t.set_name(name), t.set_data_type(onnx::TensorProto::INT64), t.add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t.add_int64_data(v);
-  }
-  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::string& out) {
-    onnx::NodeProto& n = *g.add_node();
-    n.set_op_type(op), n.set_name("node_" + out), n.add_output(out);
-    for (const std::string& i : in) n.add_input(i);
-    return n;
-  }
-  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-    onnx::AttributeProto& a = *n.add_attribute();
-    a.set_name(name);
-    if (v.size() == 1 && name != "perm" && name != "axes") {
-      a.set_type(onnx::AttributeProto::INT), a.set_i(v[0]);
-    } else {
-      a.set_type(onnx::AttributeProto::INTS);
-      for (int64_t e : v) a.add_ints(e);
-    }
-  }
-  /// Tensor t's extent at `axis` (a constant `index` of it names the axis before opset 15), as the exporters
-  /// write it.
-  void extent(const std::string& t, int64_t axis, const std::string& index, const std::string& out) {
-    if (opset >= 15) {
-      onnx::NodeProto& n = node("Shape", {t}, out);
-      attr(n, "start", {axis}), attr(n, "end", {axis + 1});
-    } else {
-      node("Shape", {t}, out + "_shape");
-      attr(node("Gather", {out + "_shape", index}, out), "axis", {0});
-    }
-  }
-  std::string bytes() const { return m.SerializeAsString(); }
-};
-
 /// PyTorch's dynamo export of attention's reshapes, in small: x[batch, seq, 8] viewed as [batch, seq, 2, 4]
 /// (allowzero=1, its target Concat(Shape(x)[0], Shape(x)[1], -1, 4)), heads first, folded into a batched
 /// MatMul's [batch * 2, seq, 4] (target Concat(-1, Shape(p)[2], 4): the seq moves from axis 2 to axis 1) and
@@ -403,13 +336,6 @@ std::string gqa_repeat_kv(int64_t opset, bool expand_a_one = false) {
   b.attr(b.node("Reshape", {"e", "view"}, "r"), "allowzero", {1});
   b.node("Relu", {"r"}, "y");
   return b.bytes();
-}
-
-ImportOptions batch_seq(int64_t batch, int64_t seq) {
-  ImportOptions o;
-  o.dims["batch"] = batch;
-  o.dims["seq"] = seq;
-  return o;
 }
 
 // The reshapes PyTorch's dynamo exporter writes are the vocabulary's (no opaque node: allowzero=1 without a 0

@@ -9,6 +9,7 @@
 #include "optimizer/onnx/check.h"
 #include "optimizer/onnx/detail/onnx_node_eval.h"
 #include "optimizer/onnx/onnx_import.h"
+#include "tests/optimizer/symbolic_graph.h"
 
 namespace teq::onnx_io {
 namespace {
@@ -269,13 +270,6 @@ std::string masked_model(float alpha, bool inverted = false) {
     add("Where", {"m", "l", "zero"}, "y");
   }
   return m.SerializeAsString();
-}
-
-ImportOptions batch_seq(int64_t b, int64_t s) {
-  ImportOptions o;
-  o.dims["batch"] = b;
-  o.dims["seq"] = s;
-  return o;
 }
 
 TEST(OnnxOpaqueCheck, EvaluatesThroughOpaqueOperators) {
