@@ -354,9 +354,21 @@ CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, con
   std::vector<Tensor<double>> want, got;
   try {
     want = original();
-    got = optimized();
+  } catch (const detail::NotEvaluable& e) {
+    return not_evaluated(std::string("cannot evaluate the original: ") + e.what(), start);
   } catch (const std::exception& e) {
-    return not_evaluated(std::string("cannot evaluate: ") + e.what(), start);
+    CheckResult r = not_evaluated(std::string("cannot evaluate the original: ") + e.what(), start);
+    r.original_failed = true;
+    return r;
+  }
+  try {
+    got = optimized();
+  } catch (const detail::NotEvaluable& e) {
+    return not_evaluated(std::string("cannot evaluate the optimized graph: ") + e.what(), start);
+  } catch (const std::exception& e) {
+    CheckResult r = not_evaluated(std::string("cannot evaluate the optimized graph: ") + e.what(), start);
+    r.optimized_failed = true;
+    return r;
   }
   CheckResult r;
   compare(want, got, options, outputs, r);
@@ -577,6 +589,10 @@ struct SecondSizeModels {
   int64_t value = 0;            // the last dimension's value
   std::optional<OnnxModel> original, optimized;
   std::string reason;
+  /// An operator each import keeps opaque at this size only, with the importer's note (empty: none). Such
+  /// an operator may have no meaning there (the original does not work at this size), or the import may
+  /// only have taken another form there (a condition that holds at one size): the evaluation decides.
+  std::string original_opaque_here, optimized_opaque_here;
 };
 
 /// The opaque nodes of the optimized export at the imported sizes, computed once per check (the export is
@@ -611,10 +627,8 @@ SecondSizeModels import_at_second_size(const OnnxModel& model, const SizeAssignm
   const ImportOptions second = at_size(import, size);
   try {
     m.original = import_onnx_bytes(original_bytes, model.source + " at " + m.at, second);
-    // An operator the importer keeps opaque at this size only (its shape no longer fits): the original
-    // itself does not work here. One opaque at the imported size too is evaluated like any other.
     if (std::string what = first_opaque_not_in(*m.original, opaque_keys(model)); !what.empty())
-      throw OnnxError(what + " has no meaning there" + first_note(*m.original));
+      m.original_opaque_here = what + first_note(*m.original);
   } catch (const std::exception& e) {
     m.original.reset();
     m.reason = "the original model does not import at " + m.at + ", so this size is not checked: " + e.what();
@@ -624,10 +638,12 @@ SecondSizeModels import_at_second_size(const OnnxModel& model, const SizeAssignm
     m.optimized = import_onnx_bytes(optimized_base.bytes, "the optimized model at " + m.at, second);
     if (m.optimized->num_opaque() > 0)
       if (std::string what = first_opaque_not_in(*m.optimized, optimized_base.get()); !what.empty())
-        throw OnnxError(what + " has no meaning there" + first_note(*m.optimized));
+        m.optimized_opaque_here = what + first_note(*m.optimized);
     // Valid is not enough: a reshape that infers the wrong dimension still imports, with outputs of
     // another shape than the original's.
-    if (m.original) {
+    // (With an operator the original keeps opaque here only, the evaluation decides: it compares the shapes
+    // too, once it has shown that the original works at this size.)
+    if (m.original && m.original_opaque_here.empty()) {
       const std::vector<Shape> want = infer_shapes(m.original->graph, {}), got = infer_shapes(m.optimized->graph, {});
       const auto &ro = m.original->graph.roots(), &rp = m.optimized->graph.roots();
       for (size_t k = 0; k < ro.size() && k < rp.size(); ++k)
@@ -748,7 +764,13 @@ std::string fixed_size_reason(const OnnxModel& model, std::string_view original_
   OptimizedBase base{optimized_bytes, import, std::nullopt};
   for (const SizeAssignment& size : second_sizes(symbolic_dims_of(model, import))) {
     SecondSizeModels m = import_at_second_size(model, size, original_bytes, base, import);
-    if (m.original && !m.optimized) return m.reason;
+    // Without evaluating, an operator the original keeps opaque at this size only may mean that it does not
+    // work there: the size is passed over (the check evaluates it). One that only the export keeps opaque
+    // there counts against the export.
+    if (!m.original || !m.original_opaque_here.empty()) continue;
+    if (!m.optimized) return m.reason;
+    if (!m.optimized_opaque_here.empty())
+      return m.failed + "the optimized model is invalid: " + m.optimized_opaque_here + " has no meaning there";
   }
   return "";
 }
@@ -817,10 +839,26 @@ CheckResult check_optimization(const OnnxModel& model, const Expr& optimized, st
       s.max_rel_diff = c.max_rel_diff;
       s.elements = c.elements;
       s.identical = c.identical;
-      if (!c.evaluated)
+      if (!c.evaluated && c.original_failed && !m.original_opaque_here.empty()) {
+        // The original does not work at this size: its operator kept opaque here fails to evaluate.
+        s.reason = "the original model does not work at " + at + " (" + m.original_opaque_here +
+                   " is opaque there only, and the original's evaluation fails), so this size is not checked: " +
+                   c.reason;
+      } else if (!c.evaluated && !m.optimized_opaque_here.empty()) {
+        // Only evaluating the export shows that an operator it keeps opaque at this size only works there.
+        s.evaluated = true;
+        s.passed = false;
+        s.reason = m.failed + "the optimized model is invalid: " + m.optimized_opaque_here +
+                   " is opaque there only and cannot be shown to work (" + c.reason + ")";
+      } else if (!c.evaluated && c.optimized_failed) {
+        s.evaluated = true;  // the original works at this size and the optimized model does not
+        s.passed = false;
+        s.reason = m.failed + "the optimized model is invalid: " + c.reason;
+      } else if (!c.evaluated) {
         s.reason = "at " + at + " not checked: " + c.reason;
-      else if (!c.passed)
+      } else if (!c.passed) {
         s.reason = m.failed + "the optimized model computes other values: " + c.reason;
+      }
     }
     if (s.evaluated && !s.passed) {
       r.passed = false;

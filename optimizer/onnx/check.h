@@ -11,8 +11,11 @@
 // (second_value: 1 -> 2, 2 -> 1, v -> v/2), and, when there are two or more, with all of them at their
 // second values at once: the optimized graph is exported to ONNX, and that export and the original file are
 // both imported at that size and compared. An optimized model that only works at the size it was optimized
-// for fails there. Opaque operators do not stop this; only an operator that the importer keeps opaque at
-// that size but not at the imported one (its shape has no meaning there) makes the size "not checked".
+// for fails there. Opaque operators do not stop this, nor one that the importer keeps opaque at that size
+// but not at the imported one (a form whose condition holds at one size only, or a shape with no meaning
+// there): that size is evaluated too, and is "not checked" only when the original's own evaluation fails
+// there (it does not work at that size); such an operator in the export fails the size unless its
+// evaluation shows that it works.
 // Usage:
 //   CheckResult c = check_optimization_file(model, report.optimized, "model.onnx", import_options, {});
 //   if (!c.evaluated) ... c.reason says why nothing could be compared
@@ -89,6 +92,11 @@ struct CheckResult {
   /// Non-empty when nothing had to be evaluated, and why: the file written is the input itself, byte for
   /// byte (evaluated and passed are then true, with no elements compared).
   std::string not_needed;
+  /// Not evaluated because evaluating the original failed (an operator's inputs do not fit it at these
+  /// sizes), not because some operator has no evaluation: the original does not work there.
+  bool original_failed = false;
+  /// Not evaluated because evaluating the optimized graph failed where the original's did not.
+  bool optimized_failed = false;
 };
 
 /// Compares `optimized` (same leaves and roots as model.graph) against model.graph at the imported sizes.
@@ -121,8 +129,8 @@ int64_t second_value(int64_t value);
 /// imported from with `import`) and the export of `optimized` imported there and compared with
 /// check_models. passed only when every size passed; a size where the optimized export does not import, or
 /// computes other values, fails with a reason naming the dimensions. A size where the original itself does
-/// not import (or holds an operator kept opaque there only) is recorded as not evaluated and does not change
-/// the verdict. With empty `original_bytes` (a built-in model) only check_equivalent runs.
+/// not import, or fails to evaluate with an operator kept opaque there only, is recorded as not evaluated and
+/// does not change the verdict. With empty `original_bytes` (a built-in model) only check_equivalent runs.
 /// `optimized_bytes`: the export of `optimized` when the caller has it already (empty: exported here); when
 /// given, the imported size is checked on that file read back (check_models), not on the term, so that the
 /// verdict is the written file's (float32 weights, the exporter's forms).
@@ -152,8 +160,9 @@ ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view
                                         const ImportOptions& import);
 
 /// Why the optimized export `optimized_bytes` is valid only at the size it was optimized for: the reason for
-/// the first second size (as check_optimization tries them) at which the original imports and the export
-/// does not (a shape that no longer fits, naming the dimensions), or empty. Shapes only, nothing is evaluated; eqsat-run keeps
+/// the first second size (as check_optimization tries them) at which the original imports (with no operator
+/// kept opaque there only) and the export does not, or holds an operator kept opaque there only (a shape
+/// that no longer fits, naming the dimensions), or empty. Shapes only, nothing is evaluated; eqsat-run keeps
 /// the original graph when this is not empty, with or without --check.
 std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
                               const ImportOptions& import);
