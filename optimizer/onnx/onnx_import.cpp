@@ -177,7 +177,10 @@ int Importer::bind_symbolic_dims(onnx::ModelProto& proto, bool probe) {
         if (d.has_dim_value() && d.dim_value() != it->second)
           fail("--dim " + in.name() + ":" + std::to_string(k) + "=" + std::to_string(it->second) + ": dimension " +
                std::to_string(k) + " of graph input '" + in.name() + "' is fixed at " + std::to_string(d.dim_value()));
-        if (!d.has_dim_value()) ++symbolic;
+        if (!d.has_dim_value()) {
+          ++symbolic;
+          symbol_values_.emplace(it->second, probe_dim_value(it->second));
+        }
         d.set_dim_value(probe && !d.has_dim_value() ? probe_dim_value(it->second) : it->second);
         continue;
       }
@@ -201,6 +204,7 @@ int Importer::bind_symbolic_dims(onnx::ModelProto& proto, bool probe) {
         fail("graph input '" + in.name() + "' has a symbolic dimension '" + sym + "'; give it a value (eqsat-run --dim " +
              sym + "=VALUE)");
       }
+      symbol_values_.emplace(value, probe_dim_value(value));
       d.set_dim_value(probe ? probe_dim_value(value) : value);
     }
   }
@@ -289,6 +293,9 @@ bool Importer::reshape_follows_sizes(const onnx::NodeProto& n) const {
     if (!b->second.varies[k] || base == 0 || base == -1) continue;
     if (k < in.size() && in[k] == base) continue;  // written as 0 (checked at the other sizes)
     if (std::find(in.begin(), in.end(), base) != in.end()) continue;  // another axis's: a symbolic dimension?
+    // A symbolic dimension's value at the bound and at the probe sizes (GPT-2's [batch, seq, 2304] after its
+    // [batch * seq, 2304] addmm, whose input has neither extent): read from the graph input that has it.
+    if (symbol_values_.count({base, p->second.values[k]})) continue;
     ++inferred;
   }
   return inferred <= 1;

@@ -372,6 +372,56 @@ std::string dynamo_head_reshapes(int64_t opset) {
   return b.bytes();
 }
 
+/// GPT-2's Conv1D as PyTorch's dynamo exporter writes it: x[batch, seq, 8] viewed as [-1, 8] (a constant
+/// target), multiplied by a [8, 6] weight, and viewed back as Concat(Shape(x)[0], Shape(x)[1], 6): the
+/// second view's changing extents are the batch and the sequence, which its input [batch * seq, 6] lacks.
+std::string conv1d_views(int64_t opset) {
+  SymbolicGraph b(opset);
+  b.input("x", {"batch", "seq", "8"});
+  b.output("y", {"batch", "seq", "6"});
+  b.ints("zero", {0}), b.ints("one", {1}), b.ints("six", {6}), b.ints("rows", {-1, 8});
+  onnx::TensorProto& w = *b.g.add_initializer();
+  w.set_name("w"), w.set_data_type(onnx::TensorProto::FLOAT), w.add_dims(8), w.add_dims(6);
+  for (int k = 0; k < 48; ++k) w.add_float_data(static_cast<float>((k * 7) % 11) / 8.0f - 0.6f);
+  b.extent("x", 0, "zero", "b");
+  b.extent("x", 1, "one", "s");
+  b.attr(b.node("Reshape", {"x", "rows"}, "flat"), "allowzero", {1});
+  b.node("MatMul", {"flat", "w"}, "mm");
+  b.attr(b.node("Concat", {"b", "s", "six"}, "back"), "axis", {0});
+  b.attr(b.node("Reshape", {"mm", "back"}, "y"), "allowzero", {1});
+  return b.bytes();
+}
+
+// At batch 2 (and seq 5) the view back's extents 2 and 5 are no extent of its input [10, 6]; they are the
+// symbolic dimensions' values, at the bound and at the probe sizes, so the reshape is the vocabulary's and its
+// export reads them from x. (GPT-2's canonical export was refused at every batch but 1 before: the import at
+// batch 2 kept these views opaque, so the export's targets stayed fixed.)
+TEST(OnnxCheck, AViewBackToTheSymbolicSizesIsTheVocabularysAtEveryBatch) {
+ for (int64_t opset : {17, 14}) {
+  SCOPED_TRACE("opset " + std::to_string(opset));
+  const std::string bytes = conv1d_views(opset);
+  for (auto [bound_batch, bound_seq] : {std::pair{1, 4}, std::pair{2, 5}}) {
+    SCOPED_TRACE("bound at " + std::to_string(bound_batch) + "x" + std::to_string(bound_seq));
+    const OnnxModel m = import_onnx_bytes(bytes, "conv1d.onnx", batch_seq(bound_batch, bound_seq));
+    EXPECT_EQ(m.num_opaque(), 0u) << print_graph(m.graph);
+    ExportOptions follow;
+    follow.reshape_targets = symbolic_reshape_targets(m, bytes, batch_seq(bound_batch, bound_seq));
+    const std::string exported = export_onnx_bytes(m, m.graph, follow);
+    EXPECT_EQ(fixed_size_reason(m, bytes, exported, batch_seq(bound_batch, bound_seq)), "");
+    for (auto [b, s] : {std::pair{3, 7}, std::pair{1, 1}, std::pair{2, 5}}) {
+      std::vector<double> x(static_cast<size_t>(b * s * 8));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 5) % 13) - 6.0;
+      const std::map<std::string, Tensor<double>> inputs = {{"x", Tensor<double>({b, s, 8}, x)}};
+      const auto want = evaluate_model(import_onnx_bytes(bytes, "conv1d.onnx", batch_seq(b, s)), inputs);
+      const auto got = evaluate_model(import_onnx_bytes(exported, "exported.onnx", batch_seq(b, s)), inputs);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].shape, (Shape{b, s, 6}));
+      EXPECT_EQ(got[0].data, want[0].data) << b << "x" << s;
+    }
+  }
+ }
+}
+
 /// Grouped-query attention's repeat of the key/value heads as PyTorch's exporters write it: k[batch, 2, seq, 4]
 /// unsqueezed to [batch, 2, 1, seq, 4], expanded to Concat(Shape(k)[0], 2, 3, Shape(k)[2], 4) and viewed as
 /// [batch, 6, seq, 4]. With `expand_a_one`, the Expand instead broadcasts a [1, 1, 4] weight to [batch, 1, 4]:

@@ -229,6 +229,9 @@ class Importer {
   /// bound sizes into their subgraphs' value_info, which export must not carry.
   std::unordered_map<std::string, std::string> control_flow_;
   std::map<std::string, Shape> probe_shapes_;  // record_probe_expand_inputs
+  /// Each symbolic dimension's value at the bound sizes and at the probe sizes (bind_symbolic_dims): an
+  /// extent a Reshape target takes from one of them can be read from the graph input that has it.
+  std::set<std::pair<int64_t, int64_t>> symbol_values_;
   FoldRecord folded_, probe_folded_;  // shape arithmetic folded at the bound sizes and at the probe sizes
   std::set<std::string> size_dependent_;  // folded outputs whose value changes with a symbolic dimension
 };
