@@ -764,13 +764,26 @@ std::string fixed_size_reason(const OnnxModel& model, std::string_view original_
   OptimizedBase base{optimized_bytes, import, std::nullopt};
   for (const SizeAssignment& size : second_sizes(symbolic_dims_of(model, import))) {
     SecondSizeModels m = import_at_second_size(model, size, original_bytes, base, import);
-    // Without evaluating, an operator the original keeps opaque at this size only may mean that it does not
-    // work there: the size is passed over (the check evaluates it). One that only the export keeps opaque
-    // there counts against the export.
-    if (!m.original || !m.original_opaque_here.empty()) continue;
-    if (!m.optimized) return m.reason;
-    if (!m.optimized_opaque_here.empty())
-      return m.failed + "the optimized model is invalid: " + m.optimized_opaque_here + " has no meaning there";
+    if (!m.original) continue;
+    std::string invalid = !m.optimized ? m.reason
+                          : !m.optimized_opaque_here.empty()
+                              ? m.failed + "the optimized model is invalid: " + m.optimized_opaque_here + " has no meaning there"
+                              : "";
+    if (invalid.empty()) continue;
+    // An operator the original keeps opaque at this size only may mean that the original does not work there
+    // either (then nothing is lost): its evaluation there tells, done only in this case.
+    if (!m.original_opaque_here.empty()) {
+      Leaves inputs;
+      add_random_inputs(*m.original, 1, inputs);
+      try {
+        evaluate_graph(*m.original, m.original->graph, inputs, {}, "");
+      } catch (const detail::NotEvaluable&) {
+        // Whether the original works there is unknown: the export, invalid there, is not vouched for.
+      } catch (const std::exception&) {
+        continue;  // the original fails at this size too
+      }
+    }
+    return invalid;
   }
   return "";
 }

@@ -160,9 +160,10 @@ ReshapeTargets symbolic_reshape_targets(const OnnxModel& model, std::string_view
                                         const ImportOptions& import);
 
 /// Why the optimized export `optimized_bytes` is valid only at the size it was optimized for: the reason for
-/// the first second size (as check_optimization tries them) at which the original imports (with no operator
-/// kept opaque there only) and the export does not, or holds an operator kept opaque there only (a shape
-/// that no longer fits, naming the dimensions), or empty. Shapes only, nothing is evaluated; eqsat-run keeps
+/// the first second size (as check_optimization tries them) at which the original imports and the export
+/// does not, or holds an operator kept opaque there only (a shape that no longer fits, naming the
+/// dimensions), or empty. Where the original too holds an operator kept opaque there only, it is evaluated
+/// there, and the size counts only if it works; otherwise nothing is evaluated. eqsat-run keeps
 /// the original graph when this is not empty, with or without --check.
 std::string fixed_size_reason(const OnnxModel& model, std::string_view original_bytes, std::string_view optimized_bytes,
                               const ImportOptions& import);

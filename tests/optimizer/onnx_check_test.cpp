@@ -233,6 +233,9 @@ TEST(OnnxCheck, ASizeWhereOnlyTheOriginalKeepsAnOperatorOpaqueIsStillChecked) {
   ASSERT_EQ(import_onnx_bytes(original, "twice.onnx", batch(1)).num_opaque() > 0, true);
   const OnnxModel m = import_onnx_bytes(original, "twice.onnx", batch(2));
   ASSERT_EQ(m.num_opaque(), 0u) << print_graph(m.graph);
+  // Without evaluating the sizes (eqsat-run's guard before the check, the only one with --no-check), the
+  // original is evaluated at batch 1 in this case only, and the fixed export is refused.
+  EXPECT_NE(fixed_size_reason(m, original, export_onnx_bytes(m, m.graph), batch(2)), "");
   CheckResult c = check_optimization(m, m.graph, original, batch(2));  // exported with the target fixed
   ASSERT_TRUE(c.evaluated) << c.reason;
   EXPECT_LT(c.max_abs_diff, 1e-12);  // equal at batch 2
@@ -257,6 +260,7 @@ TEST(OnnxCheck, ASizeWhereTheOriginalsOwnEvaluationFailsIsNotChecked) {
   const std::string original = reshape_by_twice_the_batch(false);
   const OnnxModel m = import_onnx_bytes(original, "batch_two_only.onnx", batch(2));
   ASSERT_EQ(m.num_opaque(), 0u) << print_graph(m.graph);
+  EXPECT_EQ(fixed_size_reason(m, original, export_onnx_bytes(m, m.graph), batch(2)), "");
   CheckResult c = check_optimization(m, m.graph, original, batch(2));
   ASSERT_TRUE(c.evaluated) << c.reason;
   EXPECT_TRUE(c.passed) << c.reason;
