@@ -16,6 +16,8 @@ const char* unary_fn_name(UnaryFn fn) {
     case UnaryFn::ToFloat16: return "to_float16";
     case UnaryFn::ToBFloat16: return "to_bfloat16";
     case UnaryFn::NanToZero: return "nan_to_zero";
+    case UnaryFn::Cos: return "cos";
+    case UnaryFn::Sin: return "sin";
   }
   return "?";
 }

@@ -18,10 +18,10 @@ namespace teq {
 /// Non-linear point-wise functions. relu and max are not here: they have real meaning everywhere. The casts
 /// round to float32, float16 and bfloat16 (`cast`): uninterpreted in Z3 like the others. NanToZero is x with
 /// 0 where x is NaN (`nan_to_zero`): uninterpreted too, since Z3's reals have no NaN and the identity there
-/// would prove rules that are wrong on a NaN.
+/// would prove rules that are wrong on a NaN. Cos and Sin (rotary position embeddings): uninterpreted.
 enum class UnaryFn : uint8_t { Tanh, Sigmoid, Gelu, Exp, Rsqrt, Sqrt, Erf, GeluTanh, ToFloat32, ToFloat16, ToBFloat16,
-                               NanToZero };
-inline constexpr size_t kNumUnaryFns = 12;
+                               NanToZero, Cos, Sin };
+inline constexpr size_t kNumUnaryFns = 14;
 const char* unary_fn_name(UnaryFn fn);
 
 /// An element of Z/pZ with p = 2^61 - 1: exact arithmetic with division, no overflow, no rounding.
@@ -111,6 +111,8 @@ struct FloatArith {
       case UnaryFn::ToFloat16: return static_cast<F>(round_to_float_type(static_cast<double>(x), kFloat16Type));
       case UnaryFn::ToBFloat16: return static_cast<F>(round_to_float_type(static_cast<double>(x), kBFloat16Type));
       case UnaryFn::NanToZero: return std::isnan(x) ? F(0) : x;
+      case UnaryFn::Cos: return std::cos(x);
+      case UnaryFn::Sin: return std::sin(x);
     }
     return x;
   }

@@ -1208,6 +1208,34 @@ def m_heads_reshape(b: Builder):
     return b.node("Reshape", [y, back])
 
 
+def m_view_back(b: Builder):
+    """GPT-2's Conv1D as the dynamo exporter writes it: [B, S, d] viewed as [-1, d] (a constant target), a
+    MatMul (+ bias, as addmm), and viewed back to Concat(B, S, n) read from the input's shape (or B and -1): the
+    view back's changing extents are the symbolic dimensions themselves, which its input [B*S, n] lacks."""
+    x = _pick(b, _seq_like)
+    s = b.shapes[x]
+    d = s[2]
+    r = b.rng
+    n = int(_choice(b, [2, 4, 6, 8]))
+    view = {"allowzero": 1} if b.opset >= 14 and r.random() < 0.6 else {}
+    flat = b.node("Reshape", [x, b.ints([-1, d])], hidden=True, **view)
+    y = b.node("MatMul", [flat, b.weight([d, n])], hidden=True)
+    if r.random() < 0.5:
+        y = b.node("Add", [y, b.weight([n], scale=0.3)], hidden=True)
+    u = r.random()
+    if u < 0.6:
+        back = b.node("Concat", [_dim1(b, x, 0), _dim1(b, x, 1), b.ints([n])], shape_value=True, axis=0)
+    elif u < 0.8:
+        back = b.node("Concat", [_dim1(b, x, 0), b.ints([-1, n])], shape_value=True, axis=0)
+    else:
+        back = b.node("Concat", [b.ints([-1]), _dim1(b, x, 1), b.ints([n])], shape_value=True, axis=0)
+    b.motifs.append("view-back")
+    y = b.node("Reshape", [y, back], shape=[s[0], s[1], n], **view)
+    if r.random() < 0.5:
+        y = _activation(b, y)
+    return y
+
+
 def _embedding_input(b: Builder, batch):
     """An int64 input (token ids, [batch, seq] or [batch, n]) gathered from an embedding table."""
     seq = SEQ if not isinstance(batch, int) and b.rng.random() < 0.7 else int(_choice(b, [3, 5, 8]))
@@ -1424,7 +1452,8 @@ def m_scan(b: Builder):
 
 
 EXTENDED = [(m_computed_reshape, 4), (m_if, 9), (m_expand, 5), (m_constant_of_shape, 3), (m_range, 4),
-            (m_cumsum, 3), (m_where, 5), (m_heads_reshape, 4), (m_value_shaped, 4), (m_loop_grow, 2), (m_scan, 2)]
+            (m_cumsum, 3), (m_where, 5), (m_heads_reshape, 4), (m_value_shaped, 4), (m_loop_grow, 2), (m_scan, 2),
+            (m_view_back, 3)]
 
 MOTIFS = [
     (m_conv, 10), (m_parallel_conv, 14), (m_shared_weight_conv, 2), (m_pool, 6), (m_pad_then_window, 2),

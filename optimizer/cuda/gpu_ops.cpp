@@ -387,6 +387,8 @@ template <> struct GpuOp<OpKind::GeluTanh> : UnaryOp<kernels::Unary::GeluTanh> {
 template <> struct GpuOp<OpKind::Neg> : UnaryOp<kernels::Unary::Neg> {};
 template <> struct GpuOp<OpKind::Reciprocal> : UnaryOp<kernels::Unary::Reciprocal> {};
 template <> struct GpuOp<OpKind::NanToZero> : UnaryOp<kernels::Unary::NanToZero> {};
+template <> struct GpuOp<OpKind::Cos> : UnaryOp<kernels::Unary::Cos> {};
+template <> struct GpuOp<OpKind::Sin> : UnaryOp<kernels::Unary::Sin> {};
 template <> struct GpuOp<OpKind::Broadcast> : PlannedCopyOp<broadcast_plan, run_gather> {};
 template <> struct GpuOp<OpKind::Transpose> : PlannedCopyOp<transpose_plan, run_gather> {};
 template <> struct GpuOp<OpKind::Split> : PlannedCopyOp<split_copy, run_copy> {};

@@ -33,6 +33,8 @@ __device__ inline float apply_unary(Unary fn, float x) {
     case Unary::Neg: return -x;
     case Unary::Reciprocal: return 1.0f / x;
     case Unary::NanToZero: return isnan(x) ? 0.0f : x;
+    case Unary::Cos: return cosf(x);
+    case Unary::Sin: return sinf(x);
   }
   return x;
 }

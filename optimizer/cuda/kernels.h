@@ -13,7 +13,7 @@
 namespace teq::gpu::kernels {
 
 enum class Binary : int { Add, Sub, Mul, Div };
-enum class Unary : int { Relu, Tanh, Sigmoid, Gelu, Sqrt, Erf, GeluTanh, Neg, Reciprocal, NanToZero };
+enum class Unary : int { Relu, Tanh, Sigmoid, Gelu, Sqrt, Erf, GeluTanh, Neg, Reciprocal, NanToZero, Cos, Sin };
 
 void binary(Binary op, const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
 /// out = x * s[0] (s is a device scalar).

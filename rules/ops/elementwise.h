@@ -1,5 +1,5 @@
 // Element-wise operators: ewadd/ewsub/ewmul/ewdiv (equal shapes), smul (tensor times 0-d scalar),
-// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, neg/reciprocal, nan_to_zero, clip (constant bounds), cast (to another float
+// relu/tanh/sigmoid/gelu/gelu_tanh/sqrt/erf, neg/reciprocal, nan_to_zero, cos/sin, clip (constant bounds), cast (to another float
 // type), broadcast (numpy rules, to an explicit shape) and noop.
 //   (cast to x)  x stored in the float type `to` (rules/float_types.h: 1 float32, 10 float16, 16 bfloat16):
 //                its value rounded to that type. The one operator whose result's element type is not its
@@ -152,6 +152,10 @@ template <> struct Semantics<OpKind::GeluTanh> : UnarySemantics<UnaryFn::GeluTan
 /// x with 0 where x is NaN: ONNX Where(IsNaN(x), 0, x), what PyTorch's exporters write after the softmax of
 /// a masked attention (a row masked whole is NaN there).
 template <> struct Semantics<OpKind::NanToZero> : UnarySemantics<UnaryFn::NanToZero> {};
+/// cos x and sin x: the rotary position embeddings of LLaMA-family decoders (their angles, position times
+/// inverse frequency, go through both). Uninterpreted in Z3.
+template <> struct Semantics<OpKind::Cos> : UnarySemantics<UnaryFn::Cos> {};
+template <> struct Semantics<OpKind::Sin> : UnarySemantics<UnaryFn::Sin> {};
 /// -x and 1 / x: real arithmetic in every instantiation (Z3 reasons with them; they are not uninterpreted).
 template <> struct Semantics<OpKind::Neg> : ElementWise {
   template <class S>

@@ -35,6 +35,8 @@ const std::vector<std::string>& operator_cases() {
       "(neg (input x 4 33))",
       "(reciprocal (input px 4 33))",
       "(nan_to_zero (input x 4 33))",
+      "(cos (input x 4 33))",
+      "(sin (input x 4 33))",
       "(sqrt (input px 4 33))",
       "(erf (input x 1000))",
       "(broadcast 2 3 4 5 (input x 3 1 5))",

@@ -16,6 +16,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "optimizer/onnx/check.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "rules/arith.h"
@@ -912,6 +913,34 @@ TEST(OnnxTorchOps, WhereIsNaNOfASoftmaxIsTheVocabularysNanToZero) {
     });
     EXPECT_TRUE(said) << static_cast<int>(form);
   }
+}
+
+TEST(OnnxTorchOps, RotaryCosAndSinAreTheVocabularys) {
+  // LLaMA's rotary embedding, in small: q * cos(a) + rotate(q) * sin(a), the angles a computed (here a weight
+  // times the input). Cos and Sin are the vocabulary's cos and sin, written back as Cos and Sin; the file
+  // written computes what the original does.
+  ModelBuilder b(17);
+  b.input("q", {2, 4});
+  b.node("Cos", {"q"}, {"c"});
+  b.node("Sin", {"q"}, {"s"});
+  b.node("Mul", {"q", "c"}, {"qc"});
+  b.node("Neg", {"s"}, {"ns"});
+  b.node("Mul", {"q", "ns"}, {"qs"});
+  b.node("Add", {"qc", "qs"}, {"y"});
+  b.output("y");
+  const OnnxModel m = import_round_trip(b);
+  EXPECT_TRUE(m.opaque.empty()) << print_graph(m.graph);
+  EXPECT_NE(print_graph(m.graph).find("(cos (input q 2 4))"), std::string::npos) << print_graph(m.graph);
+  EXPECT_NE(print_graph(m.graph).find("(sin (input q 2 4))"), std::string::npos) << print_graph(m.graph);
+  const onnx::ModelProto p = exported(m);
+  ASSERT_NE(find_node(p, "Cos"), nullptr);
+  ASSERT_NE(find_node(p, "Sin"), nullptr);
+  const OnnxModel back = import_onnx_bytes(p.SerializeAsString(), "back.onnx", {});
+  std::vector<double> q = {-3.0, -1.5, -0.25, 0.0, 0.5, 1.0, 2.0, 6.5};
+  const auto got = evaluate_model(back, {{"q", Tensor<double>({2, 4}, q)}});
+  ASSERT_EQ(got.size(), 1u);
+  for (size_t i = 0; i < q.size(); ++i)
+    EXPECT_NEAR(got[0].data[i], q[i] * std::cos(q[i]) - q[i] * std::sin(q[i]), 1e-12) << q[i];
 }
 
 TEST(OnnxTorchOps, TheTanhGeluImportedEvaluatesAsItsNodes) {

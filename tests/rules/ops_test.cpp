@@ -621,6 +621,13 @@ TEST(OpsFloat, NegAndReciprocal) {
   EXPECT_SHAPE_ERROR(OpKind::Reciprocal, {}, (std::vector<Shape>{{2}, {2}}), "reciprocal: expects 1 operands, got 2");
 }
 
+TEST(OpsFloat, CosAndSin) {
+  EXPECT_TRUE(same(eval("(cos ?x)", {{"x", t({3}, {0, 1.5, -2})}}), {3}, {1, std::cos(1.5), std::cos(-2.0)}));
+  EXPECT_TRUE(same(eval("(sin ?x)", {{"x", t({3}, {0, 1.5, -2})}}), {3}, {0, std::sin(1.5), std::sin(-2.0)}));
+  EXPECT_EQ(shape_of(OpKind::Sin, {}, {{2, 3}}), (Shape{2, 3}));
+  EXPECT_SHAPE_ERROR(OpKind::Cos, {}, (std::vector<Shape>{{2}, {2}}), "cos: expects 1 operands, got 2");
+}
+
 TEST(OpsFloat, NanToZeroZeroesOnlyNaN) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_TRUE(same(eval("(nan_to_zero ?x)", {{"x", t({4}, {nan, -7e30, 2.5, -0.0})}}), {4}, {0, -7e30, 2.5, 0}));

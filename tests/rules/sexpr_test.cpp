@@ -73,7 +73,7 @@ TEST(Sexpr, EveryOperatorFormRoundTrips) {
   // parsed pattern gives the same text back.
   const std::vector<std::string> forms = {
       "(ewadd ?a ?b)", "(ewsub ?a ?b)", "(ewmul ?a ?b)", "(ewdiv ?a ?b)", "(smul ?a ?s)", "(relu ?a)",
-      "(tanh ?a)", "(sigmoid ?a)", "(gelu ?a)", "(gelu_tanh ?a)", "(cast 10 ?a)", "(neg ?a)", "(reciprocal ?a)", "(nan_to_zero ?a)", "(sqrt ?a)", "(erf ?a)", "(clip -1 1 0 -1 ?a)",
+      "(tanh ?a)", "(sigmoid ?a)", "(gelu ?a)", "(gelu_tanh ?a)", "(cast 10 ?a)", "(neg ?a)", "(reciprocal ?a)", "(nan_to_zero ?a)", "(cos ?a)", "(sin ?a)", "(sqrt ?a)", "(erf ?a)", "(clip -1 1 0 -1 ?a)",
       "(reduce_mean 0 0 2 ?a)", "(pad 0 1 2 0 ?a)", "(broadcast 2 3 ?a)", "(noop ?a ?b ?c)", "(matmul 2 ?a ?b)",
       "(conv2d 2 1 -1 0 3 ?x ?w)", "(conv2d 1 1 -1 -1 0 2 3 ?x ?w)", "(enlarge 5 3 ?w)", "(merge 2 ?w)",
       "(maxpool 3 3 2 2 -1 -1 ?x)",

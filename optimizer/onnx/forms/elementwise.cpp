@@ -1,6 +1,6 @@
 // The element-wise family's ONNX forms (rules/ops/elementwise.h): Add/Sub/Mul/Div, the unary functions, Clip,
 // Neg, Reciprocal, Pow, PyTorch's exact GELU and its tanh approximation, Cast between float types,
-// Where(IsNaN(x), 0, x), Expand and Identity/Dropout in; their ONNX operators, Expand and Identity out.
+// Cos, Sin, Where(IsNaN(x), 0, x), Expand and Identity/Dropout in; their ONNX operators, Expand and Identity out.
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -258,6 +258,8 @@ constexpr ImportForm kImports[] = {
     {"Neg", 1, kLatestOpset, import_unary<OpKind::Neg>},
     {"Reciprocal", 1, kLatestOpset, import_unary<OpKind::Reciprocal>},
     {"Erf", 1, kLatestOpset, import_unary<OpKind::Erf>},
+    {"Cos", 7, kLatestOpset, import_unary<OpKind::Cos>},
+    {"Sin", 7, kLatestOpset, import_unary<OpKind::Sin>},
     {"Clip", 1, 10, import_clip_attributes},
     {"Clip", 11, kLatestOpset, import_clip_inputs},
     {"Add", 1, kLatestOpset, import_binary},
@@ -376,6 +378,13 @@ std::string write_cast(Exporter& ex, ExprId id) {
   return y;
 }
 
+/// Cos and Sin exist from opset 7 on.
+std::string write_cos_or_sin(Exporter& ex, ExprId id) {
+  const char* op = ex.graph()[id].op == OpKind::Cos ? "Cos" : "Sin";
+  if (ex.opset() < 7) throw OnnxError(std::string("export: ") + op + " needs opset 7, not " + std::to_string(ex.opset()));
+  return ex.finish(op, {ex.operand(id, 0)}, id);
+}
+
 std::string write_nan_to_zero(Exporter& ex, ExprId id) {
   if (ex.opset() < 9)
     throw OnnxError("export: nan_to_zero needs IsNaN and Where, which opset " + std::to_string(ex.opset()) + " lacks");
@@ -434,6 +443,8 @@ constexpr ExportForm kExports[] = {
     {OpKind::Sqrt, [](Exporter& ex, ExprId id) { return ex.finish("Sqrt", {ex.operand(id, 0)}, id); }},
     {OpKind::Neg, [](Exporter& ex, ExprId id) { return ex.finish("Neg", {ex.operand(id, 0)}, id); }},
     {OpKind::Reciprocal, [](Exporter& ex, ExprId id) { return ex.finish("Reciprocal", {ex.operand(id, 0)}, id); }},
+    {OpKind::Cos, write_cos_or_sin},
+    {OpKind::Sin, write_cos_or_sin},
     {OpKind::Gelu, write_gelu},
     {OpKind::GeluTanh, write_gelu_tanh},
     {OpKind::NanToZero, write_nan_to_zero},

@@ -85,6 +85,8 @@ template <> struct ShapeRule<OpKind::GeluTanh> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Neg> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Reciprocal> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::NanToZero> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Cos> : FirstOperandShape {};
+template <> struct ShapeRule<OpKind::Sin> : FirstOperandShape {};
 template <> struct ShapeRule<OpKind::Noop> : FirstOperandShape {};
 template <>
 struct ShapeRule<OpKind::Smul> {
