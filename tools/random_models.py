@@ -585,8 +585,8 @@ def m_gemm(b: Builder):
 
 def _activation(b: Builder, x):
     op = _choice(b, ["Relu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "Erf", "SqrtSig", "Pow2", "Identity", "Neg",
-                     "RecipSig"],
-                 [6, 3, 3, 1.5, 0.7, 0.5, 0.5, 0.5, 0.3, 0.5, 0.5])
+                     "RecipSig", "Cos", "Sin"],
+                 [6, 3, 3, 1.5, 0.7, 0.5, 0.5, 0.5, 0.3, 0.5, 0.5, 0.4, 0.4])
     if op == "Clip":
         lo, hi = _choice(b, [(0.0, 6.0), (-1.0, 1.0), (0.0, None), (-0.5, 0.75), (0.1, 0.9)])
         ins = [x, b.weight([], values=lo, prefix="c")]
