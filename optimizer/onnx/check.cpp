@@ -346,30 +346,31 @@ void compare(const std::vector<Tensor<double>>& want, const std::vector<Tensor<d
   }
 }
 
+/// One graph's outputs into `out`, or why they could not be computed: an operator with no evaluation
+/// (NotEvaluable), or an evaluation that failed (then `failed` is set: the graph does not work at these sizes).
+template <class Evaluate>
+std::optional<CheckResult> evaluate_one(Evaluate&& evaluate, const std::string& what, bool CheckResult::*failed,
+                                        std::vector<Tensor<double>>& out, Clock::time_point start) {
+  try {
+    out = evaluate();
+    return std::nullopt;
+  } catch (const detail::NotEvaluable& e) {
+    return not_evaluated("cannot evaluate " + what + ": " + e.what(), start);
+  } catch (const std::exception& e) {
+    CheckResult r = not_evaluated("cannot evaluate " + what + ": " + e.what(), start);
+    r.*failed = true;
+    return r;
+  }
+}
+
 /// The original's outputs (`original()`) and the optimized one's (`optimized()`) compared; evaluated = false
 /// with the reason when one of them cannot be evaluated.
 template <class Original, class Optimized>
 CheckResult evaluate_and_compare(Original&& original, Optimized&& optimized, const CheckOptions& options,
                                  const std::vector<TensorInfo>& outputs, Clock::time_point start) {
   std::vector<Tensor<double>> want, got;
-  try {
-    want = original();
-  } catch (const detail::NotEvaluable& e) {
-    return not_evaluated(std::string("cannot evaluate the original: ") + e.what(), start);
-  } catch (const std::exception& e) {
-    CheckResult r = not_evaluated(std::string("cannot evaluate the original: ") + e.what(), start);
-    r.original_failed = true;
-    return r;
-  }
-  try {
-    got = optimized();
-  } catch (const detail::NotEvaluable& e) {
-    return not_evaluated(std::string("cannot evaluate the optimized graph: ") + e.what(), start);
-  } catch (const std::exception& e) {
-    CheckResult r = not_evaluated(std::string("cannot evaluate the optimized graph: ") + e.what(), start);
-    r.optimized_failed = true;
-    return r;
-  }
+  if (auto r = evaluate_one(original, "the original", &CheckResult::original_failed, want, start)) return *r;
+  if (auto r = evaluate_one(optimized, "the optimized graph", &CheckResult::optimized_failed, got, start)) return *r;
   CheckResult r;
   compare(want, got, options, outputs, r);
   r.passed_imported_size = r.passed;
