@@ -52,7 +52,11 @@ TEST(OnnxForms, BiasAddFusionsComeAfterTheLayerNorm) {
   const auto add = export_fusions(OpKind::EwAdd);
   ASSERT_EQ(add.size(), 3u);
   EXPECT_EQ(add[0], &norm_forms().fusions[0]);
-  EXPECT_EQ(export_fusions(OpKind::EwMul).size(), 1u);
+  // A multiplication: the layer norm's, then the division by a reciprocal (elementwise), which it contains.
+  const auto mul = export_fusions(OpKind::EwMul);
+  ASSERT_EQ(mul.size(), 2u);
+  EXPECT_EQ(mul[0], &norm_forms().fusions[1]);
+  EXPECT_EQ(mul[1], &elementwise_forms().fusions[0]);
 }
 
 }  // namespace

@@ -943,6 +943,57 @@ TEST(OnnxTorchOps, RotaryCosAndSinAreTheVocabularys) {
     EXPECT_NEAR(got[0].data[i], q[i] * std::cos(q[i]) - q[i] * std::sin(q[i]), 1e-12) << q[i];
 }
 
+TEST(OnnxTorchOps, AnRmsNormsReciprocalIsWrittenAsADivision) {
+  // LLaMA's and T5's RMS norm as PyTorch writes it: x * rsqrt(mean(x^2) + eps) * w with rsqrt as Sqrt then
+  // Reciprocal. Written back as x / sqrt(...) (onnxruntime fuses that form into one SimplifiedLayerNormalization,
+  // the Reciprocal form stays seven kernels); the file computes the formula. A reciprocal of a weight is folded
+  // at export and stays a multiplication by the constant.
+  ModelBuilder b(18);
+  b.input("x", {2, 4});
+  b.floats("w", {4}, {1.0f, -2.0f, 0.5f, 3.0f});
+  b.floats("d", {4}, {2.0f, 4.0f, -8.0f, 0.5f});
+  scalar_constant(b, "two", 2.0f);
+  scalar_constant(b, "eps", 1e-6f);
+  b.ints("axes", {-1});
+  b.node("Pow", {"x", "two"}, {"sq"});
+  b.node("ReduceMean", {"sq", "axes"}, {"ms"});
+  b.node("Add", {"ms", "eps"}, {"v"});
+  b.node("Sqrt", {"v"}, {"sd"});
+  b.node("Reciprocal", {"sd"}, {"r"});
+  b.node("Mul", {"x", "r"}, {"n"});
+  b.node("Mul", {"w", "n"}, {"y"});
+  b.node("Reciprocal", {"d"}, {"rd"});
+  b.node("Mul", {"x", "rd"}, {"z"});
+  b.output("y");
+  b.output("z");
+  const OnnxModel m = import_onnx_bytes(b.bytes(), "model.onnx");  // read back, the division is an ewdiv
+  EXPECT_TRUE(m.opaque.empty()) << print_graph(m.graph);
+  EXPECT_NE(print_graph(m.graph).find("(reciprocal (sqrt "), std::string::npos) << print_graph(m.graph);
+  const onnx::ModelProto p = exported(m);
+  std::map<std::string, int> ops;
+  for (const auto& n : p.graph().node()) ++ops[n.op_type()];
+  EXPECT_EQ(ops["Reciprocal"], 0);
+  EXPECT_EQ(ops["Div"], 1);
+  EXPECT_EQ(ops["Mul"], 2);  // * w, and x times the folded 1 / d
+  const onnx::NodeProto* div = find_node(p, "Div");
+  ASSERT_NE(div, nullptr);
+  EXPECT_EQ(div->input(0), "x");
+  const OnnxModel back = import_onnx_bytes(p.SerializeAsString(), "back.onnx", {});
+  const std::vector<double> x = {-3.0, -1.5, -0.25, 0.0, 0.5, 1.0, 2.0, 6.5}, w = {1.0, -2.0, 0.5, 3.0},
+                            d = {2.0, 4.0, -8.0, 0.5};
+  const auto got = evaluate_model(back, {{"x", Tensor<double>({2, 4}, x)}});
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t row = 0; row < 2; ++row) {
+    double ms = 0;
+    for (size_t k = 0; k < 4; ++k) ms += x[row * 4 + k] * x[row * 4 + k] / 4;
+    for (size_t k = 0; k < 4; ++k) {
+      const size_t i = row * 4 + k;
+      EXPECT_NEAR(got[0].data[i], x[i] / std::sqrt(ms + double(1e-6f)) * w[k], 1e-6) << i;
+      EXPECT_NEAR(got[1].data[i], x[i] / d[k], 1e-12) << i;
+    }
+  }
+}
+
 TEST(OnnxTorchOps, TheTanhGeluImportedEvaluatesAsItsNodes) {
   // The vocabulary's gelu_tanh against the nine ONNX nodes evaluated one by one (float32 constants):
   // the two meanings may differ only by the constants' rounding.
