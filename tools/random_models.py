@@ -884,6 +884,27 @@ def m_layernorm(b: Builder):
                                          b.weight([d], scale=0.1)], axis=-1, epsilon=1e-5)
 
 
+def m_rms_norm(b: Builder):
+    """LLaMA's and T5's RMS norm as PyTorch exports it: x * Reciprocal(Sqrt(mean(x^2 over the last axis) + eps))
+    times a weight, the products in either order; sometimes the reduction takes two axes (then it is no RMS norm,
+    only a product with a reciprocal). Its intermediate values join the pool: a later motif may read the
+    Reciprocal's too."""
+    x = _pick(b, lambda s: len(s) >= 2 and isinstance(s[-1], int))
+    s = b.shapes[x]
+    r = b.rng
+    d = s[-1]
+    sq = b.node("Pow", [x, b.weight([], values=2.0, prefix="c")])
+    axes = [-1] if r.random() < 0.8 else [len(s) - 2, len(s) - 1]
+    ms = (b.node("ReduceMean", [sq, b.ints(axes)], keepdims=1) if b.opset >= 18
+          else b.node("ReduceMean", [sq], axes=axes, keepdims=1))
+    sd = b.node("Sqrt", [b.node("Add", [ms, b.weight([], values=1e-6, prefix="c")])])
+    inv = b.node("Reciprocal", [sd])
+    normed = b.node("Mul", [x, inv] if r.random() < 0.6 else [inv, x])
+    w = b.weight([d], values=1 + 0.1 * r.standard_normal(d))
+    b.motifs.append("rms_norm")
+    return b.node("Mul", [w, normed] if r.random() < 0.5 else [normed, w])
+
+
 def m_gelu_tanh(b: Builder):
     """GELU's tanh approximation as the exporters write it: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
     with the cube as Pow(x, 3) (dynamo, GPT-2's gelu_new) or x * (x * x) (TorchScript), the products grouped
@@ -1453,7 +1474,7 @@ def m_scan(b: Builder):
 
 EXTENDED = [(m_computed_reshape, 4), (m_if, 9), (m_expand, 5), (m_constant_of_shape, 3), (m_range, 4),
             (m_cumsum, 3), (m_where, 5), (m_heads_reshape, 4), (m_value_shaped, 4), (m_loop_grow, 2), (m_scan, 2),
-            (m_view_back, 3)]
+            (m_view_back, 3), (m_rms_norm, 3)]
 
 MOTIFS = [
     (m_conv, 10), (m_parallel_conv, 14), (m_shared_weight_conv, 2), (m_pool, 6), (m_pad_then_window, 2),
