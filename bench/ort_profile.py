@@ -29,18 +29,13 @@ import onnxruntime as ort  # noqa: E402
 PRODUCTS = {"MatMul", "Gemm", "FusedMatMul"}
 
 
-def product_flops(shapes):
-    """2 m k n times the batch, for a product of the first two recorded input shapes (a Gemm's transposes aside:
-    onnxruntime records the shapes as stored, and k is the extent they share)."""
-    if len(shapes) < 2 or len(shapes[0]) < 2 or len(shapes[1]) < 2:
+def product_flops(inputs, outputs):
+    """2 k multiply-adds per output element, k the first operand's last extent (onnxruntime leaves a pre-packed
+    weight out of the recorded input shapes, so the output's shape and the first operand's are what is there; an
+    operand transposed by the kernel (Gemm's transA, FusedMatMul's) is not seen: such rates are approximate)."""
+    if not inputs or not outputs or not inputs[0]:
         return 0
-    a, b = shapes[0], shapes[1]
-    k = a[-1] if a[-1] in (b[-2], b[-1]) else a[-2]
-    m = a[-2] if k == a[-1] else a[-1]
-    n = b[-1] if k == b[-2] else b[-2]
-    batch = math.prod(a[:-2]) if len(a) > 2 else 1
-    batch = max(batch, math.prod(b[:-2]) if len(b) > 2 else 1)
-    return 2 * m * k * n * batch
+    return 2 * math.prod(outputs[0]) * inputs[0][-1]
 
 
 def parse_dims(items):
@@ -101,8 +96,9 @@ def main():
         kernel[op] += e["dur"]
         nodes[op] += 1
         if op in PRODUCTS:
-            shapes = [next(iter(s.values())) for s in e["args"].get("input_type_shape", [])]
-            flops[op] += product_flops(shapes)
+            inputs = [next(iter(s.values())) for s in e["args"].get("input_type_shape", [])]
+            outputs = [next(iter(s.values())) for s in e["args"].get("output_type_shape", [])]
+            flops[op] += product_flops(inputs, outputs)
     runs = a.runs
     total_us = sum(kernel.values())
     if total_us == 0:
