@@ -1,10 +1,12 @@
 #include "optimizer/cost/analytical_cost.h"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "optimizer/cost/ort_fusions.h"
 #include "rules/work.h"
 
 namespace teq {
@@ -50,6 +52,10 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
   if (auto f = j.find("fuses_tanh_sigmoid"); f != j.end()) {
     if (!f->is_boolean()) throw DeviceProfileError(origin + ": fuses_tanh_sigmoid: not true or false");
     p.fuses_tanh_sigmoid = f->get<bool>();
+  }
+  if (auto f = j.find("fuses_rms_norm"); f != j.end()) {
+    if (!f->is_boolean()) throw DeviceProfileError(origin + ": fuses_rms_norm: not true or false");
+    p.fuses_rms_norm = f->get<bool>();
   }
   if (auto s = j.find("sources"); s != j.end() && s->is_array())
     for (const auto& src : *s)
@@ -158,6 +164,19 @@ RuntimePolicy AnalyticalCostModel::runtime_policy() const {
   RuntimePolicy policy{.fuses_epilogues = true, .fuses_tanh_sigmoid = profile_.fuses_tanh_sigmoid};
   if (streams_weights_) policy.weight_stream_penalty = [this](const NodeContext& node) { return weight_stream_penalty(node); };
   return policy;
+}
+
+std::vector<PricedUnit> AnalyticalCostModel::fused_units(const Expr& graph, std::span<const Shape> shapes,
+                                                         const std::vector<bool>& precomputable) const {
+  std::vector<PricedUnit> priced;
+  if (!profile_.fuses_rms_norm) return priced;
+  for (FusedUnit& unit : find_ort_fusions(graph, shapes, precomputable)) {
+    if (unit.kind != OrtFusion::SimplifiedLayerNormalization) continue;
+    const Shape& normalized = unit.shapes.front();
+    const std::array<Shape, 2> operands{normalized, normalized};
+    priced.push_back({std::move(unit.nodes), node_cost(NodeContext{OpKind::EwMul, {}, operands, normalized})});
+  }
+  return priced;
 }
 
 double AnalyticalCostModel::weight_stream_penalty(const NodeContext& node) const {

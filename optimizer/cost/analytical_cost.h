@@ -32,6 +32,10 @@ struct DeviceProfile {
   double weight_stream_gbs = 0;
   /// The runtime also fuses a tanh or sigmoid after a biased conv or Gemm (RuntimePolicy::fuses_tanh_sigmoid).
   bool fuses_tanh_sigmoid = false;
+  /// The runtime runs an RMS norm written with a division, x / sqrt(mean(x^2) + eps) * w, as one kernel that
+  /// reads x and writes the result (onnxruntime's SimplifiedLayerNormFusion, find_ort_fusions'
+  /// SimplifiedLayerNormalization units; AnalyticalCostModel::fused_units).
+  bool fuses_rms_norm = false;
   std::vector<std::string> sources;  // the data sheets the figures come from
 };
 
@@ -79,6 +83,12 @@ class AnalyticalCostModel final : public CostModel {
   /// convolution's bias add and relu in its kernel; the profile says whether tanh and sigmoid too; weights are
   /// streamed (weight_stream_penalty) when the model outgrows the profile's cache.
   RuntimePolicy runtime_policy() const;
+  /// With a profile that fuses_rms_norm: each SimplifiedLayerNormalization unit onnxruntime makes of `graph`
+  /// (find_ort_fusions), priced as one element-wise pass over the normalized tensor (two operands read, one
+  /// written, one launch) instead of its seven nodes. Its other fusions are not priced: they change less, or, as
+  /// SkipLayerNormalization on this CPU, cost more than the nodes they replace (docs/cost-model.md).
+  std::vector<PricedUnit> fused_units(const Expr& graph, std::span<const Shape> shapes,
+                                      const std::vector<bool>& precomputable) const override;
   /// Whether the model this was made for (ModelFootprint) has more weights than the profile's cache holds.
   bool streams_weights() const { return streams_weights_; }
   /// The roofline again with the weight operands' bytes read at weight_stream_gbs, less node_cost's; 0 unless

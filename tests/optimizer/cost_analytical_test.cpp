@@ -357,6 +357,26 @@ TEST(AnalyticalCost, OnnxRuntimeFusesTanhAndSigmoidAfterAGemmNotAfterABareMatmul
   }
 }
 
+TEST(AnalyticalCost, AnRmsNormWrittenWithADivisionIsOneOnnxRuntimeKernel) {
+  // x / sqrt(mean(x^2) + eps) * w is one SimplifiedLayerNormalization in onnxruntime (its RMS-norm fusion), priced
+  // as one element-wise pass over x by the CPU profile (fuses_rms_norm); with x * reciprocal(sqrt(...)), as
+  // PyTorch writes rsqrt, onnxruntime fuses nothing and the seven nodes cost what they cost. The GPU profiles
+  // describe other runtimes: no unit there.
+  const CostModelHandle cpu = cpu_ort_for(0), gpu = make_cost_model("analytical:h200", kCorpus);
+  const std::string x = "(input x 2 16 64)";
+  const std::string sd = "(broadcast 2 16 64 (sqrt (ewadd (reduce_mean 1 2 (ewmul " + x + " " + x +
+                         ")) (broadcast 2 16 1 (weight eps)))))";
+  const std::string gamma = "(broadcast 2 16 64 (weight w 64))";
+  const std::string by_division = "(ewmul (ewdiv " + x + " " + sd + ") " + gamma + ")";
+  const std::string by_reciprocal = "(ewmul (ewmul " + x + " (reciprocal " + sd + ")) " + gamma + ")";
+  const double one_pass = graph(cpu, "(ewmul (input a 2 16 64) (input b 2 16 64))");
+  EXPECT_NEAR(graph(cpu, by_division), one_pass, 1e-15);
+  EXPECT_GT(graph(cpu, by_reciprocal), 4 * one_pass);
+  EXPECT_GT(graph(gpu, by_division), 4 * graph(gpu, "(ewmul (input a 2 16 64) (input b 2 16 64))"));
+  // The normalized value also read elsewhere: the kernel would have to write it too; onnxruntime does not fuse.
+  EXPECT_GT(graph(cpu, "(let n (ewdiv " + x + " " + sd + ")) (ewmul n " + gamma + ") (relu n)"), 4 * one_pass);
+}
+
 TEST(DeviceProfiles, StreamingFieldsComeTogether) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "teq_stream_profile.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(kCorpus / "devices" / "cpu-ort.json"));
@@ -372,6 +392,15 @@ TEST(DeviceProfiles, StreamingFieldsComeTogether) {
   j["fuses_tanh_sigmoid"] = "yes";
   std::ofstream(file) << j.dump();
   EXPECT_THROW(load_device_profile(file), DeviceProfileError);
+  j["fuses_tanh_sigmoid"] = true;
+  j["fuses_rms_norm"] = 1;
+  std::ofstream(file) << j.dump();
+  try {
+    load_device_profile(file);
+    ADD_FAILURE() << "fuses_rms_norm: 1 was accepted";
+  } catch (const DeviceProfileError& e) {
+    EXPECT_NE(std::string(e.what()).find("fuses_rms_norm: not true or false"), std::string::npos) << e.what();
+  }
   std::filesystem::remove(file);
 }
 
