@@ -171,7 +171,9 @@ std::vector<PricedUnit> AnalyticalCostModel::fused_units(const Expr& graph, std:
   std::vector<PricedUnit> priced;
   if (!profile_.fuses_rms_norm) return priced;
   for (FusedUnit& unit : find_ort_fusions(graph, shapes, precomputable)) {
-    if (unit.kind != OrtFusion::SimplifiedLayerNormalization) continue;
+    // A centered one is a layer norm whose beta a rule moved away; the model prices a whole layer norm node
+    // by node, so pricing this part as one pass would make moving beta look like a gain onnxruntime lacks.
+    if (unit.kind != OrtFusion::SimplifiedLayerNormalization || unit.centered) continue;
     const Shape& normalized = unit.shapes.front();
     const std::array<Shape, 2> operands{normalized, normalized};
     priced.push_back({std::move(unit.nodes), node_cost(NodeContext{OpKind::EwMul, {}, operands, normalized})});

@@ -85,7 +85,8 @@ class AnalyticalCostModel final : public CostModel {
   RuntimePolicy runtime_policy() const;
   /// With a profile that fuses_rms_norm: each SimplifiedLayerNormalization unit onnxruntime makes of `graph`
   /// (find_ort_fusions), priced as one element-wise pass over the normalized tensor (two operands read, one
-  /// written, one launch) instead of its seven nodes. Its other fusions are not priced: they change less, or, as
+  /// written, one launch) instead of its seven nodes; not a centered one (a layer norm without its beta),
+  /// because a whole layer norm is priced node by node too. Its other fusions are not priced: they change less, or, as
   /// SkipLayerNormalization on this CPU, cost more than the nodes they replace (docs/cost-model.md).
   std::vector<PricedUnit> fused_units(const Expr& graph, std::span<const Shape> shapes,
                                       const std::vector<bool>& precomputable) const override;

@@ -181,7 +181,10 @@ std::optional<FusedUnit> Matcher::layer_norm_at(size_t div) const {
   if (!shifted || runtime_operand(*shifted, OpKind::EwAdd) != *scaled) {
     // No beta: onnxruntime's layer-norm fusion leaves mean and sub, its RMS-norm fusion takes the rest.
     if (!closed(members, *scaled)) return std::nullopt;
-    return unit(OrtFusion::SimplifiedLayerNormalization, {shape}, members);
+    FusedUnit rms = unit(OrtFusion::SimplifiedLayerNormalization, {shape}, members);
+    std::vector<size_t> outside;  // mean and sub stay outside the kernel: not members
+    rms.centered = binary(d, OpKind::EwSub) && last_axis_mean(through_broadcast(child(d, 1), outside), child(d, 0));
+    return rms;
   }
   members.push_back(*shifted);
   // d = x - mean(x): the whole layer norm.

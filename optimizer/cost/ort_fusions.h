@@ -47,6 +47,10 @@ struct FusedUnit {
   std::string key;            // the cost DB's key: fused_unit_key(kind, shapes)
   double weight_bytes = 0;    // the Gemm kinds: their [K, N] operand, read from memory in a large model
   bool streamed = false;      // priced with that weight read from memory (the key then starts "streamed:")
+  /// A SimplifiedLayerNormalization of x - mean(x): a layer norm without its + beta, whose mean and sub
+  /// onnxruntime leaves outside the kernel. Its whole costs more than the one LayerNormalization kernel
+  /// of the same norm with beta, so a cost model that prices only this part as fused would favour it.
+  bool centered = false;
 };
 
 /// "ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]": the kernel and its shapes.

@@ -377,6 +377,23 @@ TEST(AnalyticalCost, AnRmsNormWrittenWithADivisionIsOneOnnxRuntimeKernel) {
   EXPECT_GT(graph(cpu, "(let n (ewdiv " + x + " " + sd + ")) (ewmul n " + gamma + ") (relu n)"), 4 * one_pass);
 }
 
+TEST(AnalyticalCost, ALayerNormWithoutItsBetaIsNotPricedAsAnRmsNorm) {
+  // (x - mean(x)) / sqrt(mean(d^2) + eps) * gamma: a layer norm whose + beta a rule moved away. onnxruntime runs
+  // it as ReduceMean, Sub and a SimplifiedLayerNormalization, more than the one LayerNormalization kernel of the
+  // whole norm; the model prices a whole layer norm node by node, so this one too: moving beta away saves only
+  // the add it was, never the six nodes an RMS norm's pricing would take off.
+  const CostModelHandle cpu = cpu_ort_for(0);
+  const std::string x = "(input x 2 16 64)";
+  const std::string d = "(ewsub " + x + " (broadcast 2 16 64 (reduce_mean 1 2 " + x + ")))";
+  const std::string sd = "(broadcast 2 16 64 (sqrt (ewadd (reduce_mean 1 2 (ewmul d d)) (broadcast 2 16 1 (weight eps)))))";
+  const std::string no_beta = "(ewmul (ewdiv d " + sd + ") (broadcast 2 16 64 (weight g 64)))";
+  const std::string beta = "(broadcast 2 16 64 (weight b 64))";
+  const double without = graph(cpu, "(let d " + d + ") " + no_beta);
+  const double with = graph(cpu, "(let d " + d + ") (ewadd " + no_beta + " " + beta + ")");
+  const double add = graph(cpu, "(ewadd (input a 2 16 64) " + beta + ")");
+  EXPECT_NEAR(with - without, add, 1e-12);
+}
+
 TEST(DeviceProfiles, StreamingFieldsComeTogether) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "teq_stream_profile.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(kCorpus / "devices" / "cpu-ort.json"));
