@@ -13,9 +13,14 @@ It also fits weight_stream_gbs, the rate at which a matrix-vector product reads 
 (a model whose weights outgrow the last-level cache, cache_bytes, reads every weight from memory on every run),
 from 1-row matrix products timed with their weights cold (bench/ort_cost_db.py's streamed timing).
 
+It also measures norm_kernel_passes: what onnxruntime's normalization kernels (the SimplifiedLayerNormalization,
+LayerNormalization and SkipLayerNormalization its fusions make of a decomposed norm) cost, in element-wise passes
+(a Mul of two tensors of the normalized shape), the median over transformer-sized shapes.
+
 Writes a device profile (format tensor-eqsat-device) that `eqsat-run --cost analytical:NAME` reads from
 corpus/devices/NAME.json. Usage: fit_cpu_profile.py [--out corpus/devices/cpu-ort.json] [--runs 30]
 [--streamed-only: refit only cache_bytes and weight_stream_gbs of the existing --out profile]
+[--norms-only: refit only norm_kernel_passes of the existing --out profile]
 """
 import argparse
 import datetime
@@ -37,8 +42,13 @@ except ImportError as e:  # pragma: no cover
 
 OPSET = 17
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_cost_db import (cache_bytes, identity_chain, op_seconds, op_seconds_streamed, run_overhead,  # noqa: E402
-                         session, streamed_copies)  # (one timing method for both)
+from ort_cost_db import (NORM_KERNELS, cache_bytes, fused_kernel, identity_chain, op_seconds,  # noqa: E402
+                         op_seconds_streamed, run_overhead, session, streamed_copies)  # (one timing method for both)
+
+# The normalized shapes of the transformers the project measures (BERT/ViT/GPT-2 at sequence 64-197, a
+# LLaMA-style hidden 2048), and the kernels whose cost norm_kernel_passes gives.
+NORM_SHAPES = ([1, 64, 768], [1, 128, 768], [1, 197, 768], [2, 32, 512], [1, 128, 2048])
+NORM_KINDS = ("SimplifiedLayerNormalization", "LayerNormalization", "SkipLayerNormalization")
 
 
 def model_of(op, in_shapes, out_shape, attrs=None, const_inputs=None):
@@ -146,6 +156,48 @@ def fit_streamed(runs, rng, cache, overhead):
     return rate, points
 
 
+def fit_norm_kernels(runs, rng, overhead):
+    """norm_kernel_passes: each kernel's time in a graph (a one-node model's, less session.run's own cost and
+    the feeding of its inputs) less the per-operator overhead, over a Mul's of the same shape so measured, the
+    median over NORM_SHAPES; and the points."""
+    assert all(k in NORM_KERNELS for k in NORM_KINDS)
+    run_cost, dispatch, per_input = run_overhead(runs, rng)
+
+    def in_graph(t, inputs):
+        return max(t - run_cost - inputs * per_input, dispatch)
+
+    points, ratios = [], {k: [] for k in NORM_KINDS}
+    for shape in NORM_SHAPES:
+        mul = model_of("Mul", [shape, shape], shape)
+        t_mul = in_graph(min(time_model(mul, runs, rng) for _ in range(3)), 2)
+        for kind in NORM_KINDS:
+            t = min(op_seconds(session(fused_kernel(kind, [shape], rng)), runs, rng) for _ in range(3))
+            t = in_graph(t, len(NORM_KERNELS[kind][1]))
+            ratios[kind].append(max(t - overhead, 1e-9) / max(t_mul - overhead, 1e-9))
+            points.append({"label": f"{kind} {shape}", "kind": "norm", "seconds": t, "mul_seconds": t_mul})
+            print(f"  {points[-1]['label']:48s} {t * 1e6:9.1f} us, Mul {t_mul * 1e6:8.1f} us: "
+                  f"{ratios[kind][-1]:.2f} passes", file=sys.stderr)
+    return {k: round(statistics.median(v), 2) for k, v in ratios.items()}, points
+
+
+def norms_only(a, rng):
+    with open(a.out) as f:
+        profile = json.load(f)
+    passes, points = fit_norm_kernels(a.runs, rng, profile["launch_overhead_us"] * 1e-6)
+    profile.pop("fuses_rms_norm", None)
+    profile["norm_kernel_passes"] = passes
+    profile["fit_points"] = [pt for pt in profile.get("fit_points", []) if pt.get("kind") != "norm"] + points
+    profile["sources"] = [s for s in profile["sources"] if "norm_kernel_passes" not in s] + [
+        f"bench/fit_cpu_profile.py --norms-only, {datetime.date.today().isoformat()}: norm_kernel_passes, each "
+        f"kernel's time over a Mul's of its shape (fastest of 3x{a.runs} runs, less the per-operator overhead), "
+        f"median over {len(NORM_SHAPES)} shapes"]
+    with open(a.out, "w") as f:
+        json.dump(profile, f, indent=2)
+        f.write("\n")
+    print(f"fit_cpu_profile: wrote {a.out}: norm_kernel_passes {passes}")
+    return 0
+
+
 def streamed_only(a, rng):
     with open(a.out) as f:
         profile = json.load(f)
@@ -176,10 +228,14 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--streamed-only", action="store_true",
                    help="refit only cache_bytes and weight_stream_gbs of the existing --out profile")
+    p.add_argument("--norms-only", action="store_true",
+                   help="refit only norm_kernel_passes of the existing --out profile")
     a = p.parse_args()
     rng = np.random.default_rng(a.seed)
     if a.streamed_only:
         return streamed_only(a, rng)
+    if a.norms_only:
+        return norms_only(a, rng)
     # A graph pays session.run's own overhead once, not per operator: take it off every point.
     run_cost, dispatch, _ = run_overhead(a.runs, rng)
     print(f"  session.run overhead {run_cost * 1e6:.1f} us, per-node dispatch {dispatch * 1e6:.2f} us", file=sys.stderr)
@@ -203,6 +259,8 @@ def main():
     cache = cache_bytes()
     stream_rate, stream_points = fit_streamed(a.runs, rng, cache, overhead) if cache else (0, [])
     points += stream_points
+    norm_passes, norm_points = fit_norm_kernels(a.runs, rng, overhead)
+    points += norm_points
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -225,6 +283,7 @@ def main():
         # onnxruntime's CPU FusedConv and FusedGemm (ConvActivationFusion, GemmActivationFusion) take tanh and
         # sigmoid as well as relu: a fact of the runtime, not a fit.
         "fuses_tanh_sigmoid": True,
+        "norm_kernel_passes": norm_passes,
         "sources": [f"bench/fit_cpu_profile.py, {datetime.date.today().isoformat()}: fastest of {a.runs} runs of each of "
                     f"{len(points)} single-operator models in onnxruntime {ort.__version__}, less the "
                     f"{run_cost * 1e6:.1f} us overhead of a session.run call"],

@@ -53,9 +53,18 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
     if (!f->is_boolean()) throw DeviceProfileError(origin + ": fuses_tanh_sigmoid: not true or false");
     p.fuses_tanh_sigmoid = f->get<bool>();
   }
-  if (auto f = j.find("fuses_rms_norm"); f != j.end()) {
-    if (!f->is_boolean()) throw DeviceProfileError(origin + ": fuses_rms_norm: not true or false");
-    p.fuses_rms_norm = f->get<bool>();
+  if (auto f = j.find("norm_kernel_passes"); f != j.end()) {
+    if (!f->is_object()) throw DeviceProfileError(origin + ": norm_kernel_passes: not an object");
+    for (const auto& [kernel, passes] : f->items()) {
+      if (kernel != ort_fusion_name(OrtFusion::SimplifiedLayerNormalization) &&
+          kernel != ort_fusion_name(OrtFusion::LayerNormalization) &&
+          kernel != ort_fusion_name(OrtFusion::SkipLayerNormalization))
+        throw DeviceProfileError(origin + ": norm_kernel_passes: " + kernel +
+                                 ": not SimplifiedLayerNormalization, LayerNormalization or SkipLayerNormalization");
+      if (!passes.is_number() || !(passes.get<double>() > 0))
+        throw DeviceProfileError(origin + ": norm_kernel_passes: " + kernel + ": not a positive number");
+      p.norm_kernel_passes[kernel] = passes.get<double>();
+    }
   }
   if (auto s = j.find("sources"); s != j.end() && s->is_array())
     for (const auto& src : *s)
@@ -169,14 +178,15 @@ RuntimePolicy AnalyticalCostModel::runtime_policy() const {
 std::vector<PricedUnit> AnalyticalCostModel::fused_units(const Expr& graph, std::span<const Shape> shapes,
                                                          const std::vector<bool>& precomputable) const {
   std::vector<PricedUnit> priced;
-  if (!profile_.fuses_rms_norm) return priced;
+  if (profile_.norm_kernel_passes.empty()) return priced;
   for (FusedUnit& unit : find_ort_fusions(graph, shapes, precomputable)) {
-    // A centered one is a layer norm whose beta a rule moved away; the model prices a whole layer norm node
-    // by node, so pricing this part as one pass would make moving beta look like a gain onnxruntime lacks.
-    if (unit.kind != OrtFusion::SimplifiedLayerNormalization || unit.centered) continue;
+    const auto passes = profile_.norm_kernel_passes.find(ort_fusion_name(unit.kind));
+    if (passes == profile_.norm_kernel_passes.end()) continue;
     const Shape& normalized = unit.shapes.front();
     const std::array<Shape, 2> operands{normalized, normalized};
-    priced.push_back({std::move(unit.nodes), node_cost(NodeContext{OpKind::EwMul, {}, operands, normalized})});
+    const double launch = profile_.launch_overhead_us * 1e-6;
+    const double pass = node_cost(NodeContext{OpKind::EwMul, {}, operands, normalized}) - launch;
+    priced.push_back({std::move(unit.nodes), launch + passes->second * pass});
   }
   return priced;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,10 +33,13 @@ struct DeviceProfile {
   double weight_stream_gbs = 0;
   /// The runtime also fuses a tanh or sigmoid after a biased conv or Gemm (RuntimePolicy::fuses_tanh_sigmoid).
   bool fuses_tanh_sigmoid = false;
-  /// The runtime runs an RMS norm written with a division, x / sqrt(mean(x^2) + eps) * w, as one kernel that
-  /// reads x and writes the result (onnxruntime's SimplifiedLayerNormFusion, find_ort_fusions'
-  /// SimplifiedLayerNormalization units; AnalyticalCostModel::fused_units).
-  bool fuses_rms_norm = false;
+  /// What the runtime's normalization kernels cost, in element-wise passes over the normalized tensor (a pass:
+  /// x * y of that shape, two operands read and one written), by onnxruntime's kernel name:
+  /// "SimplifiedLayerNormalization", "LayerNormalization", "SkipLayerNormalization". The runtime makes them
+  /// of the decomposed norms (find_ort_fusions); AnalyticalCostModel::fused_units prices each unit so, instead
+  /// of its nodes. Measured, not derived: onnxruntime 1.32's SkipLayerNormalization runs at about 20 passes on
+  /// one CPU thread, more than the Add and the layer norm it replaces (bench/fit_cpu_profile.py --norms-only).
+  std::map<std::string, double, std::less<>> norm_kernel_passes;
   std::vector<std::string> sources;  // the data sheets the figures come from
 };
 
@@ -83,11 +87,9 @@ class AnalyticalCostModel final : public CostModel {
   /// convolution's bias add and relu in its kernel; the profile says whether tanh and sigmoid too; weights are
   /// streamed (weight_stream_penalty) when the model outgrows the profile's cache.
   RuntimePolicy runtime_policy() const;
-  /// With a profile that fuses_rms_norm: each SimplifiedLayerNormalization unit onnxruntime makes of `graph`
-  /// (find_ort_fusions), priced as one element-wise pass over the normalized tensor (two operands read, one
-  /// written, one launch) instead of its seven nodes; not a centered one (a layer norm without its beta),
-  /// because a whole layer norm is priced node by node too. Its other fusions are not priced: they change less, or, as
-  /// SkipLayerNormalization on this CPU, cost more than the nodes they replace (docs/cost-model.md).
+  /// Each normalization unit onnxruntime makes of `graph` (find_ort_fusions) whose kernel the profile prices
+  /// (norm_kernel_passes): one launch and that many element-wise passes over the normalized tensor, instead of
+  /// its nodes. The other fusions (Gemm, Gelu, FusedMatMul) are not priced: they change less (docs/cost-model.md).
   std::vector<PricedUnit> fused_units(const Expr& graph, std::span<const Shape> shapes,
                                       const std::vector<bool>& precomputable) const override;
   /// Whether the model this was made for (ModelFootprint) has more weights than the profile's cache holds.

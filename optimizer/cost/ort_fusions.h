@@ -2,8 +2,9 @@
 // costs there, recognized in our graphs: a layer norm written as its decomposition (reduce_mean, sub, x*x,
 // reduce_mean, + eps, sqrt, div, * gamma, + beta, the form PyTorch exports and eqsat-run's exporter writes) runs
 // as one LayerNormalization kernel; with the residual Add before it as one SkipLayerNormalization; without
-// its `+ beta` as ReduceMean, Sub and a SimplifiedLayerNormalization (onnxruntime's RMS-norm fusion takes what
-// its layer-norm fusion leaves); the exact GELU (one gelu node here, five ONNX nodes in the file) as one Gelu;
+// its `+ beta` as a LayerNormalization without bias (onnxruntime's profile of such a file: LayerNormalization
+// kernels, no SkipLayerNormalization, bench/ort_profile.py); an RMS norm, x / sqrt(mean(x * x) + eps) * w, as
+// one SimplifiedLayerNormalization; the exact GELU (one gelu node here, five ONNX nodes in the file) as one Gelu;
 // a matmul of a rank-3 tensor by a weight matrix and its bias add as Reshape, Gemm, Reshape (MatMulAddFusion);
 // a 2-d matmul and the Add of a bias or any tensor of its output's shape as one Gemm (MatMulAddFusion), with a
 // Relu, Tanh or Sigmoid after it as one FusedGemm (GemmActivationFusion);
@@ -47,10 +48,6 @@ struct FusedUnit {
   std::string key;            // the cost DB's key: fused_unit_key(kind, shapes)
   double weight_bytes = 0;    // the Gemm kinds: their [K, N] operand, read from memory in a large model
   bool streamed = false;      // priced with that weight read from memory (the key then starts "streamed:")
-  /// A SimplifiedLayerNormalization of x - mean(x): a layer norm without its + beta, whose mean and sub
-  /// onnxruntime leaves outside the kernel. Its whole costs more than the one LayerNormalization kernel
-  /// of the same norm with beta, so a cost model that prices only this part as fused would favour it.
-  bool centered = false;
 };
 
 /// "ort:SkipLayerNormalization|[2,16,64]", "ort:Gemm|[32,64],[64,192]": the kernel and its shapes.

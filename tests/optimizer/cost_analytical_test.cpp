@@ -359,9 +359,9 @@ TEST(AnalyticalCost, OnnxRuntimeFusesTanhAndSigmoidAfterAGemmNotAfterABareMatmul
 
 TEST(AnalyticalCost, AnRmsNormWrittenWithADivisionIsOneOnnxRuntimeKernel) {
   // x / sqrt(mean(x^2) + eps) * w is one SimplifiedLayerNormalization in onnxruntime (its RMS-norm fusion), priced
-  // as one element-wise pass over x by the CPU profile (fuses_rms_norm); with x * reciprocal(sqrt(...)), as
-  // PyTorch writes rsqrt, onnxruntime fuses nothing and the seven nodes cost what they cost. The GPU profiles
-  // describe other runtimes: no unit there.
+  // by the CPU profile as one launch and its norm_kernel_passes element-wise passes over x; with
+  // x * reciprocal(sqrt(...)), as PyTorch writes rsqrt, onnxruntime fuses nothing and the seven nodes cost what
+  // they cost. The GPU profiles describe other runtimes: no unit there.
   const CostModelHandle cpu = cpu_ort_for(0), gpu = make_cost_model("analytical:h200", kCorpus);
   const std::string x = "(input x 2 16 64)";
   const std::string sd = "(broadcast 2 16 64 (sqrt (ewadd (reduce_mean 1 2 (ewmul " + x + " " + x +
@@ -369,29 +369,40 @@ TEST(AnalyticalCost, AnRmsNormWrittenWithADivisionIsOneOnnxRuntimeKernel) {
   const std::string gamma = "(broadcast 2 16 64 (weight w 64))";
   const std::string by_division = "(ewmul (ewdiv " + x + " " + sd + ") " + gamma + ")";
   const std::string by_reciprocal = "(ewmul (ewmul " + x + " (reciprocal " + sd + ")) " + gamma + ")";
-  const double one_pass = graph(cpu, "(ewmul (input a 2 16 64) (input b 2 16 64))");
-  EXPECT_NEAR(graph(cpu, by_division), one_pass, 1e-15);
-  EXPECT_GT(graph(cpu, by_reciprocal), 4 * one_pass);
+  const DeviceProfile profile = load_device_profile(kCorpus / "devices" / "cpu-ort.json");
+  const double launch = profile.launch_overhead_us * 1e-6;
+  const double pass = graph(cpu, "(ewmul (input a 2 16 64) (input b 2 16 64))") - launch;
+  const double passes = profile.norm_kernel_passes.at("SimplifiedLayerNormalization");
+  EXPECT_NEAR(graph(cpu, by_division), launch + passes * pass, 1e-15);
+  EXPECT_GT(graph(cpu, by_reciprocal), graph(cpu, by_division) + 4 * launch);
   EXPECT_GT(graph(gpu, by_division), 4 * graph(gpu, "(ewmul (input a 2 16 64) (input b 2 16 64))"));
   // The normalized value also read elsewhere: the kernel would have to write it too; onnxruntime does not fuse.
-  EXPECT_GT(graph(cpu, "(let n (ewdiv " + x + " " + sd + ")) (ewmul n " + gamma + ") (relu n)"), 4 * one_pass);
+  EXPECT_GT(graph(cpu, "(let n (ewdiv " + x + " " + sd + ")) (ewmul n " + gamma + ") (relu n)"),
+            graph(cpu, by_division) + 4 * launch);
 }
 
-TEST(AnalyticalCost, ALayerNormWithoutItsBetaIsNotPricedAsAnRmsNorm) {
-  // (x - mean(x)) / sqrt(mean(d^2) + eps) * gamma: a layer norm whose + beta a rule moved away. onnxruntime runs
-  // it as ReduceMean, Sub and a SimplifiedLayerNormalization, more than the one LayerNormalization kernel of the
-  // whole norm; the model prices a whole layer norm node by node, so this one too: moving beta away saves only
-  // the add it was, never the six nodes an RMS norm's pricing would take off.
+TEST(AnalyticalCost, LayerNormKernelsArePricedAsOnnxRuntimeRunsThem) {
+  // A layer norm, with or without its + beta, is one LayerNormalization kernel in onnxruntime; with the residual
+  // Add before it (and its beta), one SkipLayerNormalization, which on this CPU costs more than the Add and the
+  // LayerNormalization apart (the profile's norm_kernel_passes, measured). So the model says what onnxruntime
+  // measures: writing the residual Add apart from a layer norm pays.
   const CostModelHandle cpu = cpu_ort_for(0);
-  const std::string x = "(input x 2 16 64)";
-  const std::string d = "(ewsub " + x + " (broadcast 2 16 64 (reduce_mean 1 2 " + x + ")))";
+  const DeviceProfile profile = load_device_profile(kCorpus / "devices" / "cpu-ort.json");
+  const double launch = profile.launch_overhead_us * 1e-6;
+  const double pass = graph(cpu, "(ewmul (input a 2 16 64) (input b 2 16 64))") - launch;
+  auto kernel = [&](const char* name) { return launch + profile.norm_kernel_passes.at(name) * pass; };
+  const std::string d = "(ewsub x (broadcast 2 16 64 (reduce_mean 1 2 x)))";
   const std::string sd = "(broadcast 2 16 64 (sqrt (ewadd (reduce_mean 1 2 (ewmul d d)) (broadcast 2 16 1 (weight eps)))))";
   const std::string no_beta = "(ewmul (ewdiv d " + sd + ") (broadcast 2 16 64 (weight g 64)))";
-  const std::string beta = "(broadcast 2 16 64 (weight b 64))";
-  const double without = graph(cpu, "(let d " + d + ") " + no_beta);
-  const double with = graph(cpu, "(let d " + d + ") (ewadd " + no_beta + " " + beta + ")");
-  const double add = graph(cpu, "(ewadd (input a 2 16 64) " + beta + ")");
-  EXPECT_NEAR(with - without, add, 1e-12);
+  const std::string with_beta = "(ewadd " + no_beta + " (broadcast 2 16 64 (weight b 64)))";
+  const std::string input = "(let x (input x 2 16 64)) (let d " + d + ") ";
+  EXPECT_NEAR(graph(cpu, input + no_beta), kernel("LayerNormalization"), 1e-15);
+  EXPECT_NEAR(graph(cpu, input + with_beta), kernel("LayerNormalization"), 1e-15);
+  const std::string residual = "(let x (ewadd (input r 2 16 64) (input y 2 16 64))) (let d " + d + ") ";
+  EXPECT_NEAR(graph(cpu, residual + with_beta), kernel("SkipLayerNormalization"), 1e-15);
+  const double add = graph(cpu, "(ewadd (input r 2 16 64) (input y 2 16 64))");
+  EXPECT_GT(graph(cpu, residual + with_beta), graph(cpu, residual + no_beta));
+  EXPECT_NEAR(graph(cpu, residual + no_beta), add + kernel("LayerNormalization"), 1e-15);
 }
 
 TEST(DeviceProfiles, StreamingFieldsComeTogether) {
@@ -413,8 +424,12 @@ TEST(DeviceProfiles, StreamingFieldsComeTogether) {
   j["fuses_tanh_sigmoid"] = "yes";
   expect_refused("fuses_tanh_sigmoid: not true or false");
   j["fuses_tanh_sigmoid"] = true;
-  j["fuses_rms_norm"] = 1;
-  expect_refused("fuses_rms_norm: not true or false");
+  j["norm_kernel_passes"] = 1;
+  expect_refused("norm_kernel_passes: not an object");
+  j["norm_kernel_passes"] = {{"GroupNormalization", 2}};
+  expect_refused("norm_kernel_passes: GroupNormalization: not SimplifiedLayerNormalization");
+  j["norm_kernel_passes"] = {{"LayerNormalization", 0}};
+  expect_refused("norm_kernel_passes: LayerNormalization: not a positive number");
   std::filesystem::remove(file);
 }
 

@@ -74,11 +74,20 @@ TEST(OrtFusions, ResidualAddAndLayerNormAreOneSkipLayerNormalization) {
 TEST(OrtFusions, LayerNormAloneWithoutBetaAndWithASharedSum) {
   ASSERT_EQ(units_of(layer_norm(kX)).size(), 1u);
   EXPECT_EQ(units_of(layer_norm(kX))[0].kind, OrtFusion::LayerNormalization);
-  // Without + beta onnxruntime's RMS-norm fusion takes the part after x - mean (seven nodes here).
-  const std::vector<FusedUnit> simplified = units_of(layer_norm(kResidual, false));
-  ASSERT_EQ(simplified.size(), 1u);
-  EXPECT_EQ(simplified[0].kind, OrtFusion::SimplifiedLayerNormalization);
-  EXPECT_EQ(simplified[0].nodes.size(), 7u);
+  // Without + beta it is still a LayerNormalization (onnxruntime's profile of such a file: LayerNormalization
+  // kernels with the residual Adds apart): mean, its broadcast, sub, square, variance, + eps, sqrt, its
+  // broadcast, div, * gamma; the residual Add is not taken in.
+  const std::vector<FusedUnit> no_beta = units_of(layer_norm(kResidual, false));
+  ASSERT_EQ(no_beta.size(), 1u);
+  EXPECT_EQ(no_beta[0].kind, OrtFusion::LayerNormalization);
+  EXPECT_EQ(no_beta[0].nodes.size(), 10u);
+  // x / sqrt(mean(x * x) + eps) * w, with no mean taken off: onnxruntime's RMS-norm fusion, seven nodes.
+  const std::string sd = "(broadcast 2 16 64 (sqrt (ewadd (reduce_mean 1 2 (ewmul x x)) (broadcast 2 16 1 (weight eps)))))";
+  const std::vector<FusedUnit> rms =
+      units_of("(let x (input x 2 16 64)) (ewmul (ewdiv x " + sd + ") (broadcast 2 16 64 (weight w 64)))");
+  ASSERT_EQ(rms.size(), 1u);
+  EXPECT_EQ(rms[0].kind, OrtFusion::SimplifiedLayerNormalization);
+  EXPECT_EQ(rms[0].nodes.size(), 7u);
   // The residual sum also used elsewhere: SkipLayerNormFusion leaves the Add, the layer norm still fuses.
   const std::vector<FusedUnit> shared = units_of("(let s " + kResidual + ") " + layer_norm("s") + " (relu s)");
   ASSERT_EQ(shared.size(), 1u);
