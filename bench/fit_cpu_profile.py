@@ -180,43 +180,45 @@ def fit_norm_kernels(runs, rng, overhead):
     return {k: round(statistics.median(v), 2) for k, v in ratios.items()}, points
 
 
-def norms_only(a, rng):
-    with open(a.out) as f:
+def refit_part(path, kind, field, points, source, fields):
+    """Rewrites the profile at `path` with `fields` set, its fit points of `kind` replaced by `points` and its
+    source naming `field` replaced by `source`: a refit of one part keeps the rest of the profile."""
+    with open(path) as f:
         profile = json.load(f)
-    passes, points = fit_norm_kernels(a.runs, rng, profile["launch_overhead_us"] * 1e-6)
-    profile.pop("fuses_rms_norm", None)
-    profile["norm_kernel_passes"] = passes
-    profile["fit_points"] = [pt for pt in profile.get("fit_points", []) if pt.get("kind") != "norm"] + points
-    profile["sources"] = [s for s in profile["sources"] if "norm_kernel_passes" not in s] + [
-        f"bench/fit_cpu_profile.py --norms-only, {datetime.date.today().isoformat()}: norm_kernel_passes, each "
-        f"kernel's time over a Mul's of its shape (fastest of 3x{a.runs} runs, less the per-operator overhead), "
-        f"median over {len(NORM_SHAPES)} shapes"]
-    with open(a.out, "w") as f:
+    profile.pop("fuses_rms_norm", None)  # the boolean norm_kernel_passes replaced
+    profile.update(fields)
+    profile["fit_points"] = [pt for pt in profile.get("fit_points", []) if pt.get("kind") != kind] + points
+    profile["sources"] = [s for s in profile["sources"] if field not in s] + [source]
+    with open(path, "w") as f:
         json.dump(profile, f, indent=2)
         f.write("\n")
+
+
+def launch_overhead(path):
+    with open(path) as f:
+        return json.load(f)["launch_overhead_us"] * 1e-6
+
+
+def norms_only(a, rng):
+    passes, points = fit_norm_kernels(a.runs, rng, launch_overhead(a.out))
+    refit_part(a.out, "norm", "norm_kernel_passes", points,
+               f"bench/fit_cpu_profile.py --norms-only, {datetime.date.today().isoformat()}: norm_kernel_passes, each "
+               f"kernel's time over a Mul's of its shape (fastest of 3x{a.runs} runs, less the per-operator overhead), "
+               f"median over {len(NORM_SHAPES)} shapes", {"norm_kernel_passes": passes})
     print(f"fit_cpu_profile: wrote {a.out}: norm_kernel_passes {passes}")
     return 0
 
 
 def streamed_only(a, rng):
-    with open(a.out) as f:
-        profile = json.load(f)
     cache = cache_bytes()
     if not cache:
         print("fit_cpu_profile: error: sysfs reports no CPU cache size", file=sys.stderr)
         return 1
-    overhead = profile["launch_overhead_us"] * 1e-6
-    rate, points = fit_streamed(a.runs, rng, cache, overhead)
-    profile["cache_bytes"] = cache
-    profile["weight_stream_gbs"] = rate / 1e9
-    profile["fit_points"] = [pt for pt in profile.get("fit_points", []) if pt.get("kind") != "streamed"] + points
-    profile["sources"] = [s for s in profile["sources"] if "weight_stream_gbs" not in s] + [
-        f"bench/fit_cpu_profile.py --streamed-only, {datetime.date.today().isoformat()}: weight_stream_gbs from "
-        f"{len(points)} 1-row matrix products with their weights cold (median run over copies filling twice the "
-        f"{cache // 2**20} MiB cache)"]
-    with open(a.out, "w") as f:
-        json.dump(profile, f, indent=2)
-        f.write("\n")
+    rate, points = fit_streamed(a.runs, rng, cache, launch_overhead(a.out))
+    refit_part(a.out, "streamed", "weight_stream_gbs", points,
+               f"bench/fit_cpu_profile.py --streamed-only, {datetime.date.today().isoformat()}: weight_stream_gbs from "
+               f"{len(points)} 1-row matrix products with their weights cold (median run over copies filling twice the "
+               f"{cache // 2**20} MiB cache)", {"cache_bytes": cache, "weight_stream_gbs": rate / 1e9})
     print(f"fit_cpu_profile: wrote {a.out}: weights read from memory at {rate / 1e9:.1f} GB/s, cache {cache} bytes")
     return 0
 
