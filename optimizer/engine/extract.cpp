@@ -88,7 +88,10 @@ ExtractionProblem make_problem(const EGraph& egraph, std::span<const ClassId> ro
       ExtractionProblem::Node& out = p.nodes[n.value];
       out.cls = c;
       for (ClassId d : e.children) out.children.push_back(egraph.find(d));
-      if (!is_leaf(e.op) && !egraph.is_precomputable(n)) out.cost = node_cost_in_context(cost, context(e, c));
+      if (!is_leaf(e.op) && !egraph.is_precomputable(n)) {
+        out.cost = node_cost_in_context(cost, context(e, c));
+        if (egraph.origin(n)) out.cost *= 1 + kRewrittenNodeTieBreak;
+      }
       p.classes[c.value].push_back(n);
     }
   }

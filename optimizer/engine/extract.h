@@ -17,6 +17,12 @@ namespace teq {
 
 inline constexpr NodeId kNoNode{UINT32_MAX};
 inline constexpr double kInfiniteCost = std::numeric_limits<double>::infinity();
+/// What an e-node a rule made costs more than the same node from the input graph, as a fraction of its cost:
+/// between selections of equal cost the extraction keeps the input's form. A rewrite that gains nothing in the
+/// model's eyes can still lose in the runtime's: a re-associated product puts an RMS norm's `* gamma` inside its
+/// division, which onnxruntime's fusion then no longer matches. Small enough that a real gain always wins
+/// (at most 0.01% of the graph's cost, far below eqsat-run's --min-gain).
+inline constexpr double kRewrittenNodeTieBreak = 1e-4;
 
 struct ExtractionProblem {
   struct Node {
@@ -46,7 +52,7 @@ struct Extraction {
 double dag_cost(const ExtractionProblem& problem, std::span<const NodeId> choice);
 
 /// The extraction problem of a clean e-graph: live e-nodes that are not blacklisted, each costed by
-/// `cost` (precomputable e-nodes and leaves cost 0). `roots` are canonicalized. Under a model that fuses
+/// `cost` (precomputable e-nodes and leaves cost 0; one a rule made, kRewrittenNodeTieBreak more). `roots` are canonicalized. Under a model that fuses
 /// epilogues (cost_model.h) an operand e-class is a fusion anchor when any of its e-nodes is one, so an
 /// extraction that picks another e-node there can cost more than its objective says: optimize_graph prices
 /// the extracted graph again with graph_cost and decides by that.

@@ -4,9 +4,11 @@
 
 #include <random>
 
+#include "optimizer/engine/egraph.h"
 #include "optimizer/engine/extract.h"
 #include "optimizer/engine/extract_greedy.h"
 #include "optimizer/ilp/extract_ilp.h"
+#include "rules/sexpr.h"
 
 namespace teq {
 namespace {
@@ -48,6 +50,45 @@ double brute_force_optimum(const ExtractionProblem& p) {
     if (c == pick.size()) break;
   }
   return best;
+}
+
+/// 1 per output element: both forms of the product below cost the same.
+class PerElementCost final : public CostModel {
+ public:
+  using CostModel::node_cost;
+  double node_cost(const NodeContext& node) const override { return static_cast<double>(num_elements(node.output)); }
+};
+
+TEST(Extract, BetweenFormsOfEqualCostTheInputsIsKept) {
+  // (x * r) * g and the re-associated (g * x) * r a rule adds cost the same; the extraction keeps the input's,
+  // because a rewrite that gains nothing in the model can lose in the runtime (an RMS norm's * gamma moved inside
+  // its division is no longer the form onnxruntime fuses).
+  EGraph egraph;
+  const Expr input = parse_expr("(ewmul (ewmul (input x 4 8) (input r 4 8)) (input g 4 8))");
+  const std::vector<ClassId> ids = egraph.add_expr(input);
+  const ClassId root = ids[input.roots()[0].value], x = ids[0], r = ids[1], product = ids[2], g = ids[3];
+  ASSERT_EQ(egraph.node(egraph.eclass(product).nodes[0]).op, OpKind::EwMul);
+  const RuleId rule(0);
+  const ClassId gx = egraph.add(ENode{OpKind::EwMul, {}, {g, x}, {}}, rule);
+  const ClassId rewritten = egraph.add(ENode{OpKind::EwMul, {}, {gx, r}, {}}, rule);
+  egraph.merge(root, rewritten);
+  egraph.rebuild();
+  const PerElementCost cost;
+  const std::vector<ClassId> roots{egraph.find(root)};
+  const ExtractionProblem problem = make_problem(egraph, roots, cost);
+  size_t made_by_rule = 0;
+  for (NodeId n : problem.classes[roots[0].value]) {
+    const bool by_rule = egraph.origin(n).has_value();
+    made_by_rule += by_rule;
+    EXPECT_DOUBLE_EQ(problem.nodes[n.value].cost, 32.0 * (by_rule ? 1 + kRewrittenNodeTieBreak : 1.0));
+  }
+  ASSERT_EQ(made_by_rule, 1u);
+  for (const Extraction& ex : {extract_greedy(problem), extract_dag_greedy(problem), extract_ilp(problem, {})}) {
+    SCOPED_TRACE(ex.method);
+    ASSERT_TRUE(ex.ok());
+    EXPECT_FALSE(egraph.origin(ex.choice[roots[0].value]).has_value());
+    EXPECT_DOUBLE_EQ(ex.cost, 64.0);
+  }
 }
 
 TEST(Extract, IlpMatchesBruteForceOnRandomProblems) {
