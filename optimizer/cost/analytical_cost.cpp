@@ -179,12 +179,12 @@ std::vector<PricedUnit> AnalyticalCostModel::fused_units(const Expr& graph, std:
                                                          const std::vector<bool>& precomputable) const {
   std::vector<PricedUnit> priced;
   if (profile_.norm_kernel_passes.empty()) return priced;
+  const double launch = profile_.launch_overhead_us * 1e-6;
   for (FusedUnit& unit : find_ort_fusions(graph, shapes, precomputable)) {
     const auto passes = profile_.norm_kernel_passes.find(ort_fusion_name(unit.kind));
     if (passes == profile_.norm_kernel_passes.end()) continue;
     const Shape& normalized = unit.shapes.front();
     const std::array<Shape, 2> operands{normalized, normalized};
-    const double launch = profile_.launch_overhead_us * 1e-6;
     const double pass = node_cost(NodeContext{OpKind::EwMul, {}, operands, normalized}) - launch;
     priced.push_back({std::move(unit.nodes), launch + passes->second * pass});
   }

@@ -37,7 +37,7 @@ struct DeviceProfile {
   /// x * y of that shape, two operands read and one written), by onnxruntime's kernel name:
   /// "SimplifiedLayerNormalization", "LayerNormalization", "SkipLayerNormalization". The runtime makes them
   /// of the decomposed norms (find_ort_fusions); AnalyticalCostModel::fused_units prices each unit so, instead
-  /// of its nodes. Measured, not derived: onnxruntime 1.32's SkipLayerNormalization runs at about 20 passes on
+  /// of its nodes. Measured, not derived: onnxruntime 1.32's SkipLayerNormalization runs at about 34 passes on
   /// one CPU thread, more than the Add and the layer norm it replaces (bench/fit_cpu_profile.py --norms-only).
   std::map<std::string, double, std::less<>> norm_kernel_passes;
   std::vector<std::string> sources;  // the data sheets the figures come from

@@ -182,15 +182,16 @@ std::optional<FusedUnit> Matcher::layer_norm_at(size_t div) const {
   if (has_beta) members.push_back(*shifted);
   const size_t out = has_beta ? *shifted : *scaled;
   // d = x - mean(x): a layer norm; otherwise an RMS norm of d.
-  std::vector<size_t> scratch;  // the look-ahead's broadcast, not yet a member
-  const bool centered = binary(d, OpKind::EwSub) && last_axis_mean(through_broadcast(child(d, 1), scratch), child(d, 0));
-  if (!centered) {
+  std::vector<size_t> mean_part;  // the mean's broadcast, a member once d is known to be centered
+  const bool sub = binary(d, OpKind::EwSub);
+  const size_t mean = sub ? through_broadcast(child(d, 1), mean_part) : d;
+  if (!sub || !last_axis_mean(mean, child(d, 0))) {
     if (has_beta) return std::nullopt;
     if (!closed(members, out)) return std::nullopt;
     return unit(OrtFusion::SimplifiedLayerNormalization, {shape}, members);
   }
   const size_t x = child(d, 0);
-  const size_t mean = through_broadcast(child(d, 1), members);
+  members.insert(members.end(), mean_part.begin(), mean_part.end());
   members.insert(members.end(), {mean, d});
   if (!closed(members, out)) return std::nullopt;
   OrtFusion kind = OrtFusion::LayerNormalization;
