@@ -285,6 +285,11 @@ def main():
         # onnxruntime's CPU FusedConv and FusedGemm (ConvActivationFusion, GemmActivationFusion) take tanh and
         # sigmoid as well as relu: a fact of the runtime, not a fit.
         "fuses_tanh_sigmoid": True,
+        # onnxruntime's MatMulAddFusion rewrites a MatMul of a rank-3 activation and its bias Add into Reshape,
+        # Gemm, Reshape only when the shape is concrete (matmul_add_fusion.cc): in an export with a symbolic batch
+        # or sequence they run apart, and written as Reshape, Gemm, Reshape they run as one Gemm: a fact of the
+        # runtime, not a fit (docs/cost-model.md, "Linear layers of a symbolic shape").
+        "batched_linear_as_gemm": True,
         "norm_kernel_passes": norm_passes,
         "sources": [f"bench/fit_cpu_profile.py, {datetime.date.today().isoformat()}: fastest of {a.runs} runs of each of "
                     f"{len(points)} single-operator models in onnxruntime {ort.__version__}, less the "

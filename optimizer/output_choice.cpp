@@ -7,6 +7,7 @@
 #include <span>
 
 #include "optimizer/detail/text.h"
+#include "optimizer/engine/extract.h"
 #include "optimizer/eqsat_app.h"
 #include "optimizer/onnx/onnx_import.h"
 #include "rules/ops/opaque.h"
@@ -20,9 +21,12 @@ bool gains_at_least(double optimized, double original, double min_gain) {
   return optimized < original * (1 - std::max(min_gain, 1e-6));
 }
 
-OutputContext::OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model)
+OutputContext::OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model, bool batched_linear_as_gemm)
     : config_(config), model_(model) {
   symbolic_ = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
+  // At a concrete shape onnxruntime makes the Gemm itself; the cost models price a rank-3 matmul's add apart
+  // either way, so the form is written only where it changes what runs.
+  batched_linear_as_gemm_ = batched_linear_as_gemm && symbolic_;
   // The model file again, for the checks at a second value of each symbolic dimension (none: not needed).
   original_file_ = symbolic_ ? onnx_io::read_original_file(config.model, config.import)
                              : onnx_io::OriginalFile{"", config.import};
@@ -36,6 +40,7 @@ const onnx_io::ExportOptions& OutputContext::export_options() const {
     if (symbolic_)
       export_options_->reshape_targets =
           onnx_io::symbolic_reshape_targets(model_, original_file_.bytes, original_file_.import);
+    export_options_->batched_linear_as_gemm = batched_linear_as_gemm_;
   }
   return *export_options_;
 }
@@ -127,15 +132,32 @@ OutputChoice decide_output(const OutputContext& context, const OptimizeReport& s
   choice.original_detail = choice.exported_detail = graph_cost_detail(model.graph, cost, leaf_elem_types(model));
   choice.exported_graph = model.graph;
   choice.exported_shape_nodes = model.shape_nodes_folded;
-  if (!(choice.graph == model.graph)) price_export(context, search, cost, choice);
-  if (verdict && !(choice.graph == model.graph))
-    if (std::string note = verdict(choice.graph); !note.empty())
+  // Even an unchanged graph is exported differently from the input when it has linear layers the export writes
+  // as Gemm (ExportOptions::batched_linear_as_gemm): that export is priced read back like any other, and
+  // written when it is --min-gain cheaper.
+  const bool changed = !(choice.graph == model.graph);
+  const bool form_differs = !changed && context.export_options().batched_linear_as_gemm &&
+                            onnx_io::has_batched_linear(model.graph, model.opset, precomputable_nodes(model.graph));
+  if (changed || form_differs) price_export(context, search, cost, choice);
+  if (form_differs) {
+    if (choice.kept_original) choice.kept_original = false;  // the search found nothing to drop; the note says why
+    else
+      choice.notes.push_back("the graph is the input's, written with its linear layers of a symbolic shape as "
+                             "Reshape, Gemm, Reshape: onnxruntime fuses a MatMul and its bias Add into one Gemm "
+                             "only at a concrete shape");
+  }
+  bool form_written = form_differs && !choice.exported.empty();
+  if (verdict && ((changed && !(choice.graph == model.graph)) || form_written))
+    if (std::string note = verdict(choice.graph); !note.empty()) {
       keep_original(choice, model.graph, search.original_cost, std::move(note));
+      form_written = false;
+    }
   choice.file = OutputFile::Export;
+  const bool unchanged = choice.graph == model.graph && !form_written;
   // The import folded nodes away (a batch norm into its convolution, duplicates, shape arithmetic of fixed
   // sizes): the graph as imported, exported, is written when it is the smaller file (an operator the exporter
   // writes as several nodes can outweigh what was folded) and valid at every size the input is.
-  if (choice.graph == model.graph && (!model.folded.empty() || model.shape_nodes_folded > 0)) {
+  if (unchanged && (!model.folded.empty() || model.shape_nodes_folded > 0)) {
     std::string canonical = onnx_io::export_onnx_bytes(model, model.graph, context.export_options());
     const onnx_io::OriginalFile& original = context.original_file();
     const int canonical_nodes = onnx_io::graph_node_count(canonical);
@@ -154,7 +176,7 @@ OutputChoice decide_output(const OutputContext& context, const OptimizeReport& s
   // Nothing to improve: the output is the input file as it was, byte for byte, rather than a re-export of it
   // (which would fix shapes the input computes from a symbolic dimension); there is nothing for --check to
   // compare then.
-  if (choice.graph == model.graph && choice.file != OutputFile::Canonical && context.config().builtin.empty()) {
+  if (unchanged && choice.file != OutputFile::Canonical && context.config().builtin.empty()) {
     choice.file = OutputFile::Input;
     if (context.symbolic()) choice.exported = context.original_file().bytes;
   }

@@ -32,7 +32,10 @@ bool gains_at_least(double optimized, double original, double min_gain);
 /// has symbolic dimensions (for the size guard and the checks at other sizes), the export options.
 class OutputContext {
  public:
-  OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model);
+  /// `batched_linear_as_gemm`: the cost model's runtime runs a rank-3 linear layer with its bias as one Gemm only
+  /// when written as Reshape, Gemm, Reshape (CostModelHandle::batched_linear_as_gemm); the export does so when
+  /// the model has symbolic dimensions.
+  OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model, bool batched_linear_as_gemm = false);
   const EqsatConfig& config() const { return config_; }
   const onnx_io::OnnxModel& model() const { return model_; }
   /// The model file read again (bytes empty when the model has no symbolic dimension: not needed).
@@ -46,6 +49,7 @@ class OutputContext {
   const EqsatConfig& config_;
   const onnx_io::OnnxModel& model_;
   bool symbolic_ = false;
+  bool batched_linear_as_gemm_ = false;
   onnx_io::OriginalFile original_file_;
   mutable std::optional<onnx_io::ExportOptions> export_options_;
 };

@@ -53,6 +53,10 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
     if (!f->is_boolean()) throw DeviceProfileError(origin + ": fuses_tanh_sigmoid: not true or false");
     p.fuses_tanh_sigmoid = f->get<bool>();
   }
+  if (auto f = j.find("batched_linear_as_gemm"); f != j.end()) {
+    if (!f->is_boolean()) throw DeviceProfileError(origin + ": batched_linear_as_gemm: not true or false");
+    p.batched_linear_as_gemm = f->get<bool>();
+  }
   if (auto f = j.find("norm_kernel_passes"); f != j.end()) {
     if (!f->is_object()) throw DeviceProfileError(origin + ": norm_kernel_passes: not an object");
     for (const auto& [kernel, passes] : f->items()) {
@@ -170,7 +174,10 @@ std::pair<double, double> AnalyticalCostModel::peaks(int32_t elem_type) const {
 }
 
 RuntimePolicy AnalyticalCostModel::runtime_policy() const {
-  RuntimePolicy policy{.fuses_epilogues = true, .fuses_tanh_sigmoid = profile_.fuses_tanh_sigmoid};
+  RuntimePolicy policy{.fuses_epilogues = true,
+                       .fuses_tanh_sigmoid = profile_.fuses_tanh_sigmoid,
+                       .batched_linear_as_gemm = profile_.batched_linear_as_gemm,
+                       .weight_stream_penalty = {}};
   if (streams_weights_) policy.weight_stream_penalty = [this](const NodeContext& node) { return weight_stream_penalty(node); };
   return policy;
 }

@@ -33,6 +33,11 @@ struct DeviceProfile {
   double weight_stream_gbs = 0;
   /// The runtime also fuses a tanh or sigmoid after a biased conv or Gemm (RuntimePolicy::fuses_tanh_sigmoid).
   bool fuses_tanh_sigmoid = false;
+  /// The export writes a matmul of a rank-3 (or higher) activation by a 2-d operand, with its bias add, as
+  /// Reshape, Gemm, Reshape in a model with symbolic dimensions (RuntimePolicy::batched_linear_as_gemm): the
+  /// runtime runs that as one Gemm with the bias inside, and the MatMul and Add as written by the exporter
+  /// apart (onnxruntime's MatMulAddFusion rewrites a rank-3 MatMul only at a concrete shape).
+  bool batched_linear_as_gemm = false;
   /// What the runtime's normalization kernels cost, in element-wise passes over the normalized tensor (a pass:
   /// x * y of that shape, two operands read and one written), by onnxruntime's kernel name:
   /// "SimplifiedLayerNormalization", "LayerNormalization", "SkipLayerNormalization". The runtime makes them

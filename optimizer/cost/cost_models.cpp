@@ -145,6 +145,7 @@ CostModelHandle make_cost_model(std::string_view spec, const std::filesystem::pa
   CostModelHandle handle;
   Parts parts = make_parts(spec, corpus_dir, footprint, handle);
   handle.streams_weights = static_cast<bool>(parts.policy.weight_stream_penalty);
+  handle.batched_linear_as_gemm = parts.policy.batched_linear_as_gemm;
   if (!parts.policy.fuses_epilogues && !parts.policy.weight_stream_penalty)
     handle.model = std::move(parts.model);  // nothing the runtime adds: the model alone (flops)
   else

@@ -59,6 +59,9 @@ struct CostModelHandle {
   bool streams_weights = false;
   /// Node times are measured on this machine's GPU (--cost measured): the two graphs' end-to-end times decide.
   bool measured_here = false;
+  /// The runtime wants a rank-3 linear layer with its bias written as Reshape, Gemm, Reshape where the model
+  /// has symbolic dimensions (RuntimePolicy::batched_linear_as_gemm): ExportOptions::batched_linear_as_gemm.
+  bool batched_linear_as_gemm = false;
   /// Set for the measured and DB models (else empty): their lookup statistics (the report's cost_stats);
   /// writing what they measured to their cache file; the nodes and fused units a DB lacked.
   std::function<nlohmann::json()> stats;

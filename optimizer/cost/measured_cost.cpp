@@ -209,7 +209,10 @@ CostKey MeasuredCostModel::lookup_key(OpKind op, AttrSpan attrs, std::span<const
 }
 
 RuntimePolicy MeasuredCostModel::runtime_policy(RuntimePolicy fallback) const {
-  RuntimePolicy policy{.fuses_epilogues = fallback.fuses_epilogues, .fuses_tanh_sigmoid = fallback.fuses_tanh_sigmoid};
+  RuntimePolicy policy{.fuses_epilogues = fallback.fuses_epilogues,
+                       .fuses_tanh_sigmoid = fallback.fuses_tanh_sigmoid,
+                       .batched_linear_as_gemm = fallback.batched_linear_as_gemm,
+                       .weight_stream_penalty = {}};
   if (!config_.streams_weights) return policy;
   policy.weight_stream_penalty = [this, penalty = std::move(fallback.weight_stream_penalty)](const NodeContext& node) {
     if (!penalty || !fallback_ || is_leaf(node.op)) return 0.0;

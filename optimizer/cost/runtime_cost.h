@@ -62,6 +62,11 @@ struct RuntimePolicy {
   /// Also a tanh or sigmoid after an add of one (onnxruntime's CPU FusedConv and FusedGemm: a MatMul followed
   /// by an Add is a Gemm there, a bare MatMul is not); cuDNN's fused convolution takes only relu.
   bool fuses_tanh_sigmoid = false;
+  /// Not a cost: how the export should write a matmul of a rank-3 (or higher) activation by a 2-d operand
+  /// with its bias add in a model with symbolic dimensions, as Reshape, Gemm, Reshape, which the runtime runs
+  /// as one Gemm (its own fusion needs a concrete shape: a MatMul and an Add apart, priced so here, since only
+  /// a 2-d matmul is an anchor). The read-back export is priced as the Gemm it is (output_choice.cpp).
+  bool batched_linear_as_gemm = false;
   /// Set when the model's weights outgrow the cache: what a node pays beyond its cost to read its weight-only
   /// operands (OperandFacts::precomputable, at least kStreamedWeightMinBytes) from memory rather than from
   /// cache, whichever operand they are (a rewrite that moves a weight from a matmul's right operand to its

@@ -28,7 +28,19 @@ struct ExportOptions {
   /// (infer) or another axis's extent where a symbolic dimension flows, so the export keeps working at every
   /// size (symbolic_reshape_targets in check.h). A reshape not listed keeps its leading copied dimensions as 0.
   ReshapeTargets reshape_targets = {};
+  /// Write a matmul of a rank-3 (or higher) activation by a 2-d operand, plus a bias that is a broadcast
+  /// vector, as Reshape to [-1, K], Gemm with the bias as C, and Reshape back to the activation's leading
+  /// extents (Shape with start and end, and a Concat: valid at every size), from opset 15. For a runtime
+  /// that fuses such a MatMul and Add only at a concrete shape (onnxruntime), in a model with symbolic
+  /// dimensions (RuntimePolicy::batched_linear_as_gemm).
+  bool batched_linear_as_gemm = false;
 };
+
+/// Whether `graph` has a matmul and bias add that the export writes as Reshape, Gemm, Reshape under
+/// options.batched_linear_as_gemm (at the model's opset): then exporting even an unchanged graph changes the file.
+/// `precomputable`: per node, whether it depends on weights only (precomputable_nodes in engine/extract.h), so
+/// that the export folds it into a bias.
+bool has_batched_linear(const Expr& graph, int64_t opset, const std::vector<bool>& precomputable);
 
 /// The serialized onnx::ModelProto of `graph`. Throws OnnxError when `graph` does not fit `model` (a leaf
 /// or opaque id it does not know, another number of roots) or when an operator has no ONNX form in the

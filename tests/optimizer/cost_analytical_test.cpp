@@ -424,6 +424,11 @@ TEST(DeviceProfiles, StreamingFieldsComeTogether) {
   j["fuses_tanh_sigmoid"] = "yes";
   expect_refused("fuses_tanh_sigmoid: not true or false");
   j["fuses_tanh_sigmoid"] = true;
+  EXPECT_TRUE(load_device_profile(kCorpus / "devices" / "cpu-ort.json").batched_linear_as_gemm);
+  EXPECT_FALSE(load_device_profile(kCorpus / "devices" / "h200.json").batched_linear_as_gemm);
+  j["batched_linear_as_gemm"] = 1;
+  expect_refused("batched_linear_as_gemm: not true or false");
+  j["batched_linear_as_gemm"] = true;
   j["norm_kernel_passes"] = 1;
   expect_refused("norm_kernel_passes: not an object");
   j["norm_kernel_passes"] = {{"GroupNormalization", 2}};

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "optimizer/engine/extract.h"
 #include "optimizer/onnx/check.h"
 #include "optimizer/onnx/onnx_export.h"
 #include "optimizer/onnx/onnx_import.h"
@@ -548,6 +549,72 @@ TEST(OnnxCheck, AnExpandThatKeepsTheInputsSymbolicExtentsIsTheVocabularysBroadca
   for (const OpaqueNode& n : one.opaque) expands += n.op_type == "Expand";
   EXPECT_EQ(expands, 1u) << print_graph(one.graph);
  }
+}
+
+// A linear layer on a [batch, seq, K] activation: x @ w + b (b a vector, or, with `residual`, a [batch, seq, N]
+// graph input, which Gemm cannot take as its C).
+std::string linear_layer(int64_t opset, bool residual) {
+  SymbolicGraph sg(opset);
+  sg.input("x", {"batch", "seq", "4"});
+  if (residual) sg.input("r", {"batch", "seq", "3"});
+  auto floats = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    onnx::TensorProto& t = *sg.g.add_initializer();
+    t.set_name(name), t.set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) t.add_dims(d), n *= d;
+    for (int64_t k = 0; k < n; ++k) t.add_float_data(static_cast<float>((k * 5) % 7) - 3.0f);
+  };
+  floats("w", {4, 3});
+  floats("b", {3});
+  sg.node("MatMul", {"x", "w"}, "xw");
+  sg.node("Add", {"xw", residual ? "r" : "b"}, "y");
+  sg.output("y", {"batch", "seq", "3"});
+  return sg.bytes();
+}
+
+std::map<std::string, int> op_counts(const std::string& bytes) {
+  onnx::ModelProto written;
+  EXPECT_TRUE(written.ParseFromString(bytes));
+  std::map<std::string, int> counts;
+  for (const onnx::NodeProto& n : written.graph().node()) ++counts[n.op_type()];
+  return counts;
+}
+
+// ExportOptions::batched_linear_as_gemm: a MatMul of a rank-3 activation and its bias Add (which onnxruntime fuses
+// only at a concrete shape) are written as Reshape, Gemm, Reshape back to the activation's own leading extents,
+// so the file computes the original's values at sizes neither the import nor the check used. Not before opset 15
+// (no Shape with start and end) and not for an Add of a tensor Gemm cannot broadcast.
+TEST(OnnxCheck, ALinearLayerOfASymbolicShapeIsWrittenAsOneGemmValidAtEverySize) {
+  const std::string bytes = linear_layer(17, false);
+  const OnnxModel m = import_onnx_bytes(bytes, "linear.onnx", batch_seq(1, 5));
+  EXPECT_TRUE(has_batched_linear(m.graph, m.opset, precomputable_nodes(m.graph)));
+  ExportOptions as_gemm;
+  as_gemm.batched_linear_as_gemm = true;
+  const std::string exported = export_onnx_bytes(m, m.graph, as_gemm);
+  const std::map<std::string, int> counts = op_counts(exported);
+  EXPECT_EQ(counts.count("MatMul") + counts.count("Add"), 0u) << exported.size();
+  EXPECT_EQ(counts.at("Gemm"), 1);
+  EXPECT_EQ(counts.at("Reshape"), 2);
+  EXPECT_EQ(fixed_size_reason(m, bytes, exported, batch_seq(1, 5)), "");
+  for (auto [b, s] : {std::pair{3, 7}, std::pair{2, 1}}) {
+    std::vector<double> x(static_cast<size_t>(b * s * 4));
+    for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<double>((k * 7) % 11) - 5.0;
+    const std::map<std::string, Tensor<double>> inputs = {{"x", Tensor<double>({b, s, 4}, x)}};
+    const auto want = evaluate_model(import_onnx_bytes(bytes, "linear.onnx", batch_seq(b, s)), inputs);
+    const auto got = evaluate_model(import_onnx_bytes(exported, "exported.onnx", batch_seq(b, s)), inputs);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].shape, (Shape{b, s, 3}));
+    EXPECT_EQ(got[0].data, want[0].data) << b << "x" << s;
+  }
+  // Without the option, and before opset 15, MatMul and Add as the input has them.
+  EXPECT_EQ(op_counts(export_onnx_bytes(m, m.graph)).count("Gemm"), 0u);
+  const OnnxModel m14 = import_onnx_bytes(linear_layer(14, false), "linear14.onnx", batch_seq(1, 5));
+  EXPECT_FALSE(has_batched_linear(m14.graph, m14.opset, precomputable_nodes(m14.graph)));
+  EXPECT_EQ(op_counts(export_onnx_bytes(m14, m14.graph, as_gemm)).count("Gemm"), 0u);
+  // A residual of the activation's shape is no bias.
+  const OnnxModel mr = import_onnx_bytes(linear_layer(17, true), "residual.onnx", batch_seq(1, 5));
+  EXPECT_FALSE(has_batched_linear(mr.graph, mr.opset, precomputable_nodes(mr.graph)));
+  EXPECT_EQ(op_counts(export_onnx_bytes(mr, mr.graph, as_gemm)).count("Gemm"), 0u);
 }
 
 }  // namespace

@@ -1,14 +1,46 @@
 // The matmul family's ONNX forms (rules/ops/matmul.h): MatMul and Gemm in; MatMul, or Gemm where a 2-d
-// product has a bias or an operand transposed per run, out.
+// product has a bias or an operand transposed per run, out; with ExportOptions::batched_linear_as_gemm a
+// rank-3 (or higher) product by a 2-d operand with its bias as Reshape, Gemm, Reshape.
 #include "optimizer/onnx/detail/exporter.h"
 #include "optimizer/onnx/detail/importer.h"
 #include "optimizer/onnx/detail/onnx_forms.h"
 #include "optimizer/onnx/detail/proto_util.h"
 #include "rules/ops/matmul.h"
+#include "rules/evaluator.h"
+
+#include <functional>
 
 namespace teq::onnx_io::detail {
 
 namespace {
+
+/// A linear layer on a batched activation: add(matmul(x, w), other), either order, x of rank 3 or more, w 2-d,
+/// the matmul without a fused activation. Whether `other` is a bias the Gemm can take is the caller's question.
+struct BatchedLinear {
+  ExprId matmul, other;
+};
+
+/// `shape_of(id)`: the shape of a node's value.
+template <class ShapeOf>
+std::optional<BatchedLinear> batched_linear(const Expr& g, const ShapeOf& shape_of, ExprId add) {
+  const ExprNode& a = g[add];
+  if (a.op != OpKind::EwAdd || a.children.size() != 2) return std::nullopt;
+  for (size_t side = 0; side < 2; ++side) {
+    const ExprNode& m = g[a.children[side]];
+    if (m.op != OpKind::Matmul || m.children.size() != 2 || fused_activation(m.op, m.attrs) != Activation::None)
+      continue;
+    if (shape_of(m.children[0]).size() >= 3 && shape_of(m.children[1]).size() == 2)
+      return BatchedLinear{a.children[side], a.children[1 - side]};
+  }
+  return std::nullopt;
+}
+
+/// A broadcast of a vector of `n` elements: that vector.
+std::optional<ExprId> broadcast_vector(const Expr& g, const std::function<const Shape&(ExprId)>& shape_of,
+                                       ExprId other, int64_t n) {
+  if (g[other].op != OpKind::Broadcast || shape_of(g[other].children[0]) != Shape{n}) return std::nullopt;
+  return g[other].children[0];
+}
 
 // ---- import ------------------------------------------------------------------------------------------
 
@@ -90,12 +122,63 @@ std::optional<std::string> gemm_with_bias(Exporter& ex, ExprId id) {
   return write_gemm(ex, m, id, ex.materialized(other) ? ex.compact_constant(other) : ex.emit(other));  // C broadcasts too
 }
 
+/// A batched linear layer (above) as Reshape(x, [-1, K]), Gemm(., w, b), Reshape(., leading extents of x ++ [N]):
+/// onnxruntime runs it as one Gemm, where it leaves a MatMul of a symbolic rank-3 shape and its Add apart
+/// (ExportOptions::batched_linear_as_gemm). The leading extents are read from x itself (Shape with start and
+/// end, once per x), so the file is valid at every size x takes.
+std::optional<std::string> batched_gemm_with_bias(Exporter& ex, ExprId id) {
+  // onnxruntime's CPU Gemm is a float kernel; opset 15 brings Shape's start and end.
+  if (!ex.options().batched_linear_as_gemm || ex.opset() < 15 || ex.elem_type(id) != onnx::TensorProto::FLOAT)
+    return std::nullopt;
+  const std::function<const Shape&(ExprId)> shape_of = [&ex](ExprId k) -> const Shape& { return ex.shape(k); };
+  const std::optional<BatchedLinear> linear = batched_linear(ex.graph(), shape_of, id);
+  if (!linear || ex.users(linear->matmul) != 1 || ex.is_written(linear->matmul) || ex.materialized(linear->matmul))
+    return std::nullopt;
+  const ExprNode& m = ex.graph()[linear->matmul];
+  const int64_t k = ex.shape(m.children[1])[0], n = ex.shape(m.children[1])[1];
+  // C: a vector broadcast, or a folded constant that varies along the last axis only (a bias a rule made of
+  // the bias and another weight), written as the vector Gemm broadcasts over the rows.
+  std::string bias;
+  if (std::optional<ExprId> v = broadcast_vector(ex.graph(), shape_of, linear->other, n)) {
+    bias = ex.materialized(*v) ? ex.compact_constant(*v) : ex.emit(*v);
+  } else if (ex.materialized(linear->other)) {
+    const std::optional<Tensor<float>>& compact = ex.compacted(linear->other);
+    if (!compact || compact->size() != n || compact->shape.back() != n) return std::nullopt;
+    bias = ex.add_initializer("bias", Tensor<float>(Shape{n}, compact->data));
+  } else {
+    return std::nullopt;
+  }
+  const std::string x = ex.emit(m.children[0]);
+  const std::string rows = ex.add_simple("Reshape", {x, ex.int_constant({-1, k})});
+  const std::string product = ex.add_simple("Gemm", {rows, ex.emit(m.children[1]), bias});
+  std::string& leading = ex.written_once("leading extents of " + x);
+  if (leading.empty()) {
+    onnx::NodeProto* shape = nullptr;
+    leading = ex.add_simple("Shape", {x}, &shape);
+    add_attr(*shape, "start", int64_t{0});
+    add_attr(*shape, "end", int64_t{-1});
+  }
+  std::string& target = ex.written_once("leading extents of " + x + " and " + std::to_string(n));
+  if (target.empty()) {
+    onnx::NodeProto* concat = nullptr;
+    target = ex.add_simple("Concat", {leading, ex.int_constant({n})}, &concat);
+    add_attr(*concat, "axis", int64_t{0});
+  }
+  return ex.finish("Reshape", {product, target}, id);
+}
+
+/// The 2-d form first (it needs no reshape), then the batched one.
+std::optional<std::string> gemm_fusions(Exporter& ex, ExprId id) {
+  if (std::optional<std::string> y = gemm_with_bias(ex, id)) return y;
+  return batched_gemm_with_bias(ex, id);
+}
+
 constexpr ExportForm kExports[] = {
     {OpKind::Matmul, write_matmul},
 };
 
 constexpr ExportFusion kFusions[] = {
-    {OpKind::EwAdd, gemm_with_bias},
+    {OpKind::EwAdd, gemm_fusions},
 };
 
 }  // namespace
@@ -103,3 +186,19 @@ constexpr ExportFusion kFusions[] = {
 FamilyForms matmul_forms() { return {kImports, kExports, kFusions}; }
 
 }  // namespace teq::onnx_io::detail
+
+namespace teq::onnx_io {
+
+bool has_batched_linear(const Expr& graph, int64_t opset, const std::vector<bool>& precomputable) {
+  if (opset < 15) return false;
+  const std::vector<Shape> shapes = infer_shapes(graph, {});
+  const std::function<const Shape&(ExprId)> shape_of = [&shapes](ExprId k) -> const Shape& { return shapes[k.value]; };
+  for (size_t i = 0; i < graph.size(); ++i)
+    if (const auto linear = detail::batched_linear(graph, shape_of, ExprId(i))) {
+      const int64_t n = shapes[linear->matmul.value].back();
+      if (detail::broadcast_vector(graph, shape_of, linear->other, n) || precomputable[linear->other.value]) return true;
+    }
+  return false;
+}
+
+}  // namespace teq::onnx_io
