@@ -435,7 +435,8 @@ EqsatResult optimize_model(const EqsatConfig& given) {
   if (log) log_inputs(*log, facts, model, rules, defaulted, footprint);
 
   const OptimizeReport& r = result.report = run_search(config, model.graph, rules, *cost, leaf_types, opaque_facts(model));
-  const OutputContext output(config, model, cost.batched_linear_as_gemm);
+  const OutputContext output(config, model, cost.batched_linear_as_gemm,
+                             cost.batched_linear_as_gemm ? batched_linear_min_elements(*cost) : 0);
   auto phase_start = Clock::now();
   // Node times measured on this GPU: the two graphs' end-to-end times decide (never slower as measured).
   OutputVerdict measured_verdict;

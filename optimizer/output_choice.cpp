@@ -1,6 +1,7 @@
 #include "optimizer/output_choice.h"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -21,8 +22,22 @@ bool gains_at_least(double optimized, double original, double min_gain) {
   return optimized < original * (1 - std::max(min_gain, 1e-6));
 }
 
-OutputContext::OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model, bool batched_linear_as_gemm)
-    : config_(config), model_(model) {
+int64_t batched_linear_min_elements(const CostModel& cost) {
+  auto add_cost = [&cost](int64_t elements) {
+    const Shape shape{elements};
+    const std::array<Shape, 2> operands{shape, shape};
+    return cost.node_cost(NodeContext{OpKind::EwAdd, {}, operands, shape});
+  };
+  const double launch = add_cost(1);
+  constexpr double kAddedKernels = 3;
+  int64_t elements = 1;
+  while (elements < (int64_t{1} << 40) && add_cost(elements) < (1 + kAddedKernels) * launch) elements *= 2;
+  return elements;
+}
+
+OutputContext::OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model, bool batched_linear_as_gemm,
+                             int64_t batched_linear_min_elements)
+    : config_(config), model_(model), batched_linear_min_elements_(batched_linear_min_elements) {
   symbolic_ = config.builtin.empty() && !onnx_io::symbolic_dims(model, config.import).empty();
   // At a concrete shape onnxruntime makes the Gemm itself; the cost models price a rank-3 matmul's add apart
   // either way, so the form is written only where it changes what runs.
@@ -41,6 +56,7 @@ const onnx_io::ExportOptions& OutputContext::export_options() const {
       export_options_->reshape_targets =
           onnx_io::symbolic_reshape_targets(model_, original_file_.bytes, original_file_.import);
     export_options_->batched_linear_as_gemm = batched_linear_as_gemm_;
+    export_options_->batched_linear_min_elements = batched_linear_min_elements_;
   }
   return *export_options_;
 }
@@ -88,6 +104,16 @@ void price_export(const OutputContext& context, const OptimizeReport& search, co
         onnx_io::import_onnx_bytes(choice.exported, "the optimized model", context.original_file().import);
     choice.exported_detail = graph_cost_detail(back.graph, cost, leaf_elem_types(back));
     choice.exported_cost = choice.exported_detail.fused;
+    if (context.export_options().batched_linear_as_gemm)
+      if (const int kernels = onnx_io::batched_linear_extra_kernels(choice.exported); kernels > 0) {
+        // Each kernel the Gemm form adds (its reshapes, the Shape and Concat of their targets) costs what the
+        // smallest node costs: a launch. A bias add is worth that form only where its pass costs more.
+        const Shape one{1};
+        const std::array<Shape, 2> operands{one, one};
+        const double launch = cost.node_cost(NodeContext{OpKind::EwAdd, {}, operands, one});
+        choice.exported_cost += kernels * launch;
+        choice.exported_detail.fused += kernels * launch;
+      }
     choice.exported_shape_nodes = back.shape_nodes_folded;
     choice.exported_graph = back.graph;
   } catch (const std::exception& e) {
@@ -137,7 +163,8 @@ OutputChoice decide_output(const OutputContext& context, const OptimizeReport& s
   // written when it is --min-gain cheaper.
   const bool changed = !(choice.graph == model.graph);
   const bool form_differs = !changed && context.export_options().batched_linear_as_gemm &&
-                            onnx_io::has_batched_linear(model.graph, model.opset, precomputable_nodes(model.graph));
+                            onnx_io::has_batched_linear(model.graph, model.opset, precomputable_nodes(model.graph),
+                                                        context.export_options().batched_linear_min_elements);
   if (changed || form_differs) price_export(context, search, cost, choice);
   if (form_differs) {
     if (choice.kept_original) choice.kept_original = false;  // the search found nothing to drop; the note says why

@@ -30,12 +30,19 @@ bool gains_at_least(double optimized, double original, double min_gain);
 
 /// What the decision and the writers need of the run: the imported model, the input file again when the model
 /// has symbolic dimensions (for the size guard and the checks at other sizes), the export options.
+/// The fewest output elements of a linear layer for which writing it as Reshape, Gemm, Reshape pays under
+/// `cost`: the bias add it saves (a pass over the output) costs more than the kernels the form adds, about three
+/// launches (two reshapes and the share of their targets' Shape and Concat), each priced as the smallest node.
+int64_t batched_linear_min_elements(const CostModel& cost);
+
 class OutputContext {
  public:
   /// `batched_linear_as_gemm`: the cost model's runtime runs a rank-3 linear layer with its bias as one Gemm only
   /// when written as Reshape, Gemm, Reshape (CostModelHandle::batched_linear_as_gemm); the export does so when
   /// the model has symbolic dimensions.
-  OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model, bool batched_linear_as_gemm = false);
+  /// `batched_linear_min_elements`: ExportOptions::batched_linear_min_elements (batched_linear_min_elements below).
+  OutputContext(const EqsatConfig& config, const onnx_io::OnnxModel& model, bool batched_linear_as_gemm = false,
+                int64_t batched_linear_min_elements = 0);
   const EqsatConfig& config() const { return config_; }
   const onnx_io::OnnxModel& model() const { return model_; }
   /// The model file read again (bytes empty when the model has no symbolic dimension: not needed).
@@ -50,6 +57,7 @@ class OutputContext {
   const onnx_io::OnnxModel& model_;
   bool symbolic_ = false;
   bool batched_linear_as_gemm_ = false;
+  int64_t batched_linear_min_elements_ = 0;
   onnx_io::OriginalFile original_file_;
   mutable std::optional<onnx_io::ExportOptions> export_options_;
 };

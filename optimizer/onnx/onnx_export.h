@@ -34,13 +34,22 @@ struct ExportOptions {
   /// that fuses such a MatMul and Add only at a concrete shape (onnxruntime), in a model with symbolic
   /// dimensions (RuntimePolicy::batched_linear_as_gemm).
   bool batched_linear_as_gemm = false;
+  /// ... for a layer whose output has at least this many elements: below, the bias add it saves costs less than
+  /// the kernels the form adds (batched_linear_extra_kernels; output_choice.h, batched_linear_min_elements).
+  int64_t batched_linear_min_elements = 0;
 };
 
 /// Whether `graph` has a matmul and bias add that the export writes as Reshape, Gemm, Reshape under
 /// options.batched_linear_as_gemm (at the model's opset): then exporting even an unchanged graph changes the file.
 /// `precomputable`: per node, whether it depends on weights only (precomputable_nodes in engine/extract.h), so
 /// that the export folds it into a bias.
-bool has_batched_linear(const Expr& graph, int64_t opset, const std::vector<bool>& precomputable);
+bool has_batched_linear(const Expr& graph, int64_t opset, const std::vector<bool>& precomputable,
+                        int64_t min_elements = 0);
+/// The kernels a model file (serialized bytes) runs for its linear layers written as Reshape, Gemm, Reshape
+/// (options.batched_linear_as_gemm) beyond the MatMul and Add each replaces: per layer two Reshapes less the Add,
+/// and each Shape and Concat computing their targets. The import folds that shape arithmetic and the reshapes
+/// are views, so a graph's cost does not see them; onnxruntime runs each as a kernel.
+int batched_linear_extra_kernels(std::string_view model_bytes);
 
 /// The serialized onnx::ModelProto of `graph`. Throws OnnxError when `graph` does not fit `model` (a leaf
 /// or opaque id it does not know, another number of roots) or when an operator has no ONNX form in the

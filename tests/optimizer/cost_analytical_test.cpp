@@ -10,6 +10,7 @@
 #include "optimizer/cost/cost_models.h"
 #include "optimizer/engine/extract.h"  // graph_cost
 #include "optimizer/cost/measured_cost.h"
+#include "optimizer/output_choice.h"
 #include "rules/semantics.h"
 #include "rules/sexpr.h"
 
@@ -436,6 +437,23 @@ TEST(DeviceProfiles, StreamingFieldsComeTogether) {
   j["norm_kernel_passes"] = {{"LayerNormalization", 0}};
   expect_refused("norm_kernel_passes: LayerNormalization: not a positive number");
   std::filesystem::remove(file);
+}
+
+// The cpu-ort profile asks for linear layers of a symbolic shape written as Gemm (the GPU profiles do not), from
+// the size at which the bias add that form saves costs more than the about three kernels it adds.
+TEST(DeviceProfiles, ALinearLayerIsWrittenAsGemmWhereItsBiasAddOutweighsTheKernelsAdded) {
+  const CostModelHandle cpu = make_cost_model("analytical:cpu-ort", kCorpus);
+  EXPECT_TRUE(cpu.batched_linear_as_gemm);
+  EXPECT_FALSE(make_cost_model("analytical:h200", kCorpus).batched_linear_as_gemm);
+  auto add = [&](int64_t elements) {
+    const Shape shape{elements};
+    const std::array<Shape, 2> operands{shape, shape};
+    return cpu->node_cost(NodeContext{OpKind::EwAdd, {}, operands, shape});
+  };
+  const int64_t min = batched_linear_min_elements(*cpu);
+  EXPECT_GE(add(min), 4 * add(1));
+  EXPECT_LT(add(min / 2), 4 * add(1));
+  EXPECT_LT(min, 197 * 768) << "a ViT-base layer's output";
 }
 
 }  // namespace

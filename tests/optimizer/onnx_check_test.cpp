@@ -606,6 +606,16 @@ TEST(OnnxCheck, ALinearLayerOfASymbolicShapeIsWrittenAsOneGemmValidAtEverySize) 
     EXPECT_EQ(got[0].shape, (Shape{b, s, 3}));
     EXPECT_EQ(got[0].data, want[0].data) << b << "x" << s;
   }
+  // The kernels the form adds beyond the MatMul and Add: two Reshapes less the Add, and the Shape and Concat.
+  EXPECT_EQ(batched_linear_extra_kernels(exported), 3);
+  EXPECT_EQ(batched_linear_extra_kernels(bytes), 0);
+  // A layer smaller than the size where the form pays is written as it was.
+  ExportOptions large_only = as_gemm;
+  large_only.batched_linear_min_elements = 5 * 3 + 1;  // the layer's [1, 5, 3] output at the bound sizes
+  EXPECT_EQ(op_counts(export_onnx_bytes(m, m.graph, large_only)).count("Gemm"), 0u);
+  EXPECT_FALSE(has_batched_linear(m.graph, m.opset, precomputable_nodes(m.graph), large_only.batched_linear_min_elements));
+  large_only.batched_linear_min_elements = 5 * 3;
+  EXPECT_EQ(op_counts(export_onnx_bytes(m, m.graph, large_only)).at("Gemm"), 1);
   // Without the option, and before opset 15, MatMul and Add as the input has them.
   EXPECT_EQ(op_counts(export_onnx_bytes(m, m.graph)).count("Gemm"), 0u);
   const OnnxModel m14 = import_onnx_bytes(linear_layer(14, false), "linear14.onnx", batch_seq(1, 5));

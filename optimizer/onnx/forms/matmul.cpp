@@ -9,6 +9,9 @@
 #include "rules/evaluator.h"
 
 #include <functional>
+#include <map>
+#include <set>
+#include <string_view>
 
 namespace teq::onnx_io::detail {
 
@@ -128,7 +131,8 @@ std::optional<std::string> gemm_with_bias(Exporter& ex, ExprId id) {
 /// end, once per x), so the file is valid at every size x takes.
 std::optional<std::string> batched_gemm_with_bias(Exporter& ex, ExprId id) {
   // onnxruntime's CPU Gemm is a float kernel; opset 15 brings Shape's start and end.
-  if (!ex.options().batched_linear_as_gemm || ex.opset() < 15 || ex.elem_type(id) != onnx::TensorProto::FLOAT)
+  if (!ex.options().batched_linear_as_gemm || ex.opset() < 15 || ex.elem_type(id) != onnx::TensorProto::FLOAT ||
+      num_elements(ex.shape(id)) < ex.options().batched_linear_min_elements)
     return std::nullopt;
   const std::function<const Shape&(ExprId)> shape_of = [&ex](ExprId k) -> const Shape& { return ex.shape(k); };
   const std::optional<BatchedLinear> linear = batched_linear(ex.graph(), shape_of, id);
@@ -143,7 +147,7 @@ std::optional<std::string> batched_gemm_with_bias(Exporter& ex, ExprId id) {
     bias = ex.materialized(*v) ? ex.compact_constant(*v) : ex.emit(*v);
   } else if (ex.materialized(linear->other)) {
     const std::optional<Tensor<float>>& compact = ex.compacted(linear->other);
-    if (!compact || compact->size() != n || compact->shape.back() != n) return std::nullopt;
+    if (!compact || compact->size() != n || compact->shape.empty() || compact->shape.back() != n) return std::nullopt;
     bias = ex.add_initializer("bias", Tensor<float>(Shape{n}, compact->data));
   } else {
     return std::nullopt;
@@ -189,16 +193,48 @@ FamilyForms matmul_forms() { return {kImports, kExports, kFusions}; }
 
 namespace teq::onnx_io {
 
-bool has_batched_linear(const Expr& graph, int64_t opset, const std::vector<bool>& precomputable) {
+bool has_batched_linear(const Expr& graph, int64_t opset, const std::vector<bool>& precomputable,
+                        int64_t min_elements) {
   if (opset < 15) return false;
   const std::vector<Shape> shapes = infer_shapes(graph, {});
   const std::function<const Shape&(ExprId)> shape_of = [&shapes](ExprId k) -> const Shape& { return shapes[k.value]; };
   for (size_t i = 0; i < graph.size(); ++i)
-    if (const auto linear = detail::batched_linear(graph, shape_of, ExprId(i))) {
+    if (const auto linear = detail::batched_linear(graph, shape_of, ExprId(i));
+        linear && num_elements(shapes[i]) >= min_elements) {
       const int64_t n = shapes[linear->matmul.value].back();
       if (detail::broadcast_vector(graph, shape_of, linear->other, n) || precomputable[linear->other.value]) return true;
     }
   return false;
+}
+
+int batched_linear_extra_kernels(std::string_view model_bytes) {
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(model_bytes.data(), static_cast<int>(model_bytes.size()))) return 0;
+  std::map<std::string, const onnx::NodeProto*> producer;
+  std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
+  for (const onnx::NodeProto& n : model.graph().node()) {
+    for (const std::string& out : n.output()) producer[out] = &n;
+    for (const std::string& in : n.input()) readers[in].push_back(&n);
+  }
+  auto made_by = [&](const std::string& name, std::string_view op) -> const onnx::NodeProto* {
+    auto it = producer.find(name);
+    return it != producer.end() && it->second->op_type() == op ? it->second : nullptr;
+  };
+  int layers = 0;
+  std::set<std::string> targets, extents;  // the Concats and Shapes, each written once however many layers read it
+  for (const onnx::NodeProto& gemm : model.graph().node()) {
+    if (gemm.op_type() != "Gemm" || gemm.input_size() < 3 || !made_by(gemm.input(0), "Reshape")) continue;
+    const auto& after = readers[gemm.output(0)];
+    if (after.size() != 1 || after[0]->op_type() != "Reshape" || after[0]->input_size() < 2) continue;
+    const onnx::NodeProto* concat = made_by(after[0]->input(1), "Concat");
+    if (!concat || concat->input_size() < 1) continue;
+    const onnx::NodeProto* shape = made_by(concat->input(0), "Shape");
+    if (!shape) continue;
+    ++layers;
+    targets.insert(concat->output(0));
+    extents.insert(shape->output(0));
+  }
+  return layers + static_cast<int>(targets.size() + extents.size());
 }
 
 }  // namespace teq::onnx_io
