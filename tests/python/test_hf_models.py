@@ -17,10 +17,11 @@ Run by ctest with the project's .venv (tools/setup-python.sh; torch is not neede
 onnxruntime.
 
 Usage: test_hf_models.py EQSAT_RUN MODEL OUTDIR [--rules RULES] [--seq S1,S2] [--timeout SECONDS]
-                         [--eqsat-args "ARG ..."]
+                         [--eqsat-args "ARG ..."] [--expect-op OP]
   --rules        rule corpus (default: eqsat-run's own default)
   --seq          the two sequence lengths (default 16,8; the full-size models: 128,64)
   --eqsat-args   further eqsat-run options, e.g. "--node-limit 10000"
+  --expect-op    the written file must hold a node of this ONNX type (a form the run is meant to exercise)
 """
 import argparse
 import json
@@ -110,6 +111,7 @@ def main():
     parser.add_argument("--seq", default="16,8")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--eqsat-args", default="")
+    parser.add_argument("--expect-op", default="")
     a = parser.parse_args()
     seqs = [int(s) for s in a.seq.split(",")]
     os.makedirs(a.outdir, exist_ok=True)
@@ -160,6 +162,8 @@ def main():
     original = onnx.load(a.model, load_external_data=False)
     written = onnx.load(out, load_external_data=False)
     failures = []
+    if a.expect_op and not any(n.op_type == a.expect_op for n in written.graph.node):
+        failures.append(f"the written file has no {a.expect_op} node (written: {report.get('written', '?')})")
     if [o.name for o in written.graph.output] != [o.name for o in original.graph.output]:
         failures.append(f"outputs {[o.name for o in written.graph.output]}, original "
                         f"{[o.name for o in original.graph.output]}")
