@@ -22,16 +22,22 @@ bool gains_at_least(double optimized, double original, double min_gain) {
   return optimized < original * (1 - std::max(min_gain, 1e-6));
 }
 
+namespace {
+
+/// What `cost` charges for an add of two vectors of `elements`; of 1 element, a kernel launch.
+double add_cost(const CostModel& cost, int64_t elements) {
+  const Shape shape{elements};
+  const std::array<Shape, 2> operands{shape, shape};
+  return cost.node_cost(NodeContext{OpKind::EwAdd, {}, operands, shape});
+}
+
+}  // namespace
+
 int64_t batched_linear_min_elements(const CostModel& cost) {
-  auto add_cost = [&cost](int64_t elements) {
-    const Shape shape{elements};
-    const std::array<Shape, 2> operands{shape, shape};
-    return cost.node_cost(NodeContext{OpKind::EwAdd, {}, operands, shape});
-  };
-  const double launch = add_cost(1);
+  const double launch = add_cost(cost, 1);
   constexpr double kAddedKernels = 3;
   int64_t elements = 1;
-  while (elements < (int64_t{1} << 40) && add_cost(elements) < (1 + kAddedKernels) * launch) elements *= 2;
+  while (elements < (int64_t{1} << 40) && add_cost(cost, elements) < (1 + kAddedKernels) * launch) elements *= 2;
   return elements;
 }
 
@@ -108,9 +114,7 @@ void price_export(const OutputContext& context, const OptimizeReport& search, co
       if (const int kernels = onnx_io::batched_linear_extra_kernels(choice.exported); kernels > 0) {
         // Each kernel the Gemm form adds (its reshapes, the Shape and Concat of their targets) costs what the
         // smallest node costs: a launch. A bias add is worth that form only where its pass costs more.
-        const Shape one{1};
-        const std::array<Shape, 2> operands{one, one};
-        const double launch = cost.node_cost(NodeContext{OpKind::EwAdd, {}, operands, one});
+        const double launch = add_cost(cost, 1);
         choice.exported_cost += kernels * launch;
         choice.exported_detail.fused += kernels * launch;
       }
